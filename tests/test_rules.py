@@ -111,6 +111,7 @@ SCENARIOS = {
     "MHA030": lambda tmp: _rec(params=8_000_000_000, variant="MLA"),
     "MHA040": lambda tmp: _rec(params=8_000_000_000),
     "MHA041": lambda tmp: _rec(params=8_000_000_000),
+    "MHA042": lambda tmp: _rec(params=1_000_000_000),
     "MHA050": lambda tmp: _rec(params=8_000_000_000),
     "MHA090": lambda tmp: check_design(_config(tmp, "narrow", n_heads=64)).rules_fired,
     "MHA091": lambda tmp: _rec(params=8_000_000_000, seq_len=131072),

@@ -1,7 +1,8 @@
 """The hook's scaled copy of a design: the same attention geometry, narrower, and N layers deep.
 
 Kept from the design: the variant (MHA/GQA/MQA/MLA), the number of query heads and of KV heads (so
-the query-to-KV ratio), the position scheme (RoPE with its theta and scaling, or learned positions),
+the query-to-KV ratio), the position scheme (RoPE, its context scaling dropped and a base above 10,000 lowered
+where the heads narrow, ``HOOK_ROPE_BASE``; or learned positions),
 per-head q/k norms, biases, the norm and MLP types, tied embeddings, sliding windows.
 Scaled: the depth (the hook's N layers), the vocabulary and widths to the task's, and the head width
 (MLA: its latent ranks and nope / rope / value widths, by one factor) only as far as ``HookSize``'s
@@ -73,7 +74,7 @@ def _scale_mlp(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
 def _width_reason(design: ModelSpec, size: HookSize, floor: int) -> str:
     return (
         f"{design.attention.n_heads} heads x head width capped at {size.max_query_width} values, each head at least {floor}"
-        " wide, so the copy trains in minutes on a CPU"
+        " wide (the floor wins where both cannot hold), so the copy trains in minutes on a CPU"
     )
 
 
@@ -128,16 +129,48 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
     return changes
 
 
+HOOK_ROPE_BASE = 10_000.0
+"""The largest RoPE base a copy with narrowed heads keeps (RoPE's own default, Llama 2's). A head narrowed to 8
+values turns 4 frequencies, theta^(-2i/8): at Llama 3's 500,000 they are 1, 0.038, 0.0014 and 0.00005 radians a
+position, three of them nearly still over the task's 40 positions, where the design's 128-wide head has 19 turning
+faster than 1/40. Measured (``mha verify CONFIG --hook``, CPU, seed 0): Llama-3-8B's copy (32 heads of 128 -> 8)
+11.5% after 1,500 steps at 500,000, 18.9% at 2.27 (the design's first four frequencies), 98.3% after 575 at
+10,000; a 1B design's (24 heads of 64 -> 8) 10.6% at 500,000, 99.2% after 425 at 10,000."""
+
+
+def _rotated_width(spec: dict[str, Any]) -> float | None:
+    """Values a head rotates in a model dump: MLA's decoupled key, else head_dim x partial_rotary_factor."""
+    attention = spec["attention"]
+    if attention.get("mla"):
+        return attention["mla"]["qk_rope_head_dim"]
+    rope = attention.get("rope") or {}
+    return (attention.get("head_dim") or spec["d_model"] // attention["n_heads"]) * rope.get("partial_rotary_factor", 1)
+
+
+def _fit_rope_base(design: ModelSpec, fields: dict[str, Any]) -> list[str]:
+    """A base above ``HOOK_ROPE_BASE`` lowered to it where the copy's heads rotate fewer values than the design's."""
+    rope = design.attention.rope
+    narrowed = _rotated_width(fields) < (_rotated_width(design.model_dump()) or 0)
+    if rope is None or rope.theta <= HOOK_ROPE_BASE or not narrowed:
+        return []
+    fields["attention"]["rope"] = {**fields["attention"]["rope"], "theta": HOOK_ROPE_BASE}
+    return [
+        f"RoPE base theta {rope.theta:,.0f} -> {HOOK_ROPE_BASE:,.0f}: the copy's narrowed heads turn too few"
+        " frequencies for a larger base to move within the task's sequences (a base acts on long-range positions)"
+    ]
+
+
 def _fit_positions(design: ModelSpec, fields: dict[str, Any], layers: int, size: HookSize) -> list[str]:
-    """Learned positions cover the task; sliding windows kept (widened only if they would hide the first copy)."""
-    changes = []
+    """Learned positions cover the task; sliding windows kept (widened only if they would hide the first copy); a
+    large RoPE base lowered where the heads were narrowed (``HOOK_ROPE_BASE``)."""
+    changes = _fit_rope_base(design, fields)
     if design.attention.rope is not None and design.attention.rope.scaling is not None:
         # Context extension (YaRN, llama3, linear) matters past the pre-training context, far beyond the task; on
         # heads this narrow YaRN's frequencies and attention factor kept gpt-oss-20b's copy from learning at all.
-        fields["attention"]["rope"] = design.attention.rope.model_copy(update={"scaling": None})
+        fields["attention"]["rope"] = {**fields["attention"]["rope"], "scaling": None}  # the base as set above
         changes.append(
-            f"RoPE {design.attention.rope.scaling.type} scaling dropped (theta {design.attention.rope.theta:g} kept): it acts beyond the"
-            f" pre-training context, not on {size.seq_len}-token sequences"
+            f"RoPE {design.attention.rope.scaling.type} scaling dropped: it acts beyond the pre-training context, not"
+            f" on {size.seq_len}-token sequences"
         )
     if design.embeddings.positions:
         fields["embeddings"]["positions"] = (

@@ -26,8 +26,6 @@ from mha_cli.core.schemas import ModelSpec
 RMS_NORM_EPS = 1e-5
 TRANSFORMERS_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
 """Our layer kinds as transformers' ``layer_types`` name them (the recommender designs no chunked or linear ones)."""
-ROPE_THETA = 500_000.0
-"""Llama 3's RoPE base: a long-context-ready default for a new design."""
 LEGACY_ROPE_KEY = "rope_theta"
 """transformers 4.x's key for the RoPE base (``LlamaConfig.__init__(..., rope_theta=10000.0, rope_scaling=None)``,
 e.g. transformers 4.44.2's ``configuration_llama.py``); it does not read transformers 5's ``rope_parameters``, so
@@ -61,6 +59,9 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
     )
     if positions or gpt_style or not model.embeddings.final_norm or model.block.norm_placement == "post_residual":
         raise BadInputError("--format hf does not write ALiBi, sinusoidal positions or GPT-style blocks and heads")
+    rope = model.rotary
+    if rope is None or rope.scaling is not None or rope.partial_rotary_factor != 1 or rope.interleaved:
+        raise BadInputError("--format hf writes RoPE on every head dimension, unscaled, only (the design's, MHA042)")
     windowed = model.layers.sliding_window is not None
     if windowed and (
         model.attention.mla is not None or model.block.moe is not None or model.layers.attention_chunk is not None
@@ -73,8 +74,8 @@ def hf_config(model: ModelSpec, *, max_position_embeddings: int) -> dict[str, An
         "vocab_size": model.embeddings.vocab_size,
         "max_position_embeddings": max_position_embeddings,
         "rms_norm_eps": RMS_NORM_EPS,
-        "rope_parameters": {"rope_type": "default", "rope_theta": ROPE_THETA},
-        LEGACY_ROPE_KEY: ROPE_THETA,
+        "rope_parameters": {"rope_type": "default", "rope_theta": rope.theta},
+        LEGACY_ROPE_KEY: rope.theta,
         "tie_word_embeddings": model.embeddings.tied,
         "hidden_act": "silu",
         "attention_bias": False,

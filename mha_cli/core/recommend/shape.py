@@ -130,7 +130,7 @@ def build_model(
     n_heads = d_model // head_dim * (1 if variant == "MLA" else query_width_multiple)
     fields: dict[str, Any] = dict(
         name="recommended", source="mha recommend", d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-        vocab_size=vocab, d_ff=mlp_width(d_model, small), tied_embeddings=tied,
+        vocab_size=vocab, d_ff=mlp_width(d_model, small), tied_embeddings=tied, rope={"theta": C.ROPE_THETA},
     )  # fmt: skip
     if moe is not None:
         fields["moe"] = moe

@@ -36,6 +36,8 @@ ASPECT_BANDS: tuple[tuple[float, int, int, str], ...] = (
     (float("inf"), 40, 160, "Qwen3-235B-A22B 44, Qwen2.5-32B 80, Llama-3-70B 102, DeepSeek-V3 118, Llama-3.1-405B 130"),
 )
 """(budget up to, lowest d_model / n_layers, highest, public designs in the band): MHA005's aspect-ratio band."""
+ROPE_THETA = 500_000.0
+"""MHA042: the RoPE base of a new design (Llama 3's; Llama 2's was 10,000)."""
 FFN_MULTIPLIER = 3.5
 """Gated MLP hidden width over d_model (Llama 3: 14336 / 4096 = 28672 / 8192 = 3.5)."""
 FFN_ROUND = 256
@@ -377,6 +379,15 @@ RULES: tuple[Rule, ...] = (
         rationale="Biases add parameters and a shift that pre-norm models do not need; most current models drop "
         "them (Qwen2 keeps a QKV bias, an exception).",
         reference="PaLM (Chowdhery et al. 2022); Llama 3, Mistral config.json.",
+    ),
+    Rule(
+        id="MHA042", name="rope-base", topic="heads", severity="info", scope="recommend",
+        condition="Always (the design's positions are RoPE on every head dimension).",
+        action=f"RoPE base theta {_n(int(ROPE_THETA))}, no scaling: the config file and the config.json carry the same.",
+        rationale="A larger base turns the slowest frequencies more slowly, so positions stay apart over a longer "
+        "context; Llama 3 raised it from Llama 2's 10,000 for 8K pre-training and its 128K extension.",
+        reference="Llama 3 (Dubey et al. 2024, Table 3: RoPE theta = 500,000); Llama-3-8B config.json rope_theta; "
+        "Xiong et al. 2023 (larger base for long context).",
     ),
     # Testability -------------------------------------------------------------------------------
     Rule(
