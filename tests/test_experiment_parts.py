@@ -180,3 +180,18 @@ def test_the_usable_cores_where_the_platform_has_no_affinity_are_the_machine_s(m
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert jobs_module.usable_cores() == 1
     assert workers_for(None, torch.device("cpu"), jobs=12).used == 1
+
+
+def test_a_worker_ends_silently_on_the_pools_sigterm_and_leaves_ctrl_c_to_the_parent():
+    """A spawned worker inherited the console's quiet-exit handler: pool.terminate's SIGTERM printed "error: stopped
+    by SIGTERM" once per worker beside the parent's "error: interrupted" (newuser trial 241)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import signal; from mha_cli.cli.signals import install_quiet_exit; install_quiet_exit();"
+        " from mha_cli.experiments.jobs import _ignore_interrupts; _ignore_interrupts();"
+        " print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, signal.getsignal(signal.SIGINT) == signal.SIG_IGN)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"]

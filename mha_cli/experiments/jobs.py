@@ -117,5 +117,8 @@ def _indexed(work: Callable[[Any], Any], item: tuple[int, Any]) -> tuple[int, An
 
 
 def _ignore_interrupts() -> None:
-    """Worker initialiser: Ctrl-C is the parent's to handle (it terminates the workers)."""
+    """Worker initialiser: Ctrl-C is the parent's to handle (it terminates the workers), and the SIGTERM of
+    ``pool.terminate`` ends a worker silently: a spawned worker inherits the console's handler, which printed
+    "error: stopped by SIGTERM" per worker beside the parent's one line (newuser trial 241)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
