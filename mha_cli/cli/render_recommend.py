@@ -70,8 +70,9 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         console.print(
             f"[bold]memory[/bold]  {plan.engine.name} on {plan.n_devices} x {plan.target_name}"
             f" ({escape(layout_words(plan))}): weights"
-            f" {format_bytes(plan.weight_bytes_per_device)} + cache {format_bytes(plan.kv_bytes_per_device)} per"
-            f" device; {counted(plan.max_sequences, 'sequence')} of this length at once: {verdict}"
+            f" {format_bytes(plan.weight_bytes_per_device)} as the engine loads them (--explain: padding, tables) +"
+            f" cache {format_bytes(plan.kv_bytes_per_device)} per device; {counted(plan.max_sequences, 'sequence')}"
+            f" of this length at once: {verdict}"
         )
     if result.latency is not None and plan is not None:
         console.print(latency_line(result.latency, plan.sequences_per_replica, request.seq_len))
