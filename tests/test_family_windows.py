@@ -219,3 +219,16 @@ def test_layers_listed_as_sliding_without_a_window_are_full_attention_and_said()
     assert any("12 layers listed as sliding have no window (sliding_window null)" in a for a in imported.assumptions)
     windowed = import_hf_config(_gpt_oss_with_window(128))
     assert not any("listed as sliding" in a for a in windowed.assumptions)
+
+
+def test_a_window_the_family_does_not_apply_is_named_with_its_value_not_as_null():
+    """A Llama with layer_types and sliding_window 4096 was said to have "sliding_window null" (newuser trial 243):
+    LlamaConfig's model does not apply the window (priced at full attention), and vLLM's llama.py does."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "llama-3.1-8b.json").read_text())
+    kinds = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(config["num_hidden_layers"])]
+    imported = import_hf_config({**config, "sliding_window": 4096, "layer_types": kinds})
+    said = " ".join(imported.assumptions)
+    assert imported.model.n_local_layers == 0 and "sliding_window (4096, not read)" in said
+    assert "vLLM's llama.py applies it from 0.10.1" in said and "null" not in said

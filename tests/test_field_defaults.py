@@ -10,7 +10,7 @@ import json
 import pytest
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.families.field_defaults import FIELD_DEFAULTS, FIELD_DEFAULTS_READ
+from mha_cli.core.families.field_defaults import CLASS_FIELDS, FIELD_DEFAULTS, FIELD_DEFAULTS_READ
 from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.kv import kv_footprint
 from tests.benchmark_modules import load_benchmark
@@ -24,6 +24,42 @@ def test_every_entry_is_the_installed_transformers_default_and_none_is_missing()
     if transformers.__version__ != FIELD_DEFAULTS_READ.split()[-1]:
         pytest.skip(f"the table was read off {FIELD_DEFAULTS_READ}, not {transformers.__version__}")
     assert load_benchmark("field_defaults").table() == FIELD_DEFAULTS
+    assert load_benchmark("field_defaults").declared_table() == CLASS_FIELDS
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}, "kv_lora_rank"),
+        ({"num_experts": 8, "num_experts_per_tok": 2}, "num_experts"),
+        ({"num_local_experts": 8}, "num_local_experts"),
+        ({"n_routed_experts": 64, "moe_intermediate_size": 1408}, "n_routed_experts"),
+        ({"multi_query": True}, "multi_query"),
+    ],
+)
+def test_fields_a_family_s_class_does_not_take_are_not_read_and_named(fields, named):
+    """Llama-3.1-8B with DeepSeek's MLA ranks was priced as MLA (36,864 B a token), with Qwen's expert count as a
+    47.5B MoE, with Falcon's multi_query as MQA; LlamaConfig takes none of them and transformers builds the plain
+    8.03B GQA-8 model (newuser trial 243)."""
+    config = json.loads(reference_hf_config("llama-3.1-8b").read_text())
+    plain = import_hf_config(config).model
+    imported = import_hf_config({**config, **fields})
+    assert imported.model == plain and kv_footprint(imported.model, seq_len=1).bytes_per_token == 131_072
+    assert any(a.startswith("not read: ") and named in a for a in imported.assumptions)
+
+
+def test_another_spelling_of_the_kv_heads_is_not_read_where_the_class_does_not_take_it():
+    """num_kv_heads: 1 on a Llama without num_key_value_heads was MQA (16,384 B a token); LlamaConfig reads neither
+    that spelling nor multi_query: one KV head per query head, 32 x 128 x 2 x 2 x 32 = 524,288 B."""
+    config = json.loads(reference_hf_config("llama-3.1-8b").read_text())
+    del config["num_key_value_heads"]
+    imported = import_hf_config({**config, "num_kv_heads": 1})
+    assert imported.model.attention.n_kv_heads == 32
+    assert kv_footprint(imported.model, seq_len=1).bytes_per_token == 524_288
+    assert "not read: num_kv_heads" in " ".join(imported.assumptions)
+    # a family whose class takes the field still reads it: DeepSeek-V3's MLA and experts are unchanged
+    deepseek = import_hf_config(json.loads(reference_hf_config("deepseek-v3").read_text())).model
+    assert deepseek.attention.mla is not None and deepseek.block.moe is not None
 
 
 def test_deepseek_v3_without_qk_rope_head_dim_caches_its_default_64_and_says_so():

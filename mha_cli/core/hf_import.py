@@ -34,7 +34,13 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
-from mha_cli.core.families.field_defaults import FIELD_DEFAULTS, FIELD_DEFAULTS_READ, FIGURE_FIELDS
+from mha_cli.core.families.field_defaults import (
+    CLASS_FIELDS,
+    CROSS_FAMILY_FIELDS,
+    FIELD_DEFAULTS,
+    FIELD_DEFAULTS_READ,
+    FIGURE_FIELDS,
+)
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -99,6 +105,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if by_architecture is not None:  # Kimi-K2's kimi_k2 is DeepseekV3ForCausalLM, as vLLM serves it
         known = by_architecture.family
     fam = known or _GENERIC
+    as_written = config
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
     ignored = WINDOW_FIELDS - fam.window_fields  # fields its transformers model does not window by: named as unread
@@ -107,6 +114,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     class_key = None if known is None or by_architecture is not None else written
     if known is not None and written in known.old_names:
         class_key = known.name
+    takes = CLASS_FIELDS.get(class_key or "")
+    if takes is not None:  # the shared readers' fields its class does not take, as written: read as absent
+        ignored |= {key for key in CROSS_FAMILY_FIELDS - takes - fam.reads if key in as_written}
     from_table = {
         key: value for key, value in FIELD_DEFAULTS.get(class_key or "", {}).items() if key not in fam.defaults
     }
@@ -231,7 +241,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             r.config.get(gated)
     if kinds is not None:
         kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
-        _say_windowless_local_layers(r, kinds, window)
+        _say_windowless_local_layers(r, kinds, window, fam.name)
     fields.update(_kinds_fields(kinds, window, chunk))
     if fam.state is not None:
         fields["recurrent"] = fam.state(r, d_model, fields)
@@ -317,14 +327,24 @@ def _layer_kinds(r: ConfigReader, fam: Family, n_layers: int) -> list[LayerKind]
     return None
 
 
-def _say_windowless_local_layers(r: ConfigReader, kinds: list[LayerKind], window: int | None) -> None:
+def _say_windowless_local_layers(r: ConfigReader, kinds: list[LayerKind], window: int | None, family_name: str) -> None:
     """Layers the config lists as sliding but gives no window: a window of 0 is refused (it would attend to nothing);
     an unset one (null, or ``use_sliding_window`` false) is priced as full attention, as vLLM builds such a layer
-    (transformers' ``create_sliding_window_causal_mask`` raises on it), and said."""
+    (transformers' ``create_sliding_window_causal_mask`` raises on it), and said; one the family's transformers
+    model does not apply (a Llama's) is priced as transformers builds it, and said."""
     local = kinds.count("local")
     if not local or window:
         return
-    stated = r.config.get("sliding_window")
+    stated = dict.get(r.config, "sliding_window")  # as written, even where the family does not read it
+    if "sliding_window" in r.config.hidden and stated is not None:  # a window its transformers model does not apply
+        vllm = (  # core.engine.architectures_served.WINDOWS_FROM
+            "; vLLM's llama.py applies it from 0.10.1 (it reads layer_types), caching less"
+            if family_name == "llama"
+            else ""
+        )
+        r.assume(None, f"{local} layers listed as sliding are priced as full attention, as {r.defaults_from}'s model"
+                       f" runs them: it does not apply sliding_window ({stated!r}, not read){vllm}")  # fmt: skip
+        return
     if type(stated) is int and stated == 0:
         raise BadInputError(
             f"{r.origin}: {local} layers are listed as sliding but sliding_window is 0, a window of no tokens: give"

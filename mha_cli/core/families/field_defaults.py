@@ -28,6 +28,18 @@ FIGURE_FIELDS = frozenset({
 """The fields whose default the table holds: attention and cache shape, MLA ranks, expert counts, sizes and placement,
 windows."""
 
+CROSS_FAMILY_FIELDS = frozenset({
+    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+    "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+    "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers", "num_kv_heads", "multi_query",
+})  # fmt: skip
+"""Fields the shared readers look for in any family (MLA ranks, expert counts and placement, other spellings of the
+KV heads), which a family whose config class does not take them must not read: a Llama config.json carrying
+``kv_lora_rank`` was priced as MLA (36,864 B a token, not 131,072), one carrying ``num_experts`` as a 47B MoE, one
+carrying ``num_kv_heads: 1`` as MQA, where transformers builds Llama-3.1-8B (newuser trial 243). ``CLASS_FIELDS``
+holds which of them each class takes; the others are read as absent and named as not read."""
+
 FIELD_DEFAULTS: dict[str, dict[str, object]] = {
     "apertus": {"intermediate_size": 14336, "vocab_size": 131072},
     "arcee": {"intermediate_size": 18432, "vocab_size": 32000},
@@ -681,3 +693,352 @@ FIELD_DEFAULTS: dict[str, dict[str, object]] = {
         "vocab_size": 128256,
     },
 }
+
+
+CLASS_FIELDS: dict[str, frozenset[str]] = {
+    "apertus": frozenset([]),
+    "arcee": frozenset([]),
+    "axk1": frozenset(
+        [
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "axk2": frozenset(
+        [
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "bamba": frozenset([]),
+    "beam": frozenset(["moe_intermediate_size", "num_experts", "num_experts_per_tok"]),
+    "bert": frozenset([]),
+    "bert-generation": frozenset([]),
+    "big_bird": frozenset([]),
+    "biogpt": frozenset([]),
+    "bloom": frozenset([]),
+    "camembert": frozenset([]),
+    "codegen": frozenset([]),
+    "cohere": frozenset([]),
+    "cohere2": frozenset([]),
+    "cohere2_moe": frozenset(["num_experts", "num_experts_per_tok", "num_shared_experts"]),
+    "ctrl": frozenset([]),
+    "cwm": frozenset([]),
+    "data2vec-text": frozenset([]),
+    "deepseek_v2": frozenset(
+        [
+            "first_k_dense_replace",
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts",
+            "num_experts_per_tok",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "deepseek_v3": frozenset(
+        [
+            "first_k_dense_replace",
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "deepseek_v32": frozenset(
+        [
+            "first_k_dense_replace",
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "electra": frozenset([]),
+    "ernie": frozenset([]),
+    "ernie4_5": frozenset([]),
+    "ernie4_5_moe": frozenset(["moe_intermediate_size", "num_experts", "num_experts_per_tok"]),
+    "exaone": frozenset([]),
+    "exaone4": frozenset([]),
+    "exaone_moe": frozenset(
+        ["first_k_dense_replace", "moe_intermediate_size", "num_experts", "num_experts_per_tok", "num_shared_experts"]
+    ),
+    "falcon": frozenset(["multi_query", "num_kv_heads"]),
+    "falcon_h1": frozenset([]),
+    "falcon_mamba": frozenset([]),
+    "flex_olmo": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "flint": frozenset(
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "shared_expert_intermediate_size",
+        ]
+    ),
+    "gemma": frozenset([]),
+    "gemma2": frozenset([]),
+    "gemma3": frozenset([]),
+    "gemma3_text": frozenset([]),
+    "gemma3n": frozenset([]),
+    "gemma3n_text": frozenset([]),
+    "gemma4": frozenset(["moe_intermediate_size", "num_experts"]),
+    "gemma4_text": frozenset(["moe_intermediate_size", "num_experts"]),
+    "gemma4_unified": frozenset([]),
+    "gemma4_unified_text": frozenset([]),
+    "glm": frozenset([]),
+    "glm4": frozenset([]),
+    "glm4_moe": frozenset(
+        [
+            "first_k_dense_replace",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+        ]
+    ),
+    "glm4_moe_lite": frozenset(
+        [
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "glm_moe_dsa": frozenset(
+        [
+            "first_k_dense_replace",
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "gpt-sw3": frozenset([]),
+    "gpt2": frozenset([]),
+    "gpt_bigcode": frozenset(["multi_query"]),
+    "gpt_neo": frozenset([]),
+    "gpt_neox": frozenset([]),
+    "gpt_neox_japanese": frozenset([]),
+    "gpt_oss": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "gptj": frozenset([]),
+    "granite": frozenset([]),
+    "granite_swa": frozenset([]),
+    "granitemoe": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "granitemoe_swa": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "granitemoehybrid": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "helium": frozenset([]),
+    "hunyuan_v1_dense": frozenset([]),
+    "hunyuan_v1_moe": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "hy_v3": frozenset(
+        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "num_local_experts", "num_shared_experts"]
+    ),
+    "hyperclovax": frozenset([]),
+    "internlm3": frozenset([]),
+    "iquestcoder": frozenset([]),
+    "jais2": frozenset([]),
+    "jamba": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "kimi_linear": frozenset(
+        [
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "kolibri1": frozenset(
+        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
+    ),
+    "laguna": frozenset(
+        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
+    ),
+    "lfm2": frozenset([]),
+    "llama": frozenset([]),
+    "llama4": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "llama4_text": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "mamba": frozenset([]),
+    "mamba2": frozenset([]),
+    "megatron-bert": frozenset([]),
+    "mellum": frozenset(["moe_intermediate_size", "num_experts", "num_experts_per_tok"]),
+    "mimo_v2_flash": frozenset(
+        ["moe_intermediate_size", "n_routed_experts", "num_experts_per_tok", "num_local_experts", "v_head_dim"]
+    ),
+    "minicpm3": frozenset(["kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"]),
+    "minimax": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "minimax_m2": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "ministral": frozenset([]),
+    "ministral3": frozenset([]),
+    "mistral": frozenset([]),
+    "mixtral": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "modernbert-decoder": frozenset([]),
+    "mpt": frozenset([]),
+    "nemotron": frozenset([]),
+    "nemotron_h": frozenset(
+        [
+            "moe_intermediate_size",
+            "moe_shared_expert_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+        ]
+    ),
+    "olmo": frozenset([]),
+    "olmo2": frozenset([]),
+    "olmo3": frozenset([]),
+    "olmoe": frozenset(["num_experts", "num_experts_per_tok", "num_local_experts"]),
+    "openai-gpt": frozenset([]),
+    "opt": frozenset([]),
+    "persimmon": frozenset([]),
+    "phi": frozenset([]),
+    "phi3": frozenset([]),
+    "phimoe": frozenset(["num_experts_per_tok", "num_local_experts"]),
+    "qwen2": frozenset([]),
+    "qwen2_5_vl": frozenset([]),
+    "qwen2_5_vl_text": frozenset([]),
+    "qwen2_moe": frozenset(
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "shared_expert_intermediate_size",
+        ]
+    ),
+    "qwen2_vl": frozenset([]),
+    "qwen2_vl_text": frozenset([]),
+    "qwen3": frozenset([]),
+    "qwen3_5": frozenset([]),
+    "qwen3_5_moe": frozenset(
+        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
+    ),
+    "qwen3_5_moe_text": frozenset(
+        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
+    ),
+    "qwen3_5_text": frozenset([]),
+    "qwen3_moe": frozenset(
+        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+    ),
+    "qwen3_next": frozenset(
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "shared_expert_intermediate_size",
+        ]
+    ),
+    "qwen3_vl": frozenset([]),
+    "qwen3_vl_moe": frozenset(
+        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+    ),
+    "qwen3_vl_moe_text": frozenset(
+        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+    ),
+    "qwen3_vl_text": frozenset([]),
+    "rembert": frozenset([]),
+    "roberta": frozenset([]),
+    "roberta-prelayernorm": frozenset([]),
+    "roc_bert": frozenset([]),
+    "roformer": frozenset([]),
+    "rwkv": frozenset([]),
+    "sarvam_mla": frozenset(
+        [
+            "first_k_dense_replace",
+            "kv_lora_rank",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "num_shared_experts",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+        ]
+    ),
+    "sarvam_moe": frozenset(
+        [
+            "first_k_dense_replace",
+            "moe_intermediate_size",
+            "n_routed_experts",
+            "n_shared_experts",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "num_shared_experts",
+        ]
+    ),
+    "seed_oss": frozenset([]),
+    "smollm3": frozenset([]),
+    "solar_open": frozenset(
+        ["moe_intermediate_size", "n_routed_experts", "n_shared_experts", "num_experts_per_tok", "num_local_experts"]
+    ),
+    "stablelm": frozenset([]),
+    "starcoder2": frozenset([]),
+    "vaultgemma": frozenset([]),
+    "xglm": frozenset([]),
+    "xlm-roberta": frozenset([]),
+    "xlm-roberta-xl": frozenset([]),
+    "xlstm": frozenset([]),
+    "xmod": frozenset([]),
+    "youtu": frozenset(["kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"]),
+}
+"""Which of ``CROSS_FAMILY_FIELDS`` each family's transformers config class takes (its dataclass fields and its
+``attribute_map``'s names; all of them where the class is not a dataclass), read off the same release by
+``python benchmarks/field_defaults.py``."""
