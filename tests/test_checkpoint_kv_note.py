@@ -75,12 +75,21 @@ def test_the_engines_reading_by_release():
 
 
 def test_a_compressed_tensors_kv_scheme_is_named_and_priced_as_vllm_runs_it(cli, tmp_path):
-    result, lines = kv_assumptions(cli, write(tmp_path / "model", COMPRESSED))
+    """vLLM from 0.15.0 sets every attention layer's cache to fp8 when the compressed-tensors quant_config carries
+    a kv_cache_scheme (vllm-project/vllm#30141; in the 0.15.0 wheel, not the 0.14.0 one). It was priced in bf16 on
+    every release, twice the bytes vLLM allocates (newuser trial 243)."""
+    path = write(tmp_path / "model", COMPRESSED)
+    result, lines = kv_assumptions(cli, path)
     assert lines == [
-        "the checkpoint declares its KV cache fp8 (kv_cache_scheme): priced in --kv-dtype's format (bf16 unless"
-        " given), as vLLM and SGLang run it (the model's dtype)"
+        "the checkpoint declares its KV cache fp8 (kv_cache_scheme): priced in fp8 unless --kv-dtype says otherwise"
+        " on vLLM from 0.15.0, which sets it in every attention layer (core.engine.checkpoint_kv); in the model's"
+        " dtype on earlier releases, SGLang and TensorRT-LLM"
     ]
-    assert result["bytes_per_token"] == 131072
+    assert result["bytes_per_token"] == 65536
+    by_release = {engine: kv_assumptions(cli, path, "--engine", engine)[0]["bytes_per_token"]
+                  for engine in ("vllm@0.14.0", "vllm@0.15.0", "sglang", "trtllm")}  # fmt: skip
+    assert by_release == {"vllm@0.14.0": 131072, "vllm@0.15.0": 65536, "sglang": 131072, "trtllm": 131072}
+    assert kv_assumptions(cli, path, "--kv-dtype", "bf16")[0]["bytes_per_token"] == 131072  # asked: it wins
 
 
 def test_a_checkpoint_declaring_no_kv_format_gets_no_line(cli, tmp_path):

@@ -123,8 +123,9 @@ def merge_deployment(
         from mha_cli.core.engine.checkpoint_kv import engine_runs_checkpoint_kv  # runs it by itself
 
         if engine_runs_checkpoint_kv(
-            fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version")
-        ):
+            fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"),
+            fields.get("checkpoint_kv_method") or "modelopt",
+        ):  # fmt: skip
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
     fields.setdefault("seq_len", default_seq_len(model, base))
     if model is not None and fields.get("kv_dtype") == "fp8" and stores_fp8_as_ds_mla(model, fields.get("engine")):

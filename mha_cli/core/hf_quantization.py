@@ -138,12 +138,21 @@ class DeclaredKv(NamedTuple):
     shown: str
     """The format as the config writes it (``FP8``), or ``fp8`` for a scheme of 8-bit floats."""
     engines_read: bool
-    """A ModelOpt checkpoint declaring fp8: the engines run it by themselves (``core.engine.checkpoint_kv``)."""
+    """A ModelOpt or compressed-tensors checkpoint declaring fp8: engines run it by themselves
+    (``core.engine.checkpoint_kv``)."""
+    method: str = "modelopt"
+    """``modelopt`` or ``compressed-tensors``: which releases run it (``checkpoint_kv.FIRST_READING``)."""
 
     @property
     def note(self) -> str:
         """The assumption line: the field named, never silently ignored."""
         said = f"the checkpoint declares its KV cache {self.shown} ({self.field})"
+        if self.engines_read and self.method == "compressed-tensors":
+            return (
+                f"{said}: priced in fp8 unless --kv-dtype says otherwise on vLLM from 0.15.0, which sets it in every"
+                " attention layer (core.engine.checkpoint_kv); in the model's dtype on earlier releases, SGLang and"
+                " TensorRT-LLM"
+            )
         if self.engines_read:
             return (
                 f"{said}: priced in fp8 unless --kv-dtype says otherwise where the engine runs it by itself (vLLM from"
@@ -174,6 +183,9 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
         isinstance(producer, dict) and producer.get("name") == "modelopt"
     )
     shown = declared if isinstance(declared, str) else "fp8" if fp8 else "in a format mha does not read"
+    compressed = str(quant.get("quant_method", "")).lower() == "compressed-tensors" and field == "kv_cache_scheme"
+    if compressed and not modelopt:  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
+        return DeclaredKv(field, shown, fp8, "compressed-tensors")
     return DeclaredKv(field, shown, modelopt and fp8)
 
 
@@ -227,6 +239,8 @@ def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
     from mha_cli.core.named_exclusions import gptq_awq_bits_group
 
     bits, group = gptq_awq_bits_group(config)
+    if method == "gptq" and config.get("lm_head") is True:  # vLLM's GPTQConfig quantises the output head then
+        raise _refuse(origin, "gptq with lm_head true (a quantised output head; mha prices the head in bf16)")
     if (bits, group) == (4, GROUP):
         return "gptq-int4" if method == "gptq" else "awq"
     runs = bits in GPTQ_BITS and group in GPTQ_GROUPS if method == "gptq" else bits == 4 and group in AWQ_GROUPS

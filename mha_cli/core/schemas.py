@@ -1195,6 +1195,11 @@ class DeploymentSpec(_Strict):
     """The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8), which the engines that read
     it run when ``kv_dtype`` is not given (``core.engine.checkpoint_kv``, applied by ``merge_deployment``). None:
     none declared, or not one the engines run by themselves."""
+    checkpoint_kv_method: Annotated[
+        Literal["modelopt", "compressed-tensors"], Field(exclude_if=lambda value: value == "modelopt")
+    ] = "modelopt"
+    """Which checkpoint declared ``checkpoint_kv_dtype``: the engines read a ModelOpt and a compressed-tensors
+    (``kv_cache_scheme``) declaration from different releases (``core.engine.checkpoint_kv``)."""
     checkpoint_headers: HeaderWeights | None = None
     """The checkpoint's weights as its safetensors headers hold them (``core.header_weights``): what prices the
     weights while ``weight_dtype`` is their ``format``. None: counted from the config."""

