@@ -150,6 +150,8 @@ def test_checkpoint_formats(quantization, expected):
         ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "gptq with bits=3"),  # no Marlin kernel
         ({"quant_method": "gptq", "bits": 8, "group_size": 16}, "gptq with bits=8 and group_size=16"),
         ({"quant_method": "awq", "bits": 8, "group_size": 128}, "awq with bits=8"),  # AWQ is 4-bit only
+        # a string: "awq with bits=4 and group_size=128 is not a weight format", the very one listed (trial 243)
+        ({"quant_method": "awq", "bits": "4", "group_size": 128}, "awq with bits='4' and group_size=128"),
         ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bitsandbytes other than 4-bit nf4"),
         # audit5: priced as 128 x 128 blocks (Llama-3-8B: 1,703,936 B of fp32 scales, where 64 x 64 blocks hold
         # 6,815,744 B), a format the checkpoint is not in

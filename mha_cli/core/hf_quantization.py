@@ -245,7 +245,7 @@ def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
         return "gptq-int4" if method == "gptq" else "awq"
     runs = bits in GPTQ_BITS and group in GPTQ_GROUPS if method == "gptq" else bits == 4 and group in AWQ_GROUPS
     if not runs:
-        raise _refuse(origin, f"{method} with bits={bits} and group_size={group}")
+        raise _refuse(origin, f"{method} with bits={bits!r} and group_size={group!r}")  # "4", a string, shown so
     return f"int{bits}"
 
 
