@@ -222,8 +222,11 @@ def test_a_windowed_design_is_served_by_vllm_from_0_10_1_by_no_sglang_release():
     from mha_cli.core.recommend.hf_config import hf_config
 
     windowed = model("llama-3.1-8b.json")
-    windowed = windowed.model_copy(update={"layers": windowed.layers.model_copy(
-        update={"sliding_window": 1024, "pattern": ["local"] * 5 + ["global"]})})  # fmt: skip
+    unscaled = windowed.attention.model_copy(
+        update={"rope": windowed.attention.rope.model_copy(update={"scaling": None})}
+    )
+    windowed = windowed.model_copy(update={"attention": unscaled, "layers": windowed.layers.model_copy(
+        update={"sliding_window": 1024, "pattern": ["local"] * 5 + ["global"]})})  # fmt: skip  # a design's RoPE: unscaled
     assert designed_as(windowed) == (WINDOWED,)
     written = hf_config(windowed, max_position_embeddings=8192)
     assert written["architectures"] == ["MistralForCausalLM"] and written["model_type"] == "ministral"
