@@ -11,6 +11,7 @@ fine-tune of DeepSeek-V3 may carry no ``qk_rope_head_dim``: transformers and vLL
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 
 from transformers import CONFIG_MAPPING
@@ -43,12 +44,16 @@ def config_class(model_type: str) -> type | None:
 
 
 def declared_fields(model_type: str) -> frozenset[str]:
-    """The ``CROSS_FAMILY_FIELDS`` ``model_type``'s config class takes: its dataclass fields and the names its
-    ``attribute_map`` reads as one of them (Nemotron-H's ``num_local_experts`` for ``n_routed_experts``)."""
+    """The ``CROSS_FAMILY_FIELDS`` ``model_type``'s config class takes: its dataclass fields, the names its
+    ``attribute_map`` reads as one of them (Nemotron-H's ``num_local_experts`` for ``n_routed_experts``) and the
+    names its ``to_dict`` writes, which it reads back (Qwen3-MoE's ``num_local_experts``, Kimi-Linear's
+    ``num_experts``)."""
     cls = config_class(model_type)
     if cls is None:
         return CROSS_FAMILY_FIELDS
     names = {field.name for field in dataclasses.fields(cls)} | set(getattr(cls, "attribute_map", {}))
+    with contextlib.suppress(Exception):  # a class that needs arguments: its fields and attribute_map alone
+        names |= set(cls().to_dict())
     return frozenset(names & CROSS_FAMILY_FIELDS)
 
 

@@ -35,7 +35,9 @@ def test_the_note_names_only_the_engines_that_refuse():
                                                  "original_max_position_embeddings": 32_768})  # fmt: skip
     assert past_derived_length(extended, 100_000, ("vllm",)) is None  # within vLLM's 131,072
     note = past_derived_length(extended, 100_000)
-    assert note is not None and "SGLang's is 40,960" in note and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in note
+    assert (
+        note is not None and "SGLang derives 40,960" in note and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in note
+    )
     assert "vLLM" not in note
     assert past_derived_length(extended, 40_960) is None
 
@@ -47,3 +49,14 @@ def test_a_search_past_the_length_says_so_beside_its_launch_lines(cli):
     assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in result["launch_note"]
     within = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "2000", "--osl", "100", "--closed-form")
     assert "ALLOW" not in (within["launch_note"] or "")
+
+
+def test_gemma_3_s_length_is_not_scaled_again_by_vllm():
+    """vLLM skips the RoPE factor for a gemma3 model_type ("Gemma3's max_model_len (128K) is already scaled"): its
+    131,072, not 131,072 x 8 (the review of this change found the note silent at 200K on Gemma 3)."""
+    from mha_cli.core.presets import get_preset
+
+    gemma = get_preset("gemma-3-27b-it")
+    assert gemma.rotary.scaling.type == "linear" and gemma.rotary.scaling.factor == 8
+    assert vllm_max_model_len(gemma) == 131_072 and sglang_context_length(gemma) == 1_048_576
+    assert "vLLM derives 131,072" in past_derived_length(gemma, 200_100)

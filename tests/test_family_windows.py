@@ -232,3 +232,15 @@ def test_a_window_the_family_does_not_apply_is_named_with_its_value_not_as_null(
     said = " ".join(imported.assumptions)
     assert imported.model.n_local_layers == 0 and "sliding_window (4096, not read)" in said
     assert "vLLM's llama.py applies it from 0.10.1" in said and "null" not in said
+
+
+def test_a_zero_window_switched_off_is_no_window_not_a_refusal():
+    """Qwen2Config sets the window to None under use_sliding_window false, whatever it says: a 0 there is no
+    window, not a window of no tokens (the review of this change)."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "qwen2.5-1.5b-instruct.json").read_text())
+    kinds = ["sliding_attention"] * 4 + ["full_attention"] * (config["num_hidden_layers"] - 4)
+    imported = import_hf_config({**config, "use_sliding_window": False, "sliding_window": 0, "layer_types": kinds})
+    assert imported.model.n_local_layers == 0
+    assert "4 layers listed as sliding have no window (use_sliding_window false)" in " ".join(imported.assumptions)

@@ -254,7 +254,7 @@ def test_a_config_json_name_in_our_file_is_sent_where_ours_keeps_it():
         "did you mean attention.rope.theta? (rope_theta is config.json's name; `mha kv` reads a config.json as it is)"
     )
     assert hint(("model", "hidden_size")).startswith("did you mean d_model?")
-    for place in CONFIG_JSON_NAMES.values():
+    for place in (one for both in CONFIG_JSON_NAMES.values() for one in both.split(" and ")):
         spec: type = ModelSpec
         for name in place.split("."):
             assert name in spec.model_fields, place

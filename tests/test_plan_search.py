@@ -165,6 +165,10 @@ def test_at_one_rate_the_layouts_tie_on_tokens_per_gpu_and_the_faster_one_is_pic
     assert result["chosen"] in result["pareto"]
     assert pick["tokens_per_s_per_user"] == max(c["tokens_per_s_per_user"] for c in serving)
     assert pick["deployment"]["tp"] == 2
+    # simulated too (the review found the loop's confirmation still ranked by tokens/s per GPU alone: on 8 H100s it
+    # picked tp 1 x dp 8 at 128 tokens/s a user, off the front of tp 8's 188.6, "not on the front: ")
+    simulated = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--isl", "1024", "--osl", "256", "--rate", "2")
+    assert simulated["chosen"] in simulated["pareto"]
 
 
 def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):

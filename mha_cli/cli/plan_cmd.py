@@ -1002,8 +1002,10 @@ def _meets_cell(result: SearchResult, index: int, simulating: bool) -> str:
 def _off_the_front(result: SearchResult, chosen: int) -> str:
     """Why the pick is off the front, point by point faster than it: a closed-form miss, a simulated run that ruled
     the point out (named), or a closed-form pass in a layout the search did not simulate (named)."""
-    pick = result.candidates[chosen].output_tokens_per_s_per_gpu
-    faster = [i for i in result.pareto if result.candidates[i].output_tokens_per_s_per_gpu > pick]
+    from mha_cli.core.cost.search import throughput_first
+
+    pick = throughput_first(result.candidates[chosen])  # a tie on tokens/s per GPU goes to tokens/s per user
+    faster = [i for i in result.pareto if throughput_first(result.candidates[i]) > pick]
     reasons = []
     if any(not result.candidates[i].meets_targets for i in faster):
         reasons.append("a faster point misses a target")

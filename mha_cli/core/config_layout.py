@@ -133,7 +133,7 @@ def unknown_field_hint(layout: int | None) -> Callable[[tuple[Any, ...]], str | 
 CONFIG_JSON_NAMES = {
     "rope_theta": "attention.rope.theta", "partial_rotary_factor": "attention.rope.partial_rotary_factor",
     "rope_scaling": "attention.rope.scaling", "num_attention_heads": "attention.n_heads",
-    "num_key_value_heads": "attention.n_kv_heads", "attention_bias": "attention.qkv_bias",
+    "num_key_value_heads": "attention.n_kv_heads", "attention_bias": "attention.qkv_bias and attention.o_bias",
     "kv_lora_rank": "attention.mla.kv_lora_rank", "qk_rope_head_dim": "attention.mla.qk_rope_head_dim",
     "qk_nope_head_dim": "attention.mla.qk_nope_head_dim", "q_lora_rank": "attention.mla.q_lora_rank",
     "hidden_size": "d_model", "num_hidden_layers": "n_layers", "max_position_embeddings": "context_length",

@@ -36,7 +36,7 @@ from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
 from mha_cli.core.families.field_defaults import (
     CLASS_FIELDS,
-    CROSS_FAMILY_FIELDS,
+    CROSS_FAMILY_GROUPS,
     FIELD_DEFAULTS,
     FIELD_DEFAULTS_READ,
     FIGURE_FIELDS,
@@ -115,8 +115,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if known is not None and written in known.old_names:
         class_key = known.name
     takes = CLASS_FIELDS.get(class_key or "")
-    if takes is not None:  # the shared readers' fields its class does not take, as written: read as absent
-        ignored |= {key for key in CROSS_FAMILY_FIELDS - takes - fam.reads if key in as_written}
+    if takes is not None:  # a kind of the shared readers' fields its class takes none of, as written: read as absent
+        ignored |= {
+            key for kind in CROSS_FAMILY_GROUPS if not kind & takes for key in kind - fam.reads if key in as_written
+        }
     from_table = {
         key: value for key, value in FIELD_DEFAULTS.get(class_key or "", {}).items() if key not in fam.defaults
     }
@@ -345,13 +347,18 @@ def _say_windowless_local_layers(r: ConfigReader, kinds: list[LayerKind], window
         r.assume(None, f"{local} layers listed as sliding are priced as full attention, as {r.defaults_from}'s model"
                        f" runs them: it does not apply sliding_window ({stated!r}, not read){vllm}")  # fmt: skip
         return
-    if type(stated) is int and stated == 0:
+    switched_off = r.get("use_sliding_window") is False  # Qwen2Config then sets the window to None, whatever it is
+    if type(stated) is int and stated == 0 and not switched_off:
         raise BadInputError(
             f"{r.origin}: {local} layers are listed as sliding but sliding_window is 0, a window of no tokens: give"
             " the window, or null for full attention"
         )
     unset = (
-        "use_sliding_window false" if r.get("use_sliding_window") is False else f"sliding_window {json.dumps(stated)}"
+        "use_sliding_window false"
+        if switched_off
+        else f"sliding_window {json.dumps(stated)}"
+        if "sliding_window" in dict.keys(r.config)
+        else "no sliding_window"
     )
     r.assume(None, f"{local} layers listed as sliding have no window ({unset}): priced as full attention, as vLLM"
                    " builds a layer whose window is unset")  # fmt: skip

@@ -132,7 +132,7 @@ def _scale_mla(design: ModelSpec, fields: dict[str, Any], size: HookSize) -> lis
 HOOK_ROPE_BASE = 10_000.0
 """The largest RoPE base a copy with narrowed heads keeps (RoPE's own default, Llama 2's). A head narrowed to 8
 values turns 4 frequencies, theta^(-2i/8): at Llama 3's 500,000 they are 1, 0.038, 0.0014 and 0.00005 radians a
-position, three of them nearly still over the task's 40 positions, where the design's 128-wide head has 19 turning
+position, three of them nearly still over the task's 40 positions, where the design's 128-wide head has 18 turning
 faster than 1/40. Measured (``mha verify CONFIG --hook``, CPU, seed 0): Llama-3-8B's copy (32 heads of 128 -> 8)
 11.5% after 1,500 steps at 500,000, 18.9% at 2.27 (the design's first four frequencies), 98.3% after 575 at
 10,000; a 1B design's (24 heads of 64 -> 8) 10.6% at 500,000, 99.2% after 425 at 10,000."""

@@ -28,7 +28,6 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
-from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, kv_format_note
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
@@ -400,9 +399,6 @@ class LayoutPlans:
         if model.context_length and context > model.context_length:
             prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
                                     " was trained for")  # fmt: skip
-        refused_past = past_derived_length(model, context, (engine.name.lower(),))
-        if refused_past:
-            prediction.notes.append(refused_past)
         if self.experts is not None and self.experts.dp_attention:
             prediction.notes.append(
                 f"DP attention: each of the {replicas} data-parallel ranks holds the attention weights whole and caches"

@@ -319,15 +319,15 @@ def confirm_by_simulation(
     by_layout: dict[tuple[int, int, int, bool, bool], list[int]] = {}
     for i, c in enumerate(candidates):
         by_layout.setdefault(_layout_key(c), []).append(i)
-    best_passing: dict[tuple[int, int, int, bool, bool], float] = {}  # each layout's best closed-form pass
+    best_passing: dict[tuple[int, int, int, bool, bool], tuple[float, float]] = {}  # each layout's best pass
     for c in candidates:
         if c.meets_targets:
             key = _layout_key(c)
-            best_passing[key] = max(best_passing.get(key, 0.0), c.output_tokens_per_s_per_gpu)
-    ranked = sorted(best_passing, key=lambda key: -best_passing[key])
+            best_passing[key] = max(best_passing.get(key, (0.0, 0.0)), throughput_first(c))  # ties: per user
+    ranked = sorted(best_passing, key=lambda key: best_passing[key], reverse=True)
     found: list[int] = []
     for rank, key in enumerate(ranked):
-        confirmed = max((candidates[i].output_tokens_per_s_per_gpu for i in found), default=None)
+        confirmed = max((throughput_first(candidates[i]) for i in found), default=None)
         if rank >= layouts_tried and confirmed is not None and best_passing[key] <= confirmed:
             break  # ranked by that figure: no later layout beats the pick either
         points = sorted(
@@ -336,7 +336,7 @@ def confirm_by_simulation(
         low = -1  # points[low] meets in the simulation (or none), points[high] does not
         if rank >= layouts_tried:  # only its points that could beat the pick (every pass while none is confirmed),
             if confirmed is not None:  # the fewest users first: where that one misses, so do the others
-                points = [i for i in points if candidates[i].output_tokens_per_s_per_gpu > confirmed]
+                points = [i for i in points if throughput_first(candidates[i]) > confirmed]
             if not simulated(points[0]):
                 continue
             low = 0
@@ -762,7 +762,7 @@ def _why_none_starts(tried: list[str]) -> str:
         label, left_out, reason = line.partition(": left out (")
         if left_out:
             reason = reason.removesuffix(")")
-            reasons.setdefault(re.sub(r"\d[\d,]*(\.\d+)?", "#", reason), []).append((label, reason))
+            reasons.setdefault(re.sub(r"(?<![A-Za-z])\d[\d,]*(\.\d+)?", "#", reason), []).append((label, reason))
         else:
             others.append(line)
 

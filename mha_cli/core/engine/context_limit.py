@@ -2,7 +2,8 @@
 
 - vLLM (``_get_and_verify_max_len``, in ``config.py`` to 0.10 and ``config/model.py`` after): max_position_embeddings;
   under a RoPE scaling other than ``llama3`` (and ``su``/``longrope``) times its factor, from
-  original_max_position_embeddings for ``yarn``. A ``--max-model-len`` above it raises ValueError unless
+  original_max_position_embeddings for ``yarn``; never for a ``gemma3`` model_type ("Gemma3's max_model_len (128K)
+  is already scaled by RoPE scaling", its linear factor 8 left out). A ``--max-model-len`` above it raises ValueError unless
   ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``.
 - SGLang (``hf_transformers_utils.py`` ``get_context_length``): max_position_embeddings, times the scaling's factor
   only where the scaling names no original_max_position_embeddings and is not ``llama3`` (a linear one); a
@@ -28,7 +29,7 @@ def vllm_max_model_len(model: ModelSpec) -> int | None:
     if model.context_length is None:
         return None
     scaling = None if model.rotary is None else model.rotary.scaling
-    if scaling is None or scaling.type == "llama3":
+    if scaling is None or scaling.type == "llama3" or "gemma3" in (model.family or ""):
         return model.context_length
     if scaling.type == "yarn" and scaling.original_max_position_embeddings is not None:
         return int(scaling.original_max_position_embeddings * scaling.factor)
@@ -53,8 +54,8 @@ def past_derived_length(model: ModelSpec, tokens: int, engines: tuple[str, ...] 
     if not refusing:
         return None
     names = {"vllm": "vLLM", "sglang": "SGLang"}
-    each = "; ".join(f"{names[e]}'s is {limits[e]:,}: run it with {OVERRIDES[e]}" for e in refusing)
+    each = "; ".join(f"{names[e]} derives {limits[e]:,}: run it with {OVERRIDES[e]}" for e in refusing)
     return (
-        f"a context of {tokens:,} tokens is past the length the engine derives from {model.name}'s config.json, so it"
-        f" refuses to start: {each} (the model was not trained past it)"
+        f"a context of {tokens:,} tokens is past the length derived from {model.name}'s config.json, and an engine"
+        f" refuses such a launch line: {each}"
     )

@@ -685,9 +685,10 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(memory_rules)
     derived = vllm_max_model_len(model)
     if derived is not None and kv.seq_len > derived:
+        how = "max_position_embeddings" + (" as its RoPE scaling extends it" if derived != model.context_length else "")
         notes.append(
-            f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {derived:,} (max_position_embeddings, as"
-            " its RoPE scaling extends it) unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+            f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {derived:,} ({how}) unless"
+            " VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
     headroom = total - usable
     graphs_outside = inputs.graphs_outside_bytes

@@ -28,17 +28,22 @@ FIGURE_FIELDS = frozenset({
 """The fields whose default the table holds: attention and cache shape, MLA ranks, expert counts, sizes and placement,
 windows."""
 
-CROSS_FAMILY_FIELDS = frozenset({
-    "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-    "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
-    "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers", "num_kv_heads", "multi_query",
-})  # fmt: skip
-"""Fields the shared readers look for in any family (MLA ranks, expert counts and placement, other spellings of the
-KV heads), which a family whose config class does not take them must not read: a Llama config.json carrying
-``kv_lora_rank`` was priced as MLA (36,864 B a token, not 131,072), one carrying ``num_experts`` as a 47B MoE, one
-carrying ``num_kv_heads: 1`` as MQA, where transformers builds Llama-3.1-8B (newuser trial 243). ``CLASS_FIELDS``
-holds which of them each class takes; the others are read as absent and named as not read."""
+CROSS_FAMILY_GROUPS: tuple[frozenset[str], ...] = (
+    frozenset({"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"}),
+    frozenset({
+        "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+        "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size",
+        "moe_shared_expert_intermediate_size", "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers",
+    }),
+    frozenset({"num_kv_heads", "multi_query"}),
+)  # fmt: skip
+"""Fields the shared readers look for in any family, by kind: MLA ranks, expert counts and placement, other spellings
+of the KV heads. A family whose config class takes none of a kind's fields must not read them: a Llama config.json
+carrying ``kv_lora_rank`` was priced as MLA (36,864 B a token, not 131,072), one carrying ``num_experts`` as a 47B
+MoE, one carrying ``num_kv_heads: 1`` as MQA, where transformers builds Llama-3.1-8B (newuser trial 243). A class
+taking some of a kind reads all of it as before: an engine may read a field the class spells otherwise (vLLM's own
+Kimi-Linear config reads ``first_k_dense_replace``). ``CLASS_FIELDS`` holds which each class takes."""
+CROSS_FAMILY_FIELDS = frozenset().union(*CROSS_FAMILY_GROUPS)
 
 FIELD_DEFAULTS: dict[str, dict[str, object]] = {
     "apertus": {"intermediate_size": 14336, "vocab_size": 131072},
@@ -889,8 +894,10 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
             "kv_lora_rank",
             "moe_intermediate_size",
             "n_shared_experts",
+            "num_experts",
             "num_experts_per_tok",
             "num_local_experts",
+            "num_shared_experts",
             "q_lora_rank",
             "qk_nope_head_dim",
             "qk_rope_head_dim",
@@ -898,7 +905,13 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
         ]
     ),
     "kolibri1": frozenset(
-        ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
+        [
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+            "shared_expert_intermediate_size",
+        ]
     ),
     "laguna": frozenset(
         ["moe_intermediate_size", "num_experts", "num_experts_per_tok", "shared_expert_intermediate_size"]
@@ -910,7 +923,7 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
     "mamba": frozenset([]),
     "mamba2": frozenset([]),
     "megatron-bert": frozenset([]),
-    "mellum": frozenset(["moe_intermediate_size", "num_experts", "num_experts_per_tok"]),
+    "mellum": frozenset(["moe_intermediate_size", "num_experts", "num_experts_per_tok", "num_local_experts"]),
     "mimo_v2_flash": frozenset(
         ["moe_intermediate_size", "n_routed_experts", "num_experts_per_tok", "num_local_experts", "v_head_dim"]
     ),
@@ -969,7 +982,14 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
     ),
     "qwen3_5_text": frozenset([]),
     "qwen3_moe": frozenset(
-        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+        ]
     ),
     "qwen3_next": frozenset(
         [
@@ -983,10 +1003,24 @@ CLASS_FIELDS: dict[str, frozenset[str]] = {
     ),
     "qwen3_vl": frozenset([]),
     "qwen3_vl_moe": frozenset(
-        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+        ]
     ),
     "qwen3_vl_moe_text": frozenset(
-        ["decoder_sparse_step", "mlp_only_layers", "moe_intermediate_size", "num_experts", "num_experts_per_tok"]
+        [
+            "decoder_sparse_step",
+            "mlp_only_layers",
+            "moe_intermediate_size",
+            "num_experts",
+            "num_experts_per_tok",
+            "num_local_experts",
+        ]
     ),
     "qwen3_vl_text": frozenset([]),
     "rembert": frozenset([]),

@@ -180,8 +180,8 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
 
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)
-    theta = model.rotary.theta if model.rotary is not None else None
-    ctx.trace.fire("MHA042", f"RoPE base theta {theta:,.0f}", rope_theta=theta)
+    if model.rotary is not None:  # every design's (build_model sets it)
+        ctx.trace.fire("MHA042", f"RoPE base theta {model.rotary.theta:,.0f}", rope_theta=model.rotary.theta)
     command = hook_command(config_path)
     hook = TestHook(
         task="induction",
