@@ -484,4 +484,4 @@ def test_the_verdict_says_it_is_on_means_and_over_the_gpus_the_split_runs_on():
     plan = _plan("llama-3.1-70b", "8xh200", 4096, 256, ttft_ms=2000, itl_ms=30)
     pick = plan.splits[plan.chosen]
     assert pick.gpus == 6 and "within the targets on their means" in plan.verdict
-    assert "the split's over the 6 of the 8 GPUs it runs on" in plan.verdict
+    assert "the split's figure is over the 6 GPUs it uses, of 8" in plan.verdict

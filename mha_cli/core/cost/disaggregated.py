@@ -548,7 +548,7 @@ def _verdict(
     disagg, agg = pick.output_tokens_per_s_per_gpu, aggregated.output_tokens_per_s_per_gpu
     transfer = transfers[pick.prefill, pick.decode].seconds * 1e3
     unused = (
-        f"; the split's over the {pick.gpus} of the {total_gpus} GPUs it runs on"
+        f"; the split's figure is over the {pick.gpus} GPUs it uses, of {total_gpus}"
         if total_gpus and pick.gpus < total_gpus
         else ""
     )
