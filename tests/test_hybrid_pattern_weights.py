@@ -108,6 +108,18 @@ def test_a_pattern_whose_length_is_not_num_hidden_layers_is_refused(layers):
     assert import_hf_config(config | {"num_hidden_layers": 4}).model.n_layers == 2
 
 
+def test_no_pattern_beside_a_layer_count_other_than_the_default_s_is_refused():
+    """Nemotron-3-Nano without its pattern was priced as transformers' 4-block default (2 mixers, 2.07B) though the
+    file says 52 layers, silently (newuser trial 243); vLLM's NemotronHConfig has a default pattern of its own. A file
+    without the count is the default model, as transformers reads it."""
+    config = json.loads(reference_hf_config("nvidia-nemotron-3-nano-30b-a3b").read_text())
+    del config["hybrid_override_pattern"]
+    with pytest.raises(BadInputError, match="no layers_block_type or hybrid_override_pattern but num_hidden_layers"):
+        import_hf_config(config)
+    del config["num_hidden_layers"]
+    assert import_hf_config(config).model.n_layers == 2  # the default's 2 mixer blocks, each with its feed-forward
+
+
 def test_nemotron_3_nano_weighs_its_published_31_6b():
     """The real config: 52 blocks, 23 Mamba-2 + 6 attention mixers, 23 MoE blocks (128 plain experts and a shared
     one each). transformers builds 31,577,937,344 parameters; NVIDIA publishes 31.6B (model card; also

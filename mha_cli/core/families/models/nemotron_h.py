@@ -55,7 +55,15 @@ def _blocks(config: dict[str, Any], origin: str) -> list[str]:
                 " vLLM's NemotronHConfig refuses such a config (it asserts the two are equal) and transformers 5"
                 " would take the pattern's count, so mha does not guess: make them agree"
             )
-    blocks = DEFAULT_BLOCKS if blocks is None else blocks
+    if blocks is None:
+        layers = config.get("num_hidden_layers")
+        if type(layers) is int and layers != len(DEFAULT_BLOCKS):
+            raise BadInputError(
+                f"{origin}: Nemotron-H lists no layers_block_type or hybrid_override_pattern but num_hidden_layers is"
+                f" {layers}: transformers builds its {len(DEFAULT_BLOCKS)}-block default and vLLM's NemotronHConfig"
+                " a default pattern of its own, so mha does not guess: give the pattern"
+            )
+        blocks = DEFAULT_BLOCKS
     if not isinstance(blocks, list) or set(map(str, blocks)) - set(BLOCKS.values()):
         raise BadInputError(f"{origin}: layers_block_type must list {', '.join(sorted(BLOCKS.values()))} blocks")
     return blocks
