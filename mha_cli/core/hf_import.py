@@ -339,8 +339,10 @@ def _say_windowless_local_layers(r: ConfigReader, kinds: list[LayerKind], window
         return
     stated = dict.get(r.config, "sliding_window")  # as written, even where the family does not read it
     if "sliding_window" in r.config.hidden and stated is not None:  # a window its transformers model does not apply
-        vllm = (  # core.engine.architectures_served.WINDOWS_FROM
-            "; vLLM's llama.py applies it from 0.10.1 (it reads layer_types), caching less"
+        from mha_cli.core.engine.architectures_served import WINDOWS_FROM
+
+        vllm = (
+            f"; vLLM's llama.py applies it from {WINDOWS_FROM['vllm']} (it reads layer_types), caching less"
             if family_name == "llama"
             else ""
         )
