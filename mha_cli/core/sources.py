@@ -180,6 +180,7 @@ def _load_file(
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
         source = _with_checkpoint_weights(source, stored, shown_path(path), declared_mtp_layers(data), weight_dtype)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
+        source = _with_float16_checkpoint(source, data)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
         wrapped = {"model": dict(data)}
@@ -253,6 +254,48 @@ def _with_declared_kv(source: ModelSource, declared: "DeclaredKv | None") -> Mod
             update={"checkpoint_kv_dtype": "fp8", "checkpoint_kv_method": declared.method}
         )
     return source.model_copy(update=update)
+
+
+def checkpoint_dtype_name(config: dict) -> object:
+    """The dtype a config.json names for its weights (``dtype``, transformers 5's key, or ``torch_dtype``; a
+    multimodal config's ``text_config`` where the outer one names none), as written; None where none is named."""
+    for part in (config, config.get("text_config")):
+        if isinstance(part, dict):
+            for key in ("dtype", "torch_dtype"):
+                if part.get(key) is not None:
+                    return part[key]
+    return None
+
+
+FLOAT16_CHECKPOINT = (
+    "dtype float16 (config.json): vLLM and SGLang run the model in fp16 (`--dtype auto` keeps a float16"
+    " checkpoint's dtype: vLLM 0.32.0 vllm/config/model.py _resolve_auto_dtype), so its unquantized weights and its KV"
+    " cache are priced as fp16: the same 2 bytes a value as bf16"
+)
+"""The assumption ``_with_float16_checkpoint`` adds."""
+FLOAT16_REFUSED = ("gemma2", "gemma3", "gemma3_text", "glm4")
+"""Model types vLLM never runs in float16 (0.32.0 vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``: numerical
+instability): `--dtype auto` gives them bf16 even from a float16 checkpoint."""
+
+
+def _with_float16_checkpoint(source: ModelSource, config: dict) -> ModelSource:
+    """``source`` priced in fp16 where its config.json names float16 weights: the bf16 defaults of its weights and
+    KV cache become fp16 (the same bytes; an fp16-only device, V100 or T4, runs it as stored), a checkpoint's
+    quantized format or declared fp8 cache kept; --weight-dtype and --kv-dtype still override them."""
+    if checkpoint_dtype_name(config) not in ("float16", "half") or config.get("model_type") in FLOAT16_REFUSED:
+        return source
+    deployment = source.deployment or DeploymentSpec()
+    update: dict[str, str] = {}
+    if deployment.weight_dtype == "bf16":
+        update["weight_dtype"] = "fp16"
+    if deployment.kv_dtype == "bf16" and deployment.checkpoint_kv_dtype is None:
+        update["kv_dtype"] = "fp16"
+    if not update:
+        return source
+    return source.model_copy(
+        update={"deployment": deployment.model_copy(update=update), "assumptions": [*source.assumptions,
+                                                                                      FLOAT16_CHECKPOINT]}
+    )  # fmt: skip
 
 
 def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
