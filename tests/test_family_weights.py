@@ -34,6 +34,9 @@ def _counts(model_type: str) -> tuple[int, int]:
         if isinstance(getattr(config, listed, None), list):
             with contextlib.suppress(AttributeError):  # a derived property on some classes
                 setattr(config, listed, getattr(config, listed)[: SMALL["num_hidden_layers"]])
+    if getattr(config, "mamba_d_head", None) is not None:  # the head width the class derived at its default width,
+        width = getattr(config, "mamba_d_ssm", None) or config.mamba_expand * config.hidden_size  # which its own check
+        config.mamba_d_head = width // config.mamba_n_heads  # (validate_architecture) refuses at the small one
     with warnings.catch_warnings(), torch.device("meta"):
         warnings.simplefilter("ignore")
         model = transformers.AutoModelForCausalLM.from_config(config)

@@ -61,15 +61,25 @@ def gated_deltanet_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) 
     }  # fmt: skip
 
 
-def mamba2_state(r: ConfigReader, d_model: int, *, inner: int | None, out_proj: str) -> dict[str, Any]:
+def mamba2_state(
+    r: ConfigReader, d_model: int, *, inner: int | None, out_proj: str, width: str = "mamba_d_ssm"
+) -> dict[str, Any]:
     """Mamba-2 (Falcon-H1, Granite-4.0-H): a (heads, head dim, d_state) state, a short conv over x, B and C.
 
-    ``inner``: the family's own SSM width field, else ``mamba_expand`` x d_model; ``out_proj``: the field that
-    sets out_proj's bias."""
+    ``inner``: the family's own SSM width field (``width``: how a refusal names it), else ``mamba_expand`` x
+    d_model; ``out_proj``: the field that sets out_proj's bias."""
+    width = width if inner else "mamba_expand x hidden_size"
     inner = inner or r.count("mamba_expand", "mamba_expand") * d_model
     heads = r.count("mamba_n_heads", "mamba_n_heads")
     head_dim = r.get("mamba_d_head")
+    if head_dim in (None, "auto") and inner % heads:
+        raise BadInputError(f"{r.origin}: mamba_n_heads ({heads}) must divide the Mamba width {inner:,} ({width})")
     head_dim = inner // heads if head_dim in (None, "auto") else head_dim
+    if heads * head_dim != inner:  # FalconH1Config and GraniteMoeHybridConfig raise ValueError (transformers 5.25)
+        raise BadInputError(
+            f"{r.origin}: mamba_n_heads x mamba_d_head ({heads} x {head_dim} = {heads * head_dim:,}) must equal the"
+            f" Mamba width {inner:,} ({width}), as transformers' config asserts: fix one of them"
+        )
     d_state = r.count("mamba_d_state", "mamba_d_state")
     groups = r.count("mamba_n_groups", "mamba_n_groups")
     return {

@@ -18,17 +18,23 @@ def _every_layer_attends(r: ConfigReader, n_layers: int) -> list[LayerKind]:
     return ["global"] * n_layers
 
 
+MAMBA_D_SSM_DEFAULT = 1024
+"""FalconH1Config's ``mamba_d_ssm`` where config.json leaves it out (transformers 5.25
+``configuration_falcon_h1.py``; null there means ``mamba_expand`` x ``hidden_size``), which vLLM reads through it."""
+
+
 def _state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
     """Mamba-2 beside attention; its SSM width is ``mamba_d_ssm``, its out_proj bias ``projectors_bias``, its
     gated norm present with ``mamba_rms_norm`` (normalising before the gate with ``mamba_norm_before_gate``)."""
     normed = bool(r.config.get("mamba_rms_norm", False))
+    width = "mamba_d_ssm"
+    if "mamba_d_ssm" not in r.config:  # absent is not null: FalconH1Config's default, not mamba_expand x hidden_size
+        width = "mamba_d_ssm absent: FalconH1Config's default"
+        inner = r.assume(MAMBA_D_SSM_DEFAULT, f"mamba_d_ssm absent: {MAMBA_D_SSM_DEFAULT:,}, FalconH1Config's default")
+    else:
+        inner = r.count("mamba_d_ssm", "mamba_d_ssm") if r.get("mamba_d_ssm") is not None else None
     return {
-        **mamba2_state(
-            r,
-            d_model,
-            inner=r.count("mamba_d_ssm", "mamba_d_ssm") if r.get("mamba_d_ssm") else None,
-            out_proj="projectors_bias",
-        ),
+        **mamba2_state(r, d_model, inner=inner, out_proj="projectors_bias", width=width),
         "on_attention_layers": True,
         "output_norm": normed,
         **({"norm_before_gate": True} if normed and r.config.get("mamba_norm_before_gate", True) else {}),
