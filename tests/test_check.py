@@ -202,3 +202,19 @@ def test_fit_findings_name_the_flags_recommend_gives():
     # an fp8 cache (half of 256 GiB) alone is not enough: named only the ways out that fit when pasted
     assert "--kv-dtype fp8" not in finding.message
     assert check_design("llama-3-8b", target="a100", batch=256, kv_dtype="fp8").memory.fits is False
+
+
+def test_a_target_whose_devices_do_not_split_the_heads_is_judged_at_a_degree_that_does(tmp_path):
+    """Phi-4's 40 heads / 10 KV heads on 8 GPUs: without --tp, tp 2 with 4 replicas (a warning, exit 0), not a hard
+    tp-8 failure for a model that fits one GPU; --tp 8 asked is still the hard finding (trial 245)."""
+    phi4 = write_config(tmp_path, "phi4", d_model=5120, n_layers=40, n_heads=40, n_kv_heads=10, d_ff=17920,
+                        vocab_size=100352)  # fmt: skip
+    implied = check_design(phi4, target="8xh100", seq_len=8192)
+    assert implied.passed and ids(implied)["MHA024"] == "warning"
+    assert implied.deployment.tp == 2 and implied.memory is not None
+    assert "judged at tp 2 with 4 replicas" in next(f.message for f in implied.findings if f.id == "MHA024")
+    assert not check_design(phi4, target="8xh100", seq_len=8192, strict=True).passed
+    asked = check_design(phi4, target="8xh100", seq_len=8192, tp=8)
+    assert not asked.passed and ids(asked)["MHA024"] == "hard"
+    splits = check_design(phi4, target="2xh100", seq_len=8192)  # 2 splits 40 / 10: judged at the device count
+    assert "MHA024" not in ids(splits) and splits.deployment.tp == 2

@@ -126,6 +126,17 @@ TpOpt = Annotated[
         show_default=False,
     ),
 ]
+CheckTpOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--tp",
+        "--tensor-parallel-size",
+        callback=one_or_more,
+        help="Tensor-parallel degree (default: the target's device count; where that does not split the heads, the"
+        " largest degree that divides the devices and does, replicas on the rest: MHA024 warns).",
+        show_default=False,
+    ),
+]
 DpOpt = Annotated[
     int | None,
     typer.Option(

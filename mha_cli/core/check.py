@@ -35,6 +35,7 @@ from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Finding, Trace
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource, load_source, refuse_gguf_overrides
+from mha_cli.core.targets import resolve_target
 from mha_cli.core.tensor_parallel import tp_splits_evenly
 from mha_cli.core.variants import VariantOption, variant_options
 from mha_cli.core.weight_bytes import WeightSource, weights_source
@@ -133,13 +134,14 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     refuse_file_tp(source.origin, source.deployment, source.model, overrides.get("tp"), deployment.target, heads=False)
     refuse_plan_flags_without_target(deployment, **{k: v for k, v in overrides.items() if k in PLAN_FLAGS})
     model = source.model
+    devices, deployment = _implied_tp(model, deployment)
     explicit = _explicit_variant(source)
     trace = Trace()
     priced = price_deployment(model, deployment, unsplit_fallback=True)  # a broken split: priced unsplit
     kv, memory, weights = priced.kv, priced.memory, priced.weight_bytes
 
     if not model.attention_free:  # the attention-geometry rules: an attention-free model has no heads to judge
-        _check_tp(trace, model, priced.tp_asked)
+        _check_tp(trace, model, priced.tp_asked, devices)
         _check_head_dim(trace, model)
         options = variant_options(model)
         _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
@@ -169,8 +171,32 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     )  # fmt: skip
 
 
-def _check_tp(trace: Trace, model: ModelSpec, tp: int) -> None:
-    """MHA024: heads split evenly over the tensor-parallel ranks."""
+def _implied_tp(model: ModelSpec, deployment: DeploymentSpec) -> tuple[int | None, DeploymentSpec]:
+    """Without a tp asked (nor DP attention), a target whose device count does not split ``model``'s heads is judged
+    at the largest degree that divides its devices and does, the others replicas: (that device count, the deployment
+    at that degree); (None, ``deployment``) otherwise, or where no degree above 1 splits them (tp 1 then: replicas)."""
+    if deployment.tp is not None or deployment.dp is not None or deployment.target is None or model.attention_free:
+        return None, deployment
+    devices = resolve_target(deployment.target).n_devices
+    heads, kv_heads = model.attention.n_heads, model.attention.n_kv_heads
+    if devices == 1 or tp_splits_evenly(heads, kv_heads, devices):
+        return None, deployment
+    tp = max(t for t in range(1, devices) if devices % t == 0 and tp_splits_evenly(heads, kv_heads, t))
+    return devices, deployment.model_copy(update={"tp": tp})
+
+
+def _check_tp(trace: Trace, model: ModelSpec, tp: int, devices: int | None = None) -> None:
+    """MHA024: heads split evenly over the tensor-parallel ranks; ``devices``: the target's device count that does
+    not split them, where no tp was asked (``_implied_tp``; ``tp`` is then the degree judged): a warning."""
+    if devices is not None:
+        trace.fire(
+            "MHA024",
+            f"the target's {devices} devices do not split n_heads {model.attention.n_heads} / n_kv_heads"
+            f" {model.attention.n_kv_heads} evenly at tp {devices}: judged at tp {tp} with {devices // tp} replicas"
+            f" (--tp {tp}); --tp {devices} cannot serve this model",
+            severity="warning", tp=tp, n_heads=model.attention.n_heads, n_kv_heads=model.attention.n_kv_heads,
+        )  # fmt: skip
+        return
     if tp_splits_evenly(model.attention.n_heads, model.attention.n_kv_heads, tp):
         return
     trace.fire(

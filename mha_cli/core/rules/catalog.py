@@ -300,9 +300,11 @@ RULES: tuple[Rule, ...] = (
         condition="A tensor-parallel degree above 1, or a target with several devices.",
         action="n_heads must be divisible by tp, and n_kv_heads by tp or tp by n_kv_heads (then each KV head is "
         "replicated on tp / n_kv_heads ranks). Without --tp the architecture does not depend on the device count: "
-        "tp is the smallest degree of the target at which the weights and the requested batch fit, and the other "
-        "devices hold data-parallel replicas. With --tp, widths whose heads it cannot split are skipped (the trace "
-        "names them); check reports a broken split, exit 1.",
+        "recommend designs at the smallest degree of the target at which the weights and the requested batch fit, "
+        "and the other devices hold data-parallel replicas. With --tp, widths whose heads it cannot split are skipped "
+        "(the trace names them); check reports a broken split, exit 1. Without --tp check judges the target's device "
+        "count, or where that does not split the heads the largest degree that divides the devices and does, with "
+        "replicas on the rest: a warning (exit 0 unless --strict).",
         rationale="Each rank holds whole heads; with tp > n_kv_heads the KV heads are replicated, which costs memory "
         "but works; any other split does not. Splitting a model that fits one device only adds communication.",
         reference="Megatron-LM (Shoeybi et al. 2019); vLLM tensor-parallel KV-head replication.",
