@@ -394,3 +394,14 @@ def test_a_config_files_tp_past_the_targets_devices_names_the_file(cli, tmp_path
         " override it with --tp)"
     )
     assert cli.run(command, str(path), "--target", "2xh100").exit_code in (0, 1)  # priced (check: its rules judge)
+
+
+def test_no_pair_of_changes_is_offered_where_an_fp8_cache_alone_fits(cli):
+    """Llama-3.1-70B at 64 x 32K on 8 H100s: an fp8 cache alone holds 78 sequences, so '--kv-dtype fp8
+    --weight-dtype fp8 (together: one alone is not enough)' was false (trial 245)."""
+    found = cli.json("kv", str(reference_hf_config("llama-3.1-70b")), "--target", "8xh100", "--seq", "32k",
+                     "--batch", "64")  # fmt: skip
+    ways = {way["change"]: way for way in found["memory"]["ways_out"]}
+    assert ways["--kv-dtype fp8"]["fits"] and ways["--kv-dtype fp8"]["max_sequences"] == 78
+    assert "not enough on its own" not in ways["--kv-dtype fp8"]["text"]
+    assert not any("alone is not enough" in way["text"] for way in ways.values())

@@ -109,17 +109,19 @@ def ways_out(
         ways.append(lighter)
     if plan.max_sequences > 0:  # the batch is shared by the replicas, so the total is what fits
         ways.append(f"--batch {plan.max_sequences}")
+    enough = False  # an fp8 cache alone holds the batch: no pair of changes is offered beside it
     if storage_format(deployment.kv_dtype).bits > 8:
         fp8 = footprint_for(model, deployment.model_copy(update={"kv_dtype": "fp8"}), plan.tp)
         share = fp8.bytes_per_sequence_per_rank / kv.bytes_per_sequence_per_rank
-        enough = (
+        with_fp8 = _plan_with(model, target, deployment, plan.tp, kv_dtype="fp8")  # the engine's own plan
+        enough = with_fp8.fits if with_fp8 is not None else (
             plan.sequences_per_replica * fp8.bytes_per_sequence_per_rank
             <= plan.usable_bytes - plan.weight_bytes_per_device
-        )
+        )  # fmt: skip
         ways.append(f"--kv-dtype fp8 ({share:.0%} of this cache{'' if enough else '; not enough on its own'})")
     split = None if keeps_ranks else _smaller_split_that_fits(model, target, deployment, plan)
     pair = None
-    if not (split or keeps_ranks or lighter or knob or devices):
+    if not (split or keeps_ranks or lighter or knob or devices or enough):
         pair = _capacity_pair_that_fits(model, target, deployment, plan)
     for way in (split, pair):
         if way:
