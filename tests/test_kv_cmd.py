@@ -401,7 +401,7 @@ def test_no_pair_of_changes_is_offered_where_an_fp8_cache_alone_fits(cli):
     --weight-dtype fp8 (together: one alone is not enough)' was false (trial 245)."""
     found = cli.json("kv", str(reference_hf_config("llama-3.1-70b")), "--target", "8xh100", "--seq", "32k",
                      "--batch", "64")  # fmt: skip
-    ways = {way["change"]: way for way in found["memory"]["ways_out"]}
+    ways = {way["change"]: way for way in found["ways_out"]}
     assert ways["--kv-dtype fp8"]["fits"] and ways["--kv-dtype fp8"]["max_sequences"] == 78
     assert "not enough on its own" not in ways["--kv-dtype fp8"]["text"]
     assert not any("alone is not enough" in way["text"] for way in ways.values())
