@@ -129,8 +129,13 @@ def test_failed_check_in_the_table_view(cli, config):
       "divisible"),
      (CONFIG.format(kv_dtype="fp8"), [], "--kv-dtype bf16"),
      (CONFIG.format(kv_dtype="fp32"), ["--layers", "0"], "--layers"),
-     (CONFIG.format(kv_dtype="fp32"), ["--device", "tpu"], "unknown device")],
-    ids=["missing", "broken-yaml", "bad-heads", "quantised-kv", "layers-0", "bad-device"],
+     (CONFIG.format(kv_dtype="fp32"), ["--device", "tpu"], "unknown device"),
+     (CONFIG.format(kv_dtype="fp32").replace("  d_ff: 256", "  d_ff: 256\n  head_dim: 7"), ["--layers", "1"],
+      "rotates 7 values a head"),
+     (CONFIG.format(kv_dtype="fp32").replace("  d_ff: 256", "  d_ff: 256\n  rope:\n    partial_rotary_factor: 0.4"),
+      ["--layers", "1"], "head_dim 8 x rope.partial_rotary_factor 0.4 rotates 3 values a head")],
+    ids=["missing", "broken-yaml", "bad-heads", "quantised-kv", "layers-0", "bad-device", "odd-rotary-width",
+         "odd-partial-rotary"],
 )  # fmt: skip
 def test_bad_input_fails_cleanly_with_exit_2(cli, tmp_path, content, args, message):
     path = tmp_path / "bad.yaml"

@@ -33,6 +33,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import MLAIndexerSpec, ModelSpec, RopeScaling, RopeSpec
 from mha_cli.nn.heads import combine_heads, split_heads
 from mha_cli.nn.indexer import LightningIndexer
@@ -86,7 +87,9 @@ class MLAttention(nn.Module):
     ) -> None:
         super().__init__()
         if rotate and qk_rope_head_dim % 2:
-            raise ValueError(f"qk_rope_head_dim ({qk_rope_head_dim}) must be even for RoPE")
+            raise BadInputError(
+                f"attention.mla.qk_rope_head_dim {qk_rope_head_dim}: RoPE turns values in pairs, so it must be even"
+            )
         self.mode = _check_mode(mode)
         self.d_model, self.n_heads, self.kv_lora_rank = d_model, n_heads, kv_lora_rank
         self.n_kv_heads = n_heads  # K/V decompressed per head (the spec's view); the absorbed cache is one latent

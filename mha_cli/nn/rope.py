@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import RopeScaling, RopeSpec
 
 
@@ -73,8 +74,12 @@ def as_halves(x: torch.Tensor, width: int) -> torch.Tensor:
 def rotary_dim(rope: RopeSpec, head_dim: int) -> int:
     """Values of a head that rotate: int(head_dim * partial_rotary_factor), as transformers rounds it."""
     width = int(head_dim * rope.partial_rotary_factor)
-    if width % 2:
-        raise ValueError(f"rotary width {width} (head_dim {head_dim} x {rope.partial_rotary_factor}) must be even")
+    if width % 2:  # a config kv and check price (no size depends on it), which no model can run
+        raise BadInputError(
+            f"attention.head_dim {head_dim} x rope.partial_rotary_factor {rope.partial_rotary_factor} rotates"
+            f" {width} values a head: RoPE turns them in pairs, so the width must be even (transformers' rotate_half"
+            " cannot split it either): change head_dim or partial_rotary_factor"
+        )
     return width
 
 
