@@ -387,3 +387,11 @@ def test_a_refusal_ending_in_a_full_stop_is_not_given_a_second(cli):
     """vLLM's own sentence ends in a full stop; DOES NOT FIT added its own: "is 533328.. Ways out" (trial 241)."""
     out = " ".join(cli.run("recommend", "--params", "400B", "--seq", "1M", "--target", "8xb200").stdout.split())
     assert "estimated maximum model length is" in out and ". Ways out:" in out and ".. Ways out" not in out
+
+
+def test_the_hook_command_names_the_config_json_written(cli, tmp_path):
+    """--format hf printed `mha verify CONFIG --hook`; verify reads the config.json it wrote (trial 246)."""
+    out = tmp_path / "design.json"
+    found = cli.json("recommend", "--params", "125M", "--seq", "2K", "--out", str(out), "--format", "hf")
+    assert found["testability"]["command"] == f"mha verify {out} --hook"
+    assert cli.run("kv", str(out)).exit_code == 0  # the file the command names reads back

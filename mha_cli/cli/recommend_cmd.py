@@ -210,7 +210,7 @@ def recommend_command(
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), async_scheduling=async_scheduling,
     )  # fmt: skip
-    result = recommend(request, config_path=str(out) if out is not None and format == "mha" else None)
+    result = recommend(request, config_path=None if out is None else str(out))
     unpriced = engine_options_without_target(
         target, out=out, format=format, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib,
