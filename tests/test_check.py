@@ -218,3 +218,14 @@ def test_a_target_whose_devices_do_not_split_the_heads_is_judged_at_a_degree_tha
     assert not asked.passed and ids(asked)["MHA024"] == "hard"
     splits = check_design(phi4, target="2xh100", seq_len=8192)  # 2 splits 40 / 10: judged at the device count
     assert "MHA024" not in ids(splits) and splits.deployment.tp == 2
+
+
+def test_a_context_past_the_engines_derived_length_names_its_override():
+    """kv said vLLM refuses max_model_len 262,144 for Llama-3.1-70B (131,072) without its override; check passed
+    with the trained-context warning only (trial 245)."""
+    result = check_design(str(reference_hf_config("llama-3.1-70b")), target="8xh100", seq_len=262_144)
+    refused = [note for note in result.deployment_warnings if "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in note]
+    assert len(refused) == 1 and "vLLM derives 131,072" in refused[0]
+    assert result.warnings == 2 and result.passed
+    within = check_design(str(reference_hf_config("llama-3.1-70b")), target="8xh100", seq_len=131_072)
+    assert not any("VLLM_ALLOW" in note for note in within.deployment_warnings)

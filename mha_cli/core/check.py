@@ -24,6 +24,7 @@ from mha_cli.core.deployment import (
     refuse_plan_flags_without_target,
     state_convention_note,
 )
+from mha_cli.core.engine.context_limit import OVERRIDES, past_derived_length
 from mha_cli.core.engine.plan import EnginePlan, kv_format_note
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
@@ -158,6 +159,9 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
         format_note = kv_format_note(memory.engine.name, priced.deployment.kv_dtype)
         outside_rules += [format_note] if format_note is not None else []
+        if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
+            refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,))
+            outside_rules += [refused] if refused is not None else []
     warnings = len(trace.by_severity("warning")) + len(outside_rules)
     convention = state_convention_note(model, deployment)
     return CheckResult(
