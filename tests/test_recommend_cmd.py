@@ -395,3 +395,16 @@ def test_the_hook_command_names_the_config_json_written(cli, tmp_path):
     found = cli.json("recommend", "--params", "125M", "--seq", "2K", "--out", str(out), "--format", "hf")
     assert found["testability"]["command"] == f"mha verify {out} --hook"
     assert cli.run("kv", str(out)).exit_code == 0  # the file the command names reads back
+
+
+def test_a_low_utilisation_offers_raising_it_and_says_what_the_weights_exceed(cli):
+    """--gpu-memory-utilization 0.05 on an H100: 'the weights exceed the target' (13.3 GiB on 79 GiB) and no way out
+    but another device; 0.95 alone fits 67 sequences (trial 246)."""
+    result = cli.run("recommend", "--params", "7B", "--seq", "8K", "--target", "h100",
+                     "--gpu-memory-utilization", "0.05")  # fmt: skip
+    text = " ".join(result.stdout.split())
+    assert "the weights exceed the 932.5 MiB a device the engine may use" in text
+    found = cli.json("recommend", "--params", "7B", "--seq", "8K", "--target", "h100",
+                     "--gpu-memory-utilization", "0.05")  # fmt: skip
+    ways = {way["change"]: way for way in found["ways_out"]}
+    assert ways["--gpu-memory-utilization 0.95"]["fits"]

@@ -117,7 +117,7 @@ def not_fitting(plan: MemoryPlan) -> str:
     if plan.engine.refusal is not None and plan.weights_fit:  # the engine would not start (a pool set too large)
         return f"the engine would not start: {plan.engine.refusal.rstrip('.')}"  # the caller adds the stop
     if not plan.weights_fit:
-        return "the weights exceed the target"
+        return f"the weights exceed the {format_bytes(plan.usable_bytes)} a device the engine may use"
     if capped_by_max_num_seqs(plan):
         return f"the engine runs at most {plan.engine.max_num_seqs:,} sequences a replica (max_num_seqs), fewer than this batch"
     return "the KV cache of this batch exceeds the target"

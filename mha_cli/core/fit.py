@@ -86,6 +86,8 @@ def ways_out(
         tp_flag = f" --tp {devices}" if plan.tp != plan.n_devices else ""
         ways.append(f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)")
     if not plan.weights_fit:
+        knob = _engine_knob_that_fits(model, target, deployment, plan, kv)  # a share set low: raising it suffices
+        ways += [knob] if knob else []
         current = bytes_per_weight(deployment.weight_dtype)
         for dtype in SMALLER_WEIGHT_DTYPES:
             if dtype == "fp8" and not target.target.fp8_native:

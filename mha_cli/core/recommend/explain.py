@@ -55,7 +55,7 @@ def variant_reason(
         verb = "fits" if plan.max_sequences == 1 else "fit"
         fit = f"; {counted(plan.max_sequences, 'sequence')} of this length {verb} beside the weights on {r.target}"
     elif plan is not None:
-        fit = f"; the weights alone do not fit one device of {r.target}"
+        fit = f"; the weights alone do not fit the {format_bytes(plan.usable_bytes)} the engine may use of one device of {r.target}"
     if model.attention.variant == "MHA":
         return _mha_reason(ctx, model, per_seq, rows) + fit + "."
     mha = next((a for a in rows if a.variant == "MHA" and a.layer_pattern is None), None)
