@@ -408,3 +408,14 @@ def test_a_low_utilisation_offers_raising_it_and_says_what_the_weights_exceed(cl
                      "--gpu-memory-utilization", "0.05")  # fmt: skip
     ways = {way["change"]: way for way in found["ways_out"]}
     assert ways["--gpu-memory-utilization 0.95"]["fits"]
+
+
+def test_a_tp_that_pushes_the_shape_out_of_the_band_is_refused_as_d_model_is(cli):
+    """--tp 64 at 7B designed d_model 8192 x 6 layers (ratio 1,365, band 32-160) and said so only in --explain,
+    where --d-model 8192 is refused (trial 246); the way out it names designs inside the band."""
+    result = cli.run("recommend", "--params", "7B", "--tp", "64")
+    assert result.exit_code == EXIT_BAD_INPUT and "Traceback" not in result.output
+    assert "d_model 8192, gives 6 layers (d_model / n_layers 1365" in " ".join(result.output.split())
+    assert "use --tp 32" in result.output
+    design = cli.json("recommend", "--params", "7B", "--tp", "32")["model"]
+    assert 32 <= design["d_model"] / design["n_layers"] <= 160

@@ -75,10 +75,12 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
     # public practice
     scored.sort(key=lambda row: row[:4])
     skipped = []
-    for _outside, _odd, _miss, d_model, model, frame in scored:
+    for outside, _odd, _miss, d_model, model, frame in scored:
         if r.tp is not None and frame.n_heads % r.tp:
             skipped.append((d_model, frame.n_heads))
             continue
+        if outside and not scored[0][0]:  # --tp moved the design out of the band a width inside it had
+            _refuse_tp_outside_band(r.tp, model, budget, (low, high), [row[5].n_heads for row in scored if not row[0]])
         for width, heads in skipped:
             ctx.trace.fire(
                 "MHA024",
@@ -94,6 +96,20 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
     raise BadInputError(
         f"no width on the ladder has heads that split over --tp {r.tp} at this budget (rule MHA024 tp-divisibility):"
         " use --tp 1, 2, 4 or 8"
+    )
+
+
+def _refuse_tp_outside_band(tp: int | None, model: ModelSpec, budget: int, band: tuple[int, int], inside: list[int]):
+    """MHA005 under --tp, as --d-model refuses it: the widest split of ``tp`` leaves the aspect band that widths
+    with ``inside`` heads (each inside it) keep; the way out is the largest smaller tp that splits one of them."""
+    assert tp is not None
+    smaller = next((t for t in range(tp - 1, 0, -1) if any(heads % t == 0 for heads in inside)), 1)
+    low, high = band
+    raise BadInputError(
+        f"--tp {tp} at {format_count(budget)}: the nearest width whose heads split over it, d_model {model.d_model},"
+        f" gives {model.n_layers} layers (d_model / n_layers {model.d_model / model.n_layers:.0f}, outside the"
+        f" {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band): use --tp {smaller}, the"
+        " largest that splits a width inside the band, or leave --tp out"
     )
 
 
