@@ -474,3 +474,19 @@ def test_an_explicit_gqa_gets_a_width_whose_heads_allow_it(budget):
     m = result.model
     assert m.variant == "GQA" and 1 < m.n_kv_heads < m.n_heads and m.n_heads % m.n_kv_heads == 0
     assert abs(result.budget_deviation) <= 0.05
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [(8_000_000_000, "its fewest layers, 2, already give 11B"),
+     (20_000_000_000, "4 layers give 17.9B, 5 give 21.3B")],
+)  # fmt: skip
+def test_a_budget_between_a_wide_widths_depths_names_them(params, message):
+    """--d-model 16384 at 8B or 20B quoted 'range 6.47B to 880B', which holds both: its layers come 3.42B at a
+    time, and any depth of it is outside the aspect band, so the way out is a width that meets it (trial 246)."""
+    with pytest.raises(BadInputError, match=message) as refused:
+        recommend(RecommendRequest(params=params, seq_len=8192, d_model=16384))
+    assert "range" not in str(refused.value)
+    width = int(str(refused.value).split("use --d-model ")[1].split(",")[0])
+    design = recommend(RecommendRequest(params=params, seq_len=8192, d_model=width)).model
+    assert design.total_params == pytest.approx(params, rel=0.05)

@@ -14,8 +14,11 @@ from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, head_dim_for, ladder
 from mha_cli.core.rules import catalog as C
 
 
-def refuse_budget(ctx: Context, budget: int, vocab: int, tied: bool, moe: MoeBudget | None = None) -> NoReturn:
-    """Say why no design meets ``budget``: too small (MHA093), too large (MHA094), or outside every width's band."""
+def refuse_budget(
+    ctx: Context, budget: int, vocab: int, tied: bool, moe: MoeBudget | None = None, *, other_width: int | None = None
+) -> NoReturn:
+    """Say why no design meets ``budget``: too small (MHA093), too large (MHA094), or outside every width's band;
+    ``other_width``: under --d-model, the nearest width whose depth meets it inside the aspect band (MHA005), if any."""
     r = ctx.request
     widths = [r.d_model] if r.d_model else ladder()
     if r.tp is not None and not r.d_model:
@@ -60,8 +63,29 @@ def refuse_budget(ctx: Context, budget: int, vocab: int, tied: bool, moe: MoeBud
             + (f" of {moe.experts} experts" if moe.experts else "")
             + " (rule MHA007 moe-budget): change --experts, --top-k or the budgets"
         )
+    if r.d_model:  # between two depths of this width: name them, not a range that holds the budget
+        layers = MIN_LAYERS
+        while layers < C.MAX_LAYERS and total(r.d_model, layers + 1, vocab, tied, ctx.small) <= budget:
+            layers += 1
+        below, above = (total(r.d_model, depth, vocab, tied, ctx.small) for depth in (layers, layers + 1))
+        width = (
+            f"--d-model {other_width}, the nearest width whose depth meets {format_count(budget)} inside the aspect"
+            " band of public designs (rule MHA005)"
+            if other_width not in (None, r.d_model)
+            else "another --d-model"
+        )
+        if below > budget:
+            raise BadInputError(
+                f"{format_count(budget)} parameters is too few for --d-model {r.d_model}: its fewest layers,"
+                f" {MIN_LAYERS}, already give {format_count(below)} (rule MHA093 budget-too-small); use {width}, or"
+                " leave --d-model out"
+            )
+        raise BadInputError(
+            f"no depth reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at --d-model"
+            f" {r.d_model}, whose layers come {format_count(above - below)} at a time: {layers} layers give"
+            f" {format_count(below)}, {layers + 1} give {format_count(above)}; use {width}, or leave --d-model out"
+        )
     raise BadInputError(
-        f"no design reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at"
-        f" {f'--d-model {r.d_model}' if r.d_model else 'any width on the ladder'}"
-        f" (rule MHA093 budget-too-small): change --params (range {span}) or --d-model"
+        f"no design reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at any width on the"
+        f" ladder (rule MHA093 budget-too-small): change --params (range {span})"
     )

@@ -163,7 +163,9 @@ def _fixed_width(
     variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
     model = solve_at(ctx, frame, variant, n_kv, moe)
     if model is None:
-        refuse_budget(ctx, budget, vocab, tied, moe)
+        refuse_budget(
+            ctx, budget, vocab, tied, moe, other_width=nearest_sane_width(ctx, vocab, tied, moe, budget, band)
+        )
     low, high = band
     aspect = r.d_model / model.n_layers
     if not low <= aspect <= high:
