@@ -405,3 +405,14 @@ def test_no_pair_of_changes_is_offered_where_an_fp8_cache_alone_fits(cli):
     assert ways["--kv-dtype fp8"]["fits"] and ways["--kv-dtype fp8"]["max_sequences"] == 78
     assert "not enough on its own" not in ways["--kv-dtype fp8"]["text"]
     assert not any("alone is not enough" in way["text"] for way in ways.values())
+
+
+def test_an_unknown_target_in_a_config_file_is_located(cli, tmp_path):
+    """`deployment.target: h900` said only "unknown target 'h900'", naming neither the file nor the field (trial
+    246)."""
+    path = tmp_path / "design.yaml"
+    path.write_text("model:\n  d_model: 64\n  n_layers: 2\n  n_heads: 4\n  vocab_size: 100\n  d_ff: 128\n"
+                    "deployment:\n  target: h900\n")  # fmt: skip
+    result = cli.run("kv", str(path))
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "design.yaml: deployment.target: unknown target 'h900'" in result.output
