@@ -185,6 +185,10 @@ def test_the_cache_is_filled_by_the_model_and_says_how():
     assert "positions 0..15 by the model's prefill" in fill.how and "16..46 left as allocated" in fill.how
     full = make_plan(tiny(2), DeploymentSpec(seq_len=SEQ, batch=1), device_type="cuda")  # GPU default: all of seq
     assert full.prefill_tokens == SEQ
+    assert "attends to all 48" in fill.how and "sliding-window" not in fill.how
+    windowed = tiny(2, sliding_window=16, layer_pattern=["local", "global"])  # a local layer reads its last 16 only
+    plan = make_plan(windowed, DeploymentSpec(seq_len=SEQ, batch=1), device_type="cpu", prefill_tokens=16)
+    assert "attends to all 48 (a sliding-window layer to its last 16)" in measure_rank(plan, CPU, reps=1).cache_fill.how
 
 
 class PaddedHeadsCache(KVCache):

@@ -197,7 +197,7 @@ def verify(
         )  # fmt: skip
         return
     if pp is not None and pp < 1:
-        raise BadInputError(f"--pp {pp}: give 2 or more stages (1 is plain verify)")
+        raise BadInputError(f"--pp {pp}: give 1 (plain verify, one stage) or 2 or more pipeline stages")
     if tp_degree > 1:  # N ranks on torch.distributed
         from mha_cli.cli.verify_tp import verify_tensor_parallel
 

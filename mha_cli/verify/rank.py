@@ -167,6 +167,10 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
             f" time does not depend on the values it reads; --prefill-tokens {seq} fills them all)"
         )
     how += f"; position {seq - 1} by each timed decode step, which attends to all {seq:,}"
+    layers = plan.model.layers
+    window = layers.sliding_window if layers.pattern is None or "local" in layers.pattern else None
+    if window is not None and window < seq:  # a local layer reads its window's ring, not the whole context
+        how += f" (a sliding-window layer to its last {window:,})"
     if has_state_layers(plan.model):
         how += "; the linear layers' fixed state (no positions) updated in place by the prefill and every step"
     return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)
