@@ -37,7 +37,7 @@ from mha_cli.cli.options import (
     one_or_more,
 )  # fmt: skip
 from mha_cli.cli.output import Output
-from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
+from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model, releases_priced
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.errors import BadInputError
@@ -519,7 +519,8 @@ def plan(
         found.layouts += header_notes(loaded.model, deployment)
         if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
             found.layouts.append(resolution_note(loaded))
-        found.engine_release, found.priced_as_release = deployment.engine_version, past_read
+        found.engine_release = deployment.engine_version
+        found.priced_as_release, found.priced_rules_release = releases_priced(past_read)
         found.target_alias_note = resolved.alias_note
         if plot is not None:
             from mha_cli.cli.plan_plot import write_pareto_plot
@@ -579,7 +580,8 @@ def plan(
         from mha_cli.core.cost.search import as_candidate
 
         result = as_candidate(result, ttft_ms, itl_ms)
-    result.engine_release, result.priced_as_release = deployment.engine_version, past_read
+    result.engine_release = deployment.engine_version
+    result.priced_as_release, result.priced_rules_release = releases_priced(past_read)
     from mha_cli.core.cost.search import plan_launch
 
     result.launch, result.launch_note = plan_launch(loaded.served, result, deployment, loaded.model)

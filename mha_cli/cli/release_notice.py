@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mha_cli.cli.output import Output
+    from mha_cli.core.engine.releases_read import NewestRead
     from mha_cli.core.schemas import EngineName, ModelSpec
 
 
-def notice_past_newest_read(engine: EngineName | None, typed: str | None, output: Output) -> str | None:
+def notice_past_newest_read(engine: EngineName | None, typed: str | None, output: Output) -> NewestRead | None:
     """The newest release of ``engine`` (None: vLLM) read when ``typed``, the release ``--engine`` named, is later,
     said in one notice line on stderr; else None."""
     from mha_cli.core.engine.releases_read import past_newest_read, past_newest_read_note
@@ -20,7 +21,14 @@ def notice_past_newest_read(engine: EngineName | None, typed: str | None, output
     if newest is None or typed is None:
         return None
     output.notice(past_newest_read_note(engine, typed, newest))
-    return newest.release
+    return newest
+
+
+def releases_priced(newest: NewestRead | None) -> tuple[str | None, str | None]:
+    """(``priced_as_release``, ``priced_rules_release``) of a plan's JSON: the newest release read, whose flags the
+    launch lines take, and the one whose memory and step rules priced it (vLLM: ``VLLM_MEMORY_RULES_READ``); both
+    None when the release typed is not past it."""
+    return (None, None) if newest is None else (newest.release, newest.rules)
 
 
 def refuse_release_without_model(

@@ -64,7 +64,10 @@ class ServingPlan(ServingPrediction):
     none was typed (the generation's latest)."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
-    whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    whose flags the launch lines take (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    priced_rules_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """With ``priced_as_release``: the release whose memory and step rules priced it (vLLM's rules were read to an
+    earlier release than its flags); absent otherwise."""
     launch: Annotated[dict[str, str], Field(default_factory=dict, exclude_if=lambda value: not value)]
     """A plan pinned by ``--tp`` / ``--pp``: its launch command per engine, as a search gives its pick's (absent
     elsewhere: a search's candidates leave it out, the search carries its pick's)."""

@@ -99,7 +99,10 @@ class SearchResult(Record):
     none was typed (the generation's latest)."""
     priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The newest release of the engine mha read, when the release typed (``--engine vllm@0.99``) is later: the one
-    whose rules priced it (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    whose flags the launch lines take (``core.engine.releases_read.NEWEST_READ``); absent otherwise."""
+    priced_rules_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """With ``priced_as_release``: the release whose memory and step rules priced it (vLLM's rules were read to an
+    earlier release than its flags); absent otherwise."""
     target_alias_note: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """What an alias typed as ``--target`` was taken to mean (``h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)``,
     ``core.targets.ResolvedTarget.alias_note``; one deployment's plan carries it as ``memory.alias_note``); absent
