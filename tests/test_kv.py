@@ -198,3 +198,13 @@ def test_fp8_ds_mla_is_refused_on_dense_mla(cli):
         " --kv-dtype fp8"
     )
     assert cli.run("kv", "deepseek-v3.2-exp", "--kv-dtype", "fp8_ds_mla").exit_code == 0
+
+
+def test_an_mla_models_mha_row_says_which_head_width_it_prices():
+    """DeepSeek-V3's header shows head_dim 192 while its MHA row is 61 x 128 x (128 + 128) x 2 = 3,997,696 B a token,
+    DeepSeek-V2's d_h: the row says so (trial 245)."""
+    from mha_cli.core.variants import variant_options
+
+    mha = next(option for option in variant_options(get_preset("deepseek-v3")) if option.label == "MHA")
+    assert mha.model.attention.head_dim == 128 and "heads of 128 (qk_nope_head_dim" in mha.note
+    assert "192-wide MLA query head" in mha.note

@@ -96,7 +96,12 @@ def variant_options(model: ModelSpec) -> list[VariantOption]:
         )
 
     own_gqa = model.attention.variant == "GQA"
-    add("MHA", "MHA", _with_attention(base, n_kv_heads=model.attention.n_heads), model.attention.variant == "MHA")
+    mla = model.attention.mla
+    add(
+        "MHA", "MHA", _with_attention(base, n_kv_heads=model.attention.n_heads), model.attention.variant == "MHA",
+        "" if mla is None else f"heads of {mla.qk_nope_head_dim} (qk_nope_head_dim: DeepSeek-V2's d_h, the MHA its"
+        f" paper prices), not the {mla.qk_nope_head_dim + mla.qk_rope_head_dim}-wide MLA query head",
+    )  # fmt: skip
     gqa_heads = model.attention.n_kv_heads if own_gqa else default_gqa_kv_heads(model.attention.n_heads)
     if gqa_heads is not None:
         add(
@@ -108,22 +113,22 @@ def variant_options(model: ModelSpec) -> list[VariantOption]:
         )
     if model.attention.n_heads > 1:
         add("MQA", "MQA", _with_attention(base, n_kv_heads=1), model.attention.variant == "MQA")
-    if model.attention.mla is not None:
+    if mla is not None:
         add(
             "MLA",
             "MLA",
             model.model_dump(),
             True,
-            f"latent {model.attention.mla.kv_lora_rank} + RoPE {model.attention.mla.qk_rope_head_dim}",
+            f"latent {mla.kv_lora_rank} + RoPE {mla.qk_rope_head_dim}",
         )
     else:
-        mla = mla_for_shape(model.attention.head_dim, model.d_model)
-        fields = _with_attention(base, mla=mla, head_dim=None)
+        shape = mla_for_shape(model.attention.head_dim, model.d_model)
+        fields = _with_attention(base, mla=shape, head_dim=None)
         add(
             "MLA",
             "MLA",
             fields,
             False,
-            f"hypothetical: latent {mla['kv_lora_rank']} + RoPE {mla['qk_rope_head_dim']} (DeepSeek-V2 proportions)",
+            f"hypothetical: latent {shape['kv_lora_rank']} + RoPE {shape['qk_rope_head_dim']} (DeepSeek-V2 proportions)",
         )
     return options
