@@ -66,3 +66,12 @@ def test_a_float16_model_on_a_t4_passes_check_strict(tmp_path):
     as_bf16 = written(tmp_path, "small-bf16", num_hidden_layers=4, torch_dtype="bfloat16")
     warned = check_design(as_bf16, strict=True, target="t4", seq_len=4096)
     assert not warned.passed  # a bf16 checkpoint on a T4 is still told to run in fp16
+
+
+def test_a_float32_config_is_priced_in_bf16_and_says_so(tmp_path):
+    """vLLM's auto dtype runs a float32 checkpoint in bf16: priced so before, silently (trial 245)."""
+    from mha_cli.core.sources import FLOAT32_CHECKPOINT
+
+    source = load_source(written(tmp_path, "fp32", torch_dtype="float32"))
+    assert FLOAT32_CHECKPOINT in source.assumptions
+    assert merge_deployment(source.deployment, model=source.model).weight_dtype == "bf16"

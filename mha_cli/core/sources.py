@@ -277,6 +277,12 @@ FLOAT16_CHECKPOINT = (
     " cache are priced as fp16: the same 2 bytes a value as bf16"
 )
 """The assumption ``_with_float16_checkpoint`` adds."""
+FLOAT32_CHECKPOINT = (
+    "dtype float32 (config.json): vLLM's `--dtype auto` runs a float32 checkpoint in its device's first 16-bit dtype"
+    " (bf16; fp16 where there is none: vLLM 0.32.0 _resolve_auto_dtype), so it is priced in bf16, half its stored"
+    " bytes; --weight-dtype fp32 prices it as stored"
+)
+"""The assumption ``_with_float16_checkpoint`` adds for a float32 config."""
 FLOAT16_REFUSED = ("gemma2", "gemma3", "gemma3_text", "glm4")
 """Model types vLLM never runs in float16 (0.32.0 vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``: numerical
 instability): `--dtype auto` gives them bf16 even from a float16 checkpoint."""
@@ -286,6 +292,8 @@ def _with_float16_checkpoint(source: ModelSource, config: dict) -> ModelSource:
     """``source`` priced in fp16 where its config.json names float16 weights: the bf16 defaults of its weights and
     KV cache become fp16 (the same bytes; an fp16-only device, V100 or T4, runs it as stored), a checkpoint's
     quantized format or declared fp8 cache kept; --weight-dtype and --kv-dtype still override them."""
+    if checkpoint_dtype_name(config) in ("float32", "float"):  # priced as the bf16 default: said, not silent
+        return source.model_copy(update={"assumptions": [*source.assumptions, FLOAT32_CHECKPOINT]})
     if checkpoint_dtype_name(config) not in ("float16", "half") or config.get("model_type") in FLOAT16_REFUSED:
         return source
     deployment = source.deployment or DeploymentSpec()
