@@ -42,7 +42,9 @@ def test_decode_is_memory_bound_weights_plus_cache_over_bandwidth():
 def test_prefill_is_compute_bound_params_plus_causal_attention():
     params, r = roofline(get_preset("llama-3-8b"))
     attention = 32 * (8192 * 8193 // 2) * 2 * 32 * (128 + 128)
-    assert r.prefill_flops == 2 * params.active * 8192 + attention
+    head = 128_256 * 4096  # the output head multiplies the last token only (trial 246: it counted all 8,192)
+    assert params.embeddings - params.lookup_tables == head
+    assert r.prefill_flops == 2 * (params.active - head) * 8192 + 2 * head + attention
     assert r.prefill_bound == "compute"
     assert r.prefill_s == pytest.approx(r.prefill_flops / H100_BF16)
 
@@ -80,7 +82,8 @@ def test_mla_decode_is_absorbed_prefill_naive_deepseek_v3():
     assert attention_pair_flops(v3, absorbed=True) == 2 * 128 * (2 * 512 + 64) == 278_528
     params, absorbed = roofline(v3, seq=4096, tp=8, target="8xh200")
     assert absorbed.decode_flops_per_step - 2 * params.active == 278_528 * 61 * 4096
-    assert absorbed.prefill_flops - 2 * params.active * 4096 == 81_920 * 61 * (4096 * 4097 // 2)
+    head = 129_280 * 7168  # DeepSeek-V3's output head, the last token's only
+    assert absorbed.prefill_flops - 2 * (params.active - head) * 4096 - 2 * head == 81_920 * 61 * (4096 * 4097 // 2)
     _, naive = roofline(v3, seq=4096, tp=8, target="8xh200", mla_cache="naive")
     assert naive.decode_flops_per_step - 2 * params.active == 81_920 * 61 * 4096
 

@@ -157,7 +157,10 @@ def estimate_roofline(
     # Prefill: one sequence of seq_len tokens on one group, weights read once, attention naive.
     prefill_params, _ = params_read(model, params, kv.seq_len)
     prefill_weights = -(-round(prefill_params * per_weight) // plan.tp)
-    prefill_flops = 2 * params.active * kv.seq_len + attention_pair_flops(model) * causal_pairs(model, kv.seq_len)
+    head = params.embeddings - params.lookup_tables  # the output head (and an embedding norm): the last token only,
+    # as the engines compute a prompt's logits (the cost model's prefill_shape, all_logits False)
+    prefill_flops = 2 * (params.active - head) * kv.seq_len + 2 * head
+    prefill_flops += attention_pair_flops(model) * causal_pairs(model, kv.seq_len)
     prefill_compute_s = prefill_flops / group_flops
     prefill_memory_s = (prefill_weights + kv.bytes_per_sequence_per_rank) / bandwidth
     prefill_s = max(prefill_compute_s, prefill_memory_s)
