@@ -490,3 +490,14 @@ def test_a_budget_between_a_wide_widths_depths_names_them(params, message):
     width = int(str(refused.value).split("use --d-model ")[1].split(",")[0])
     design = recommend(RecommendRequest(params=params, seq_len=8192, d_model=width)).model
     assert design.total_params == pytest.approx(params, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [(125e6, "GQA-2 (4 query heads per KV head, the nearest to 3 that divides 8)"),
+     (50e6, "MHA at 5 heads: no GQA of about 3 query heads per KV head divides 5")],
+)  # fmt: skip
+def test_the_small_shape_rule_says_the_attention_it_sized_with(params, said):
+    """MHA012's trace line said 'GQA with about 3 query heads per KV head' beside a 5-head MHA design (trial 246)."""
+    line = next(f for f in rec(params, 2048).trace if f.id == "MHA012")
+    assert line.message.endswith(said)

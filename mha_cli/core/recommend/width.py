@@ -243,10 +243,18 @@ def _record(
         tied_embeddings=frame.tied,
     )
     if frame.small:
+        attention = model.attention
+        grouped = (
+            f"GQA-{attention.n_kv_heads} ({attention.q_per_kv} query heads per KV head, the nearest to"
+            f" {C.SMALL_MODEL_GROUP} that divides {attention.n_heads})"
+            if attention.variant == "GQA"
+            else f"{attention.variant} at {attention.n_heads} heads: no GQA of about {C.SMALL_MODEL_GROUP} query heads"
+            f" per KV head divides {attention.n_heads}"
+        )
         ctx.trace.fire(
             "MHA012",
-            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} = 8/3 x {d_model}, GQA"
-            f" with about {C.SMALL_MODEL_GROUP} query heads per KV head",
+            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} = 8/3 x {d_model},"
+            f" {grouped}",
             d_ff=model.block.d_ff,
         )
     elif model.block.moe is None:  # an MoE design's MLP is its experts (MHA007)
