@@ -31,6 +31,7 @@ GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 QWEN3_5 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.5-4b.json"
+MISTRAL3 = ROOT / "tests" / "fixtures" / "vision" / "mistral-small-3.2-24b-instruct.json"
 LOGS = yaml.safe_load((ROOT / "tests" / "fixtures" / "vision" / "vllm_logs.yaml").read_text())
 
 
@@ -53,6 +54,23 @@ def test_gemma3_profiles_32_images_and_keeps_their_outputs():
     # tp 2 halves the widths the layers split, not the patches, pixels or outputs
     halved = encoder_profile(_model(GEMMA3), max_num_batched_tokens=8192, max_num_seqs=1024, max_model_len=8192, tp=2)
     assert halved is not None and halved.forward_bytes == pixels + patches * 2 * (2 * 1152 + 4304)
+
+
+def test_mistral3_profiles_two_of_its_largest_images():
+    """Mistral Small 3.2: a 1,540-pixel image is 110 x 110 patches of 14, merged 2 x 2: 3,025 tokens (its 55
+    [IMG_BREAK] tokens take no embedding); 8,192 tokens of budget hold 2. Its gated MLP keeps gate, up and their
+    product (4,096 wide each) beside the 1,024-wide residual and its normed copy."""
+    profile = encoder_profile(_model(MISTRAL3), max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=32_768,
+                              tp=1)  # fmt: skip
+    assert profile is not None
+    assert (profile.modality, profile.items, profile.tokens_per_item) == ("image", 2, 3_025)
+    patches = 2 * 110 * 110
+    pixels = patches * 3 * 14 * 14 * 4  # fp32
+    assert profile.patches == patches
+    assert profile.forward_bytes == pixels + patches * 2 * (2 * 1024 + 3 * 4096)
+    assert profile.kept_bytes == pixels + 2 * 3_025 * 5_120 * 2
+    assert encoder_profile(_model(MISTRAL3), max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=32_768,
+                           tp=1, limits={"image": 0}) is None  # fmt: skip
 
 
 def test_qwen2_5_vl_profiles_its_largest_item():

@@ -1,7 +1,7 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
 (Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Qwen3.5's
-and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector). A family whose tower is not listed is
+and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector, Mistral 3's Pixtral and patch merger). A family whose tower is not listed is
 named."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.js
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 QWEN3_VL_MOE = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-30b-a3b-instruct.json"
 LLAMA4 = ROOT / "tests" / "fixtures" / "vision" / "llama-4-scout-17b-16e.json"
+MISTRAL3 = ROOT / "tests" / "fixtures" / "vision" / "mistral-small-3.2-24b-instruct.json"
 QWEN3_5 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.5-4b.json"
 QWEN3_6 = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3.6-27b.json"
 SMALL = {"hidden_size": 8, "intermediate_size": 16, "num_attention_heads": 2, "num_heads": 2, "depth": 2,
@@ -119,6 +120,48 @@ def test_llama4_hand_count():
     projector = 12 * 10
     assert tower_params(tower) == embeddings + 2 * layer + adapter + projector == 6416
     assert (tower.tokens_per_image, tower.patches_per_image) == (17, 17 * 5)
+
+
+def test_pixtral_hand_count():
+    """8 wide, 2 layers, gated MLP 16, 28-pixel images of 14-pixel patches merged 2 x 2, a 12-wide decoder; no
+    biases anywhere (trial 245: Mistral Small's tower was left out)."""
+    tower, _ = read_vision_tower({"model_type": "mistral3", "spatial_merge_size": 2, "vision_config": SMALL}, 12, "t")
+    assert tower is not None
+    embeddings = 8 * 3 * 14 * 14 + 8  # patch_conv, ln_pre
+    layer = 2 * 8 + 4 * 8 * 8 + 3 * 8 * 16  # two RMSNorms, q k v o, gate up down
+    projector = 8 + 8 * 32 + 12 * 8 + 12 * 12  # norm, merging_layer (4 patches to one), linear_1, linear_2
+    assert tower_params(tower) == embeddings + 2 * layer + projector == 6528
+    # tp 2: q, k, v, gate, up by rows, o and down by inputs, linear_1 and linear_2 likewise; the rest whole
+    assert tower_params(tower, 2) == 6528 - (2 * (4 * 8 * 8 + 3 * 8 * 16) + 12 * 8 + 12 * 12) // 2 == 5768
+    assert (tower.tokens_per_image, tower.patches_per_image) == (1, 4)  # (28 / 28)^2 merged, (28 / 14)^2 patches
+
+
+def test_mistral3_tower_equals_transformers_and_its_text_model_stays_untied():
+    """Mistral Small 3.2's Pixtral tower and projector: transformers' tensors exactly (439M, the published 24B's
+    vision share). transformers 5.25's Mistral3Config ties the output head by default (tie_word_embeddings True
+    on the outer config) where vLLM builds the text config's MistralForCausalLM untied (MistralConfig's False) and
+    the checkpoint stores lm_head: mha prices it untied, one 131,072 x 5,120 head more than transformers builds."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = json.loads(MISTRAL3.read_text())
+    spec = import_hf_config(copy.deepcopy(config)).model
+    with torch.device("meta"):
+        model = transformers.Mistral3ForConditionalGeneration(transformers.Mistral3Config(**copy.deepcopy(config)))
+    prefixes = ("model.vision_tower.", "model.multi_modal_projector.")
+    built = {name: tuple(p.shape) for name, p in model.named_parameters() if name.startswith(prefixes)}
+    assert spec.vision is not None and built == {t.name: t.shape for t in tower_tensors(spec.vision)}
+    assert count_params(spec).vision_tower == sum(p.numel() for n, p in model.named_parameters() if n in built)
+    assert count_params(spec).vision_tower == 438_958_080
+    total = sum(p.numel() for p in model.parameters())
+    assert count_params(spec).total == total + 131_072 * 5_120 == 24_011_361_280
+
+
+def test_mistral3_tower_is_left_out_text_only_and_its_odd_settings_refused():
+    config = json.loads(MISTRAL3.read_text())
+    with pytest.raises(Exception, match="vision_feature_layer -2"):
+        import_hf_config({**config, "vision_feature_layer": -2})
+    with pytest.raises(Exception, match="multimodal_projector_bias"):
+        import_hf_config({**config, "multimodal_projector_bias": True})
 
 
 def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():

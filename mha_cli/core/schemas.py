@@ -504,7 +504,7 @@ class MoESpec(_Strict):
         return self
 
 
-VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4"]
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
 positions, its merger and the DeepStack mergers; Qwen3.5's and Qwen3.6's, without DeepStack), ``llama4`` (Llama 4's
@@ -527,11 +527,13 @@ class VisionTowerSpec(_Strict):
     """Pixels per side of one patch."""
     in_channels: Annotated[int, Field(gt=0, le=16)] = 3
     image_size: Annotated[int, Field(gt=0, le=1 << 16)] | None = None
-    """SigLIP: pixels per side of the (square) input image, which sets its learned positions."""
+    """SigLIP: pixels per side of the (square) input image, which sets its learned positions; Pixtral: the largest
+    image's side."""
     temporal_patch_size: Annotated[int, Field(gt=0, le=64)] = 1
     """Qwen2.5-VL, Qwen3-VL: frames one patch spans (2: a still image is its frame twice)."""
     spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
-    """Qwen2.5-VL, Qwen3-VL: patches merged per side into one decoder token (2: 4 patches a token)."""
+    """Qwen2.5-VL, Qwen3-VL, Pixtral (Mistral 3): patches merged per side into one decoder token (2: 4 patches a
+    token)."""
     positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
     """Qwen3-VL, Llama 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile and its
     class token); 0: none of that kind."""

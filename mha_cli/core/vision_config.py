@@ -1,7 +1,7 @@
 """A multimodal model's vision tower read from config.json's ``vision_config`` (``core.vision_tower`` lists it).
 
 Gemma 3 (SigLIP), Qwen2.5-VL, Qwen3-VL (and its MoE), Qwen3.5 / Qwen3.6 (dense and MoE: Qwen3-VL's tower without
-DeepStack mergers) and Llama 4: the tower's widths and depth, and the largest
+DeepStack mergers), Llama 4 and Mistral 3 (Pixtral): the tower's widths and depth, and the largest
 image (or video) vLLM profiles, which the model's processor files set, outside config.json: their published values
 are assumed and said. A count the config leaves out takes transformers' default, also said. Pure Python.
 """
@@ -43,11 +43,14 @@ _LLAMA4_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_
                     "num_channels": 3, "image_size": 448, "patch_size": 14, "projector_input_dim": 4096,
                     "projector_output_dim": 4096}  # fmt: skip
 """transformers' ``Llama4VisionConfig`` defaults."""
+_PIXTRAL_DEFAULTS = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
+                     "num_channels": 3, "image_size": 1024, "patch_size": 16}  # fmt: skip
+"""transformers' ``PixtralVisionConfig`` defaults."""
 LLAMA4_MAX_TILES = 16
 """Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
 tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
 TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
-                  "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4"}  # fmt: skip
+                  "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4", "mistral3": "pixtral"}  # fmt: skip
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
 NO_DEEPSTACK = ("qwen3_5", "qwen3_5_moe")
 """Qwen3.5 / Qwen3.6: Qwen3-VL's tower whose DeepStack mergers transformers never builds (5.24
@@ -68,7 +71,7 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         return None, []
     assumed: list[str] = []
     defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS,
-                "llama4": _LLAMA4_DEFAULTS}[kind]  # fmt: skip
+                "llama4": _LLAMA4_DEFAULTS, "pixtral": _PIXTRAL_DEFAULTS}[kind]  # fmt: skip
 
     def value(*keys: str) -> int:
         for key in keys:
@@ -80,7 +83,7 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         assumed.append(f"vision_config.{keys[0]} absent: {defaults[keys[0]]}, transformers' default")
         return defaults[keys[0]]
 
-    build = {"siglip": _siglip_tower, "llama4": _llama4_tower}.get(kind, _qwen_tower)
+    build = {"siglip": _siglip_tower, "llama4": _llama4_tower, "pixtral": _pixtral_tower}.get(kind, _qwen_tower)
     return build(kind, config, vision, text_width, value, assumed), assumed
 
 
@@ -178,4 +181,33 @@ def _llama4_tower(
         in_channels=value("num_channels"), image_size=image, projector_width=text_width, tokens_per_image=tokens,
         patches_per_image=tiles * (per_tile + 1), adapter_width=value("projector_input_dim"),
         adapter_output=value("projector_output_dim"), positions=per_tile + 1,
+    )  # fmt: skip
+
+
+def _pixtral_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Mistral 3's Pixtral tower: the largest image ``image_size`` pixels a side (vLLM takes the processor's
+    ``size.longest_edge``, outside config.json: assumed to be vision_config's ``image_size``, and said), its
+    (side / patch)^2 patches merged ``spatial_merge_size``^2 a decoder token (``mistral3.py``
+    ``Mistral3HFEncoderInfo.get_patch_grid_size``; the [IMG_BREAK] tokens between rows take no embedding)."""
+    layer = config.get("vision_feature_layer", -1)
+    if layer != -1:  # vLLM builds the tower only to that layer (init_vision_tower_for_mistral3), transformers whole
+        raise BadInputError(f"vision_feature_layer {layer!r}: Mistral 3's tower is listed for -1 (every layer)")
+    if config.get("multimodal_projector_bias"):
+        raise BadInputError("multimodal_projector_bias is set: Mistral 3's projector is listed without bias")
+    merge = config.get("spatial_merge_size", 2)
+    if not isinstance(merge, int) or isinstance(merge, bool) or merge <= 0:
+        raise BadInputError(f"spatial_merge_size must be a positive integer, got {merge!r}")
+    image, patch = value("image_size"), value("patch_size")
+    side = -(-image // (patch * merge))  # vLLM's ncols = (width - 1) // (patch x merge) + 1
+    assumed.append(
+        f"vision: the largest image is {image:,} pixels a side ({side * side:,} tokens), vision_config.image_size as"
+        " the processor's size.longest_edge (not in config.json)"
+    )
+    return VisionTowerSpec(
+        kind="pixtral", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
+        in_channels=value("num_channels"), image_size=image, spatial_merge_size=merge, projector_width=text_width,
+        tokens_per_image=side * side, patches_per_image=side * side * merge * merge,
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """A multimodal model's vision tower listed tensor by tensor (``core.vision_config`` reads it from config.json).
 
-Four encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
+Five encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
 split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_tp_mode="weights"``):
 
 - ``siglip`` (Gemma 3, ``Gemma3ForConditionalGeneration``; vLLM ``model_executor/models/siglip.py`` and
@@ -23,6 +23,13 @@ split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_t
   embedding without bias (split by columns), a class embedding, learned positions and two LayerNorms (replicated),
   ``n_layers`` blocks of LayerNorms, biased q/k/v/o and a plain fc1/fc2 MLP (split as SigLIP's), the pixel-shuffle
   adapter's two unbiased layers (columns, then rows) and the projector to the decoder's width (split by columns).
+
+- ``pixtral`` (Mistral Small 3.1 / 3.2, ``Mistral3ForConditionalGeneration``; vLLM ``mistral3.py`` and
+  ``pixtral.py`` ``PixtralHFVisionModel``): a conv patch embedding without bias and an RMSNorm before the layers
+  (replicated), ``n_layers`` blocks of two RMSNorms, unbiased q/k/v/o and a gated MLP (q, k, v, gate, up split by
+  columns, o and down by rows); the projector's RMSNorm and patch merger (``merge^2`` patches to one, a plain
+  ``nn.Linear``: replicated), then linear_1 (columns) and linear_2 (rows) to the decoder's width, unbiased
+  (``multimodal_projector_bias`` false).
 
 A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
 priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
@@ -63,7 +70,8 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
 
 def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[TowerTensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
-    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4}[tower.kind]
+    listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4,
+               "pixtral": _pixtral}[tower.kind]  # fmt: skip
     return list(listing(tower, tp))
 
 
@@ -175,3 +183,32 @@ def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     yield _tensor(f"{prefix}.vision_adapter.mlp.fc1.weight", (_shard(adapter, tp), f), "column")
     yield _tensor(f"{prefix}.vision_adapter.mlp.fc2.weight", (out, _shard(adapter, tp)), "row")
     yield _tensor("multi_modal_projector.linear_1.weight", (_shard(tower.projector_width, tp), out), "column")
+
+
+def _unbiased(name: str, out: int, inp: int, split: Split, tp: int) -> TowerTensor:
+    """A linear layer without bias: column-parallel splits its rows, row-parallel its inputs."""
+    if split == "column":
+        return _tensor(f"{name}.weight", (_shard(out, tp), inp), "column")
+    return _tensor(f"{name}.weight", (out, _shard(inp, tp)), "row")
+
+
+def _pixtral(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    prefix = "model.vision_tower"
+    yield _tensor(f"{prefix}.patch_conv.weight", (d, tower.in_channels, patch, patch), "replicated")
+    yield _tensor(f"{prefix}.ln_pre.weight", (d,), "replicated")
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.transformer.layers.{i}"
+        yield _tensor(f"{layer}.attention_norm.weight", (d,), "replicated")
+        yield _tensor(f"{layer}.ffn_norm.weight", (d,), "replicated")
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield _unbiased(f"{layer}.attention.{projection}", d, d, "column", tp)
+        yield _unbiased(f"{layer}.attention.o_proj", d, d, "row", tp)
+        yield _unbiased(f"{layer}.feed_forward.gate_proj", f, d, "column", tp)
+        yield _unbiased(f"{layer}.feed_forward.up_proj", f, d, "column", tp)
+        yield _unbiased(f"{layer}.feed_forward.down_proj", d, f, "row", tp)
+    projector = "model.multi_modal_projector"
+    yield _tensor(f"{projector}.norm.weight", (d,), "replicated")
+    yield _tensor(f"{projector}.patch_merger.merging_layer.weight", (d, d * tower.spatial_merge_size**2), "replicated")
+    yield _unbiased(f"{projector}.linear_1", tower.projector_width, d, "column", tp)
+    yield _unbiased(f"{projector}.linear_2", tower.projector_width, tower.projector_width, "row", tp)

@@ -5,7 +5,8 @@ peak it takes from the KV budget: the encoder over a dummy batch of the modality
 (``multimodal/encoder_budget.py``), its outputs kept in the encoder cache, then the decoder's dummy run and the
 sampler while those outputs (and the dummy inputs, still referenced) stay allocated. The batch:
 
-- tokens per item: Gemma 3's ``mm_tokens_per_image``; Qwen2.5-VL's largest image (``max_pixels``) or video, whose
+- tokens per item: Gemma 3's ``mm_tokens_per_image``; Mistral 3's largest image's merged patches (its
+  [IMG_BREAK] tokens take no embedding); Qwen2.5-VL's largest image (``max_pixels``) or video, whose
   frames (at most 14, padded to pairs) fill ``max_model_len`` (``qwen2_vl.py`` ``get_max_video_tokens``); Qwen3-VL's
   largest image or a video of two frames (``qwen3_vl.py``);
 - the encoder budget: max(``max_num_batched_tokens``, the largest item's tokens), vLLM's
@@ -39,7 +40,7 @@ PIXEL_BYTES = 4
 
 def tower_modalities(tower: VisionTowerSpec) -> tuple[str, ...]:
     """The modalities a tower reads (vLLM's ``supported_mm_limits``)."""
-    return ("image",) if tower.kind == "siglip" else ("image", "video")
+    return ("image",) if tower.kind in ("siglip", "pixtral") else ("image", "video")
 
 
 def tower_loaded(model: ModelSpec, limits: dict[str, int] | None) -> bool:
@@ -110,7 +111,7 @@ def encoder_profile(
     patches_per_token = tower.patches_per_image // tower.tokens_per_image
     patches = items * per_item * patches_per_token
     pixels = patches * tower.in_channels * tower.temporal_patch_size * tower.patch_size**2 * PIXEL_BYTES
-    mlp = (3 if tower.kind == "qwen2_5_vl" else 2) * -(-tower.d_ff // tp)  # gate, up, product / fc1 and its GELU
+    mlp = (3 if tower.kind in ("qwen2_5_vl", "pixtral") else 2) * -(-tower.d_ff // tp)  # gate, up, product / fc1, GELU
     widest = max(mlp, 3 * -(-tower.d_model // tp))
     forward = patches * ACTIVATION_BYTES * (2 * tower.d_model + widest)
     outputs = items * per_item * tower.projector_width * ACTIVATION_BYTES
