@@ -419,3 +419,12 @@ def test_a_tp_that_pushes_the_shape_out_of_the_band_is_refused_as_d_model_is(cli
     assert "use --tp 32" in result.output
     design = cli.json("recommend", "--params", "7B", "--tp", "32")["model"]
     assert 32 <= design["d_model"] / design["n_layers"] <= 160
+
+
+def test_a_folder_given_as_out_is_named_as_one(cli, tmp_path):
+    """`--out adir` (a folder) was told to 'name the file .yaml, .yml or .json' (trial 246)."""
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    result = cli.run("recommend", "--params", "125M", "--out", str(folder))
+    assert result.exit_code == EXIT_BAD_INPUT and "is a folder: name a file in it" in result.output
+    assert list(folder.iterdir()) == []

@@ -299,6 +299,10 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
     as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
     a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
     kind = CONFIG_SUFFIXES.get(path.suffix.lower())
+    if path.is_dir():
+        raise BadInputError(
+            f"{shown_path(path)} is a folder: name a file in it, e.g. {shown_path(path / 'design.yaml')}"
+        )
     if kind is None:
         raise BadInputError(f"{shown_path(path)}: name the file .yaml, .yml or .json (the extension sets the format)")
     if kind == "YAML":
