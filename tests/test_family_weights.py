@@ -99,3 +99,17 @@ def test_ernie_moe_reads_its_own_expert_fields():
     config = transformers.AutoConfig.for_model("ernie4_5_moe")
     moe_layers = SMALL["num_hidden_layers"] - config.moe_layer_start_index  # layers 1..3 of 4
     assert reference - ours == moe_layers * config.moe_num_experts  # moe_statics: one bias per expert
+
+
+def test_phimoe_reads_its_lm_head_bias():
+    """Phi-3.5-MoE publishes lm_head_bias true (transformers builds the bias, vLLM's PhiMoE always): it was refused as
+    a field mha does not read (note62's lead); now its small copy weighs what transformers builds, bias and all."""
+    fields = {**SMALL, "num_local_experts": 4, "num_experts_per_tok": 2, "lm_head_bias": True, "attention_bias": True}
+    config = transformers.AutoConfig.for_model("phimoe", **fields)
+    with warnings.catch_warnings(), torch.device("meta"):
+        warnings.simplefilter("ignore")
+        reference = sum(p.numel() for p in transformers.AutoModelForCausalLM.from_config(config).parameters())
+    ours = import_hf_config(config.to_dict()).model
+    assert ours.embeddings.lm_head_bias and count_params(ours).total == reference
+    unbiased = import_hf_config({**config.to_dict(), "lm_head_bias": False}).model
+    assert count_params(ours).total - count_params(unbiased).total == SMALL["vocab_size"]

@@ -13,9 +13,11 @@ if TYPE_CHECKING:
 
 
 def _sparsemixer(r: ConfigReader, fields: dict[str, Any]) -> None:
-    """Its routing's jitter epsilon (``router_jitter_noise``)."""
+    """Its routing's jitter epsilon (``router_jitter_noise``) and its LM head's bias (``lm_head_bias``: Phi-3.5-MoE
+    publishes true; transformers builds it so, and vLLM 0.32 ``phimoe.py`` always)."""
     if "moe" in fields:
         fields["moe"]["sparsemixer_eps"] = float(r.get("router_jitter_noise"))
+    fields["lm_head_bias"] = bool(r.get("lm_head_bias"))
 
 
 FAMILY = Family(
@@ -28,5 +30,4 @@ FAMILY = Family(
     names=("phi-3.5-moe", "phimoe"),
     equal_test=EQUAL_BY_SWEEP,
     weights=WeightLayout(renames=((r"\.mlp\.router\.", ".mlp.gate."),), dropped=(r"\.rotary_emb\.inv_freq$",)),
-    left_unread={"lm_head_bias": False},
 )
