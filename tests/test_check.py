@@ -229,3 +229,15 @@ def test_a_context_past_the_engines_derived_length_names_its_override():
     assert result.warnings == 2 and result.passed
     within = check_design(str(reference_hf_config("llama-3.1-70b")), target="8xh100", seq_len=131_072)
     assert not any("VLLM_ALLOW" in note for note in within.deployment_warnings)
+
+
+def test_a_passing_check_of_a_deployment_that_does_not_fit_says_so(cli):
+    """DeepSeek-V3 on 8 H100s: vLLM would not start, yet `check` passed with one warning and said nothing of it
+    on the verdict line (trial 245); --strict is the gate, and the line now names it."""
+    result = cli.run("check", "deepseek-v3", "--target", "8xh100")
+    assert result.exit_code == 0
+    assert "the deployment does not fit the target, a warning (MHA025/MHA026): --strict fails on it" in " ".join(
+        result.stdout.split()
+    )
+    assert cli.run("check", "deepseek-v3", "--target", "8xh100", "--strict").exit_code == EXIT_CHECK_FAILED
+    assert "does not fit" not in cli.run("check", "llama-3-8b", "--target", "h100").stdout

@@ -52,8 +52,10 @@ def render_check(console: Console, result: CheckResult) -> None:
             cells = (escape(finding.id), finding.severity, escape(finding.name), escape(finding.message))
             table.add_row(*cells, style=styles[finding.severity])  # messages quote user strings: never markup
         console.print(table)
+    unfit = result.passed and result.memory is not None and not result.memory.fits
     console.print(
         f"{verdict_line(result)}: {counted(result.errors, 'hard-rule violation')}, {counted(result.warnings, 'warning')}"
+        + ("; the deployment does not fit the target, a warning (MHA025/MHA026): --strict fails on it" if unfit else "")
     )
 
 
