@@ -232,6 +232,10 @@ def main() -> None:
     except typer.TyperException as exc:
         where = f"mha {command} --help" if command else "mha --help"
         message = exc.format_message() or "missing a command"  # a group run without its sub-command
+        if type(exc).__name__ == "NoSuchOption":  # typer's own copy of click's: named, not imported
+            from mha_cli.cli.option_hints import unknown_option_message
+
+            message = unknown_option_message(command, exc.option_name, exc.message, list(exc.possibilities or []))
         print_error(f"{message} (see `{where}`)")
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):

@@ -1,0 +1,32 @@
+"""What an unknown option that names a design quantity means for a command, in place of click's guess.
+
+``mha recommend --heads 32`` was answered "No such option: --heads (Possible options: --help)": click offers the
+nearest spelling among the command's options, and for a quantity the command derives there is none. Pure Python.
+"""
+
+from __future__ import annotations
+
+_HEADS = "the head count follows the width (head_dim 64 or 128, rule MHA010): give --d-model"
+_KV_HEADS = "the KV heads come from the trade-off step (rules MHA020-MHA022): give --variant MHA, GQA, MQA or MLA"
+_LAYERS = "the depth spends --params at the chosen width (rule MHA001): give --d-model, or another --params"
+HINTS: dict[str, dict[str, str]] = {
+    "recommend": {
+        "--heads": _HEADS, "--n-heads": _HEADS, "--num-heads": _HEADS, "--num-attention-heads": _HEADS,
+        "--kv-heads": _KV_HEADS, "--n-kv-heads": _KV_HEADS, "--num-key-value-heads": _KV_HEADS,
+        "--layers": _LAYERS, "--n-layers": _LAYERS, "--num-layers": _LAYERS, "--num-hidden-layers": _LAYERS,
+        "--head-dim": "head_dim follows the width (128 from d_model 2048, 64 below, 32 under 256: rule MHA010): give"
+        " --d-model",
+        "--hidden-size": "the width is --d-model",
+    },
+}  # fmt: skip
+"""Per command, unknown options and what to give instead."""
+
+
+def unknown_option_message(command: str | None, option: str, message: str, possibilities: list[str]) -> str:
+    """The one line for ``option``, unknown to ``command``: its hint where listed, else click's ``message`` with
+    the options it found near it, but not a bare ``--help`` (no option is near: offering it says nothing)."""
+    hint = HINTS.get(command or "", {}).get(option)
+    if hint is not None:
+        return f"{message}: {hint}"
+    near = [name for name in possibilities if name != "--help"]
+    return f"{message} (did you mean {' or '.join(near)}?)" if near else message

@@ -1,0 +1,25 @@
+"""An unknown option is answered with what to give instead (``cli.option_hints``), through the console entry."""
+
+import subprocess
+import sys
+
+import pytest
+
+
+def mha(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mha_cli", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [(["recommend", "--params", "7B", "--heads", "32"], "No such option: --heads: the head count follows the width"),
+     (["recommend", "--params", "7B", "--kv-heads", "8"], "give --variant MHA, GQA, MQA or MLA"),
+     (["recommend", "--params", "7B", "--d-modle", "4096"], "No such option: --d-modle (did you mean --d-model"),
+     (["recommend", "--params", "7B", "--zzz", "1"], "No such option: --zzz (see `mha recommend --help`)")],
+)  # fmt: skip
+def test_an_unknown_option_says_what_to_give(args, said):
+    """`--heads` was answered '(Possible options: --help)' (trial 246): a bare --help is never offered now."""
+    result = mha(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert said in result.stderr and "Possible options: --help" not in result.stderr
+    assert result.stderr.count("\n") == 1  # one line
