@@ -174,3 +174,11 @@ def test_the_memory_line_names_the_layout_as_kv_does(cli):
     shown = " ".join(cli.run("recommend", *args).stdout.split())
     assert "one server of 8 GPUs, 8 DP-attention ranks of tp 1; each device holds all 128 experts at 1/8" in shown
     assert "tp 1 x 8 replicas" not in shown
+
+
+def test_a_top_k_past_any_design_is_refused():
+    """--top-k 500 designed 5,312 experts of 128 on a 960-wide model, silently (note62's lead)."""
+    with pytest.raises(BadInputError, match="--top-k 500: at most 32 routed experts a token"):
+        recommend(RecommendRequest(params=100_000_000_000, active_params=10_000_000_000, top_k=500, seq_len=8192))
+    design = recommend(RecommendRequest(params=100_000_000_000, active_params=10_000_000_000, top_k=32, seq_len=8192))
+    assert (design.model.top_k, design.model.experts) == (32, 512)

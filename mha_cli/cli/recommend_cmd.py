@@ -121,7 +121,9 @@ ExpertsOpt = Annotated[
 ]
 TopKOpt = Annotated[
     int | None,
-    typer.Option("--top-k", help="MoE: routed experts per token (default 8; a quarter of --experts below 64)."),
+    typer.Option(
+        "--top-k", help="MoE: routed experts per token, 1 to 32 (default 8; a quarter of --experts below 64)."
+    ),
 ]
 SharedExpertsOpt = Annotated[
     int | None,
