@@ -416,3 +416,11 @@ def test_an_unknown_target_in_a_config_file_is_located(cli, tmp_path):
     result = cli.run("kv", str(path))
     assert result.exit_code == EXIT_BAD_INPUT
     assert "design.yaml: deployment.target: unknown target 'h900'" in result.output
+
+
+@pytest.mark.parametrize("name", ["fp4", "nvfp4", "fp4_e2m1"])
+def test_an_fp4_cache_is_refused_by_name_not_offered_fp8(cli, name):
+    """`--kv-dtype fp4` was answered 'did you mean fp8?', a cache of twice the bytes (note62's lead)."""
+    result = cli.run("kv", "llama-3-8b", "--kv-dtype", name)
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "an fp4 KV cache" in result.output and "did you mean" not in result.output

@@ -44,6 +44,10 @@ cache can fill."""
 VLLM_KV_NAMES = ("auto", "fp8_e4m3", "fp8_e5m2")
 """vLLM's ``--kv-cache-dtype`` values (``CacheDType``, vllm/config/cache.py) taken besides ours, named in a refusal."""
 
+FP4_KV_NAMES = ("fp4", "nvfp4", "nvfp4_4over6", "nvfp4_ds_mla", "fp4_e2m1", "mxfp4")
+"""fp4 KV caches the engines offer (vLLM ``nvfp4``: in 0.20.0's CacheDType, not 0.19.0's; SGLang ``fp4_e2m1``)
+that mha does not price: refused by name, never offered fp8 as a spelling."""
+
 Fp8Variant = Literal["e4m3", "e5m2"]
 """An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
 FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e5m2": "e5m2"}
@@ -130,6 +134,11 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
     if key in KV_ONLY_FORMATS:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
     names = get_args(KvDtypeName if kv else DtypeName)
+    if kv and key in FP4_KV_NAMES:  # no "did you mean fp8": twice the bytes is another cache, not a spelling
+        raise BadInputError(
+            f"{name!r}: an fp4 KV cache (vLLM's nvfp4 from 0.20.0, SGLang's fp4_e2m1) is not priced yet: use one of"
+            f" {', '.join(names)}"
+        )
     vllm_names = VLLM_KV_NAMES if kv else ()
     close = close_names(key, names + vllm_names)
     guess = f"did you mean {', '.join(close)}? " if close else ""
