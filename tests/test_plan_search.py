@@ -374,3 +374,16 @@ def test_each_kind_of_moe_layout_has_its_own_mark_in_the_pareto_table():
     assert mark(expert_ranks=1) == ""
     assert all(f"{word}:" in MOE_MARKS or f"{word} /" in MOE_MARKS for word in ("dpa", "dpw", "ep"))
     assert "dpa / dpg: DP attention" in MOE_MARKS and "by all-gather and reduce-scatter" in MOE_MARKS
+
+
+def test_num_prompts_below_the_users_never_confirms_them(cli):
+    """--num-prompts 2 'confirmed' a 32-user pick with a 2-request run (trial 248): a pinned load refuses it, and a
+    search confirms no point above the count."""
+    pinned = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--users", "64", "--num-prompts", "10",
+                     "--isl", "1024", "--osl", "128")  # fmt: skip
+    assert pinned.exit_code == 2 and "--num-prompts 10 sends fewer requests than the 64 users" in pinned.output
+    found = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--isl", "2048", "--osl", "256", "--ttft-ms",
+                     "500", "--itl-ms", "30", "--num-prompts", "2")  # fmt: skip
+    pick = found["candidates"][found["chosen"]]
+    assert pick["concurrency"] <= 2
+    assert all(c["concurrency"] <= 2 for c in found["candidates"] if c.get("simulated") and c["meets_targets"])

@@ -308,6 +308,11 @@ def confirm_by_simulation(
     misses. None when none meets them."""
 
     def simulated(index: int) -> bool:
+        asked, users = client.num_prompts, candidates[index].concurrency
+        if asked is not None and candidates[index].rate_rps is None and asked < users:  # its run cannot hold them
+            candidates[index] = candidates[index].model_copy(update={"meets_targets": False, "misses": [
+                f"not confirmed: --num-prompts {asked:,} runs fewer requests than its {users:,} users"]})  # fmt: skip
+            return False
         if candidates[index].simulated is None:
             try:
                 plan = simulate_plan(

@@ -100,6 +100,11 @@ def client_workload(
         count = min(MAX_DEFAULT_PROMPTS, max(client.min_prompts, count), int(MAX_SIMULATED_STEPS / steps))
         count = max(count, users or 1)
     else:  # the client's whole count, split over the replicas (closed loop or --rate alike)
+        if users is not None and count < case.concurrency:  # its run never holds the users asked: no confirmation
+            raise BadInputError(
+                f"--num-prompts {count:,} sends fewer requests than the {case.concurrency:,} users: at most {count:,}"
+                f" would run at once; give at least {case.concurrency:,}, or leave --num-prompts out"
+            )
         count = max(1, -(-count // case.replicas))
     if count * steps > MAX_SIMULATED_STEPS:
         raise BadInputError(
