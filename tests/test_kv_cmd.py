@@ -415,7 +415,8 @@ def test_an_unknown_target_in_a_config_file_is_located(cli, tmp_path):
                     "deployment:\n  target: h900\n")  # fmt: skip
     result = cli.run("kv", str(path))
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "design.yaml: deployment.target: unknown target 'h900'" in result.output
+    assert "the config file's deployment.target: unknown target 'h900'" in result.output
+    assert cli.run("kv", str(path), "--target", "h100").exit_code == 0  # --target still overrides it (review 247)
 
 
 @pytest.mark.parametrize("name", ["fp4", "nvfp4", "fp4_e2m1"])

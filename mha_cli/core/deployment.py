@@ -107,6 +107,13 @@ def merge_deployment(
         fields.pop("checkpoint_headers", None)
     if overrides.get("kv_dtype") is not None:  # a format asked for names its own fp8 encoding, or none (e4m3)
         fields.pop("kv_fp8_variant", None)
+    if overrides.get("target") is None and fields.get("target") is not None:  # the file's own, not --target's:
+        try:  # said as the file's field, which the same line from --target would not name
+            resolve_target(fields["target"])
+        except BadInputError as wrong:
+            raise BadInputError(
+                f"the config file's deployment.target: {wrong.message} (edit the file, or give --target)"
+            ) from None
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
         chosen = generation_of(overrides["engine"])

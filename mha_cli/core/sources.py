@@ -192,14 +192,10 @@ def _load_file(
     config = parse_config(data, str(path))
     deployment = config.deployment
     if deployment is not None and deployment.target is not None:  # a target file is named from the config's folder
-        from mha_cli.core.targets import rebase_target_file, resolve_target
+        from mha_cli.core.targets import rebase_target_file
 
         rebased = rebase_target_file(deployment.target, path.parent, Path.cwd())
         deployment = deployment.model_copy(update={"target": rebased}) if rebased != deployment.target else deployment
-        try:  # said where it is written: the same line from --target names no file
-            resolve_target(deployment.target)
-        except BadInputError as wrong:
-            raise BadInputError(f"{shown_path(path)}: deployment.target: {wrong.message}") from None
     return ModelSource(
         kind="config", origin=str(path), model=config.model, deployment=deployment, notes=config.notes,
         served=placeholder(f"{path.name} is a config file, not a checkpoint") if served is None else served,
