@@ -501,3 +501,5 @@ def test_the_small_shape_rule_says_the_attention_it_sized_with(params, said):
     """MHA012's trace line said 'GQA with about 3 query heads per KV head' beside a 5-head MHA design (trial 246)."""
     line = next(f for f in rec(params, 2048).trace if f.id == "MHA012")
     assert line.message.endswith(said)
+    asked = next(f for f in rec(params, 2048, variant="MHA").trace if f.id == "MHA012")  # the flag chose it
+    assert asked.message.endswith("attention sized as MHA (--variant MHA)")  # review 247: 'no GQA ... divides'

@@ -428,3 +428,16 @@ def test_a_folder_given_as_out_is_named_as_one(cli, tmp_path):
     result = cli.run("recommend", "--params", "125M", "--out", str(folder))
     assert result.exit_code == EXIT_BAD_INPUT and "is a folder: name a file in it" in result.output
     assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "suggested"),
+    [(["--params", "13B", "--target", "64xh100", "--tp", "64"], "32"), (["--params", "125M", "--tp", "16"], "8")],
+)  # fmt: skip
+def test_the_tp_offered_for_the_band_runs_as_given(cli, args, suggested):
+    """The offer ignored the target's devices: 13B on 64 H100s at tp 64 was told --tp 40, which the target then
+    refused (review 247); without a target, 12 for 125M. Each offer is run."""
+    refused = cli.run("recommend", *args)
+    assert refused.exit_code == EXIT_BAD_INPUT and f"use --tp {suggested}, the largest" in refused.output
+    offered = [*args[:-1], suggested]
+    assert cli.run("recommend", *offered).exit_code == 0

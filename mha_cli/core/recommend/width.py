@@ -5,7 +5,7 @@ is nearest the depth public designs use at that width, inside the aspect-ratio b
 size. Widths whose heads do not split over an explicit --tp are skipped, and the trace says which and why.
 """
 
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.quantities import format_count
@@ -80,7 +80,9 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
             skipped.append((d_model, frame.n_heads))
             continue
         if outside and not scored[0][0]:  # --tp moved the design out of the band a width inside it had
-            _refuse_tp_outside_band(r.tp, model, budget, (low, high), [row[5].n_heads for row in scored if not row[0]])
+            inside = [row[5].n_heads for row in scored if not row[0]]
+            devices = ctx.target.n_devices if ctx.target is not None else None
+            _refuse_tp_outside_band(r.tp, model, budget, (low, high), inside, devices)
         for width, heads in skipped:
             ctx.trace.fire(
                 "MHA024",
@@ -99,15 +101,22 @@ def choose_shape(ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None) ->
     )
 
 
-def _refuse_tp_outside_band(tp: int | None, model: ModelSpec, budget: int, band: tuple[int, int], inside: list[int]):
+def _refuse_tp_outside_band(
+    tp: int | None, model: ModelSpec, budget: int, band: tuple[int, int], inside: list[int], devices: int | None
+) -> NoReturn:
     """MHA005 under --tp, as --d-model refuses it: the widest split of ``tp`` leaves the aspect band that widths
-    with ``inside`` heads (each inside it) keep; the way out is the largest smaller tp that splits one of them."""
+    with ``inside`` heads (each inside it) keep; the way out is the largest smaller tp that splits one of them and
+    the target's ``devices`` (a power of two without a target), so that it runs as given."""
     assert tp is not None
-    smaller = next((t for t in range(tp - 1, 0, -1) if any(heads % t == 0 for heads in inside)), 1)
+
+    def runs(t: int) -> bool:
+        return devices % t == 0 if devices is not None else t & (t - 1) == 0
+
+    smaller = next((t for t in range(tp - 1, 0, -1) if runs(t) and any(heads % t == 0 for heads in inside)), 1)
     low, high = band
     raise BadInputError(
         f"--tp {tp} at {format_count(budget)}: the nearest width whose heads split over it, d_model {model.d_model},"
-        f" gives {model.n_layers} layers (d_model / n_layers {model.d_model / model.n_layers:.0f}, outside the"
+        f" gives {model.n_layers} layers (d_model / n_layers {model.d_model / model.n_layers:.1f}, outside the"
         f" {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band): use --tp {smaller}, the"
         " largest that splits a width inside the band, or leave --tp out"
     )
@@ -244,13 +253,18 @@ def _record(
     )
     if frame.small:
         attention = model.attention
-        grouped = (
-            f"GQA-{attention.n_kv_heads} ({attention.q_per_kv} query heads per KV head, the nearest to"
-            f" {C.SMALL_MODEL_GROUP} that divides {attention.n_heads})"
-            if attention.variant == "GQA"
-            else f"{attention.variant} at {attention.n_heads} heads: no GQA of about {C.SMALL_MODEL_GROUP} query heads"
-            f" per KV head divides {attention.n_heads}"
-        )
+        if ctx.request.variant is not None:  # the variant asked, not the rule, chose the attention
+            grouped = f"attention sized as {attention.variant} (--variant {ctx.request.variant})"
+        elif attention.variant == "GQA":
+            grouped = (
+                f"GQA-{attention.n_kv_heads} ({attention.q_per_kv} query heads per KV head, the nearest to"
+                f" {C.SMALL_MODEL_GROUP} that divides {attention.n_heads})"
+            )
+        else:
+            grouped = (
+                f"{attention.variant} at {attention.n_heads} heads: no GQA of about {C.SMALL_MODEL_GROUP} query heads"
+                f" per KV head divides {attention.n_heads}"
+            )
         ctx.trace.fire(
             "MHA012",
             f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} = 8/3 x {d_model},"
