@@ -206,5 +206,5 @@ def test_an_mla_models_mha_row_says_which_head_width_it_prices():
     from mha_cli.core.variants import variant_options
 
     mha = next(option for option in variant_options(get_preset("deepseek-v3")) if option.label == "MHA")
-    assert mha.model.attention.head_dim == 128 and "heads of 128 (qk_nope_head_dim" in mha.note
+    assert mha.model.attention.head_dim == 128 and "heads of 128: DeepSeek-V2's d_h" in mha.note
     assert "192-wide MLA query head" in mha.note

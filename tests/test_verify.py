@@ -189,6 +189,10 @@ def test_the_cache_is_filled_by_the_model_and_says_how():
     windowed = tiny(2, sliding_window=16, layer_pattern=["local", "global"])  # a local layer reads its last 16 only
     plan = make_plan(windowed, DeploymentSpec(seq_len=SEQ, batch=1), device_type="cpu", prefill_tokens=16)
     assert "attends to all 48 (a sliding-window layer to its last 16)" in measure_rank(plan, CPU, reps=1).cache_fill.how
+    every = make_plan(tiny(2, sliding_window=16), DeploymentSpec(seq_len=SEQ, batch=1), device_type="cpu",
+                      prefill_tokens=16)  # fmt: skip
+    how = measure_rank(every, CPU, reps=1).cache_fill.how  # Mistral-7B-v0.1's shape: no layer reads all 48
+    assert "which attends to its last 16 on every layer" in how and "all 48" not in how
 
 
 class PaddedHeadsCache(KVCache):

@@ -177,8 +177,9 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
 
 def _implied_tp(model: ModelSpec, deployment: DeploymentSpec) -> tuple[int | None, DeploymentSpec]:
     """Without a tp asked (nor DP attention), a target whose device count does not split ``model``'s heads is judged
-    at the largest degree that divides its devices and does, the others replicas: (that device count, the deployment
-    at that degree); (None, ``deployment``) otherwise, or where no degree above 1 splits them (tp 1 then: replicas)."""
+    at the largest degree that divides its devices and does (tp 1 where none above 1 does), the others replicas:
+    (that device count, the deployment at that degree); (None, ``deployment``) otherwise. ``mha kv`` refuses the
+    same deployment instead, naming that degree (``core.fit``'s replicas hint): it prices what it is given."""
     if deployment.tp is not None or deployment.dp is not None or deployment.target is None or model.attention_free:
         return None, deployment
     devices = resolve_target(deployment.target).n_devices

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.dtypes import is_engine_default_kv
+from mha_cli.core.dtypes import FLOAT16_REFUSED, is_engine_default_kv
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -272,6 +272,22 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     return deployment_warnings(model, deployment) + ([] if convention is None else [convention])
 
 
+AUTO_FP16_FROM = "0.13.0"
+"""The oldest vLLM read whose ``--dtype auto`` falls back to fp16 by itself on a device without bf16
+(``_resolve_auto_dtype`` in vllm/config/model.py: 0.13.0 and 0.32.0); earlier releases and the other engines are
+told to run fp16 (``--dtype half``)."""
+
+
+def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
+    """Whether the engine priced (vLLM from ``AUTO_FP16_FROM``; None: the latest read) runs a bf16 model in fp16
+    by itself on a device without bf16, so that a bf16 left to its default needs no word."""
+    from mha_cli.core.engine.release_numbers import release_key
+
+    if deployment.engine not in (None, "vllm") or deployment.engine_generation == "vllm-v0":
+        return False
+    return deployment.engine_version is None or release_key(deployment.engine_version) >= release_key(AUTO_FP16_FROM)
+
+
 def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     """Warnings about the deployment (``mha kv`` and ``mha check``, which counts them): a context longer than the
     model was trained for, an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16, weights
@@ -312,7 +328,16 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         )
     if deployment.target:
         target = resolve_target(deployment.target).target
-        notes += bf16_notes(target, weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype)
+        asked = {"weight_dtype": deployment.weight_dtype, "kv_dtype": deployment.kv_dtype}
+        if falls_back_to_fp16(deployment):  # vLLM runs the bf16 default in fp16 there by itself: only a flag's
+            asked = {name: value for name, value in asked.items() if name in deployment.model_fields_set}
+        notes += bf16_notes(target, **asked)
+        if not target.bf16_native and model.family in FLOAT16_REFUSED:
+            notes.append(
+                f"{target.id} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"
+                " --dtype auto gives float32 there, twice these bytes; price it with --weight-dtype fp32 --kv-dtype"
+                " fp32"
+            )
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
     uncounted = family_weights_note(model)

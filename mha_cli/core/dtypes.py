@@ -48,6 +48,10 @@ FP4_KV_NAMES = ("fp4", "nvfp4", "nvfp4_4over6", "nvfp4_ds_mla", "fp4_e2m1", "mxf
 """fp4 KV caches the engines offer (vLLM ``nvfp4``: in 0.20.0's CacheDType, not 0.19.0's; SGLang ``fp4_e2m1``)
 that mha does not price: refused by name, never offered fp8 as a spelling."""
 
+FLOAT16_REFUSED = ("gemma2", "gemma3", "gemma3_text", "glm4")
+"""Model types vLLM never runs in float16 (0.32.0 vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``: numerical
+instability): `--dtype auto` gives them bf16 even from a float16 checkpoint, and float32 on a device without bf16."""
+
 Fp8Variant = Literal["e4m3", "e5m2"]
 """An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
 FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e5m2": "e5m2"}

@@ -9,7 +9,8 @@ each group serves ``sequences_per_replica`` of the batch, so one device's step i
   experts its tokens pick: E x (1 - (1 - k/E)^B) of E experts in expectation for B tokens routed
   uniformly top-k. The compute, 2 x active params per token plus the attention over the cache, is
   compared and the larger time is the bound.
-- Prefill is compute-bound: 2 x active params x tokens FLOPs for the projections and MLP, plus
+- Prefill is compute-bound: 2 x active params x tokens FLOPs for the projections and MLP (the output head's on the
+  last token only: the engines compute a prompt's logits there), plus
   the causal attention, seq^2 / 2 query-key pairs per global layer (seq x window on a local layer).
 - A query-key pair costs 2 x n_heads x (qk width + v width) FLOPs. MLA decode with the absorbed
   cache scores and sums over the latent instead: 2 x n_heads x (2 x kv_lora_rank + rope width);

@@ -508,7 +508,7 @@ VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
 positions, its merger and the DeepStack mergers; Qwen3.5's and Qwen3.6's, without DeepStack), ``llama4`` (Llama 4's
-tiled ViT, pixel-shuffle adapter and projector)."""
+tiled ViT, pixel-shuffle adapter and projector), ``pixtral`` (Mistral 3's Pixtral ViT, patch merger and projector)."""
 
 
 class VisionTowerSpec(_Strict):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from mha_cli.core.dtypes import FLOAT16_REFUSED
 from mha_cli.core.errors import BadInputError, UnpricedQuantizationError, one_line, quoted_path, shown_path
 from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, is_folder, parse_hf_id
 from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for_id, short_names
@@ -270,7 +271,8 @@ def checkpoint_dtype_name(config: dict) -> object:
 FLOAT16_CHECKPOINT = (
     "dtype float16 (config.json): vLLM and SGLang run the model in fp16 (`--dtype auto` keeps a float16"
     " checkpoint's dtype: vLLM 0.32.0 vllm/config/model.py _resolve_auto_dtype), so its unquantized weights and its KV"
-    " cache are priced as fp16: the same 2 bytes a value as bf16"
+    " cache are priced as fp16 where --weight-dtype and --kv-dtype do not say otherwise: the same 2 bytes a value as"
+    " bf16"
 )
 """The assumption ``_with_float16_checkpoint`` adds."""
 FLOAT32_CHECKPOINT = (
@@ -279,9 +281,6 @@ FLOAT32_CHECKPOINT = (
     " bytes; --weight-dtype fp32 prices it as stored"
 )
 """The assumption ``_with_float16_checkpoint`` adds for a float32 config."""
-FLOAT16_REFUSED = ("gemma2", "gemma3", "gemma3_text", "glm4")
-"""Model types vLLM never runs in float16 (0.32.0 vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``: numerical
-instability): `--dtype auto` gives them bf16 even from a float16 checkpoint."""
 
 
 def _with_float16_checkpoint(source: ModelSource, config: dict) -> ModelSource:

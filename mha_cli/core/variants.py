@@ -99,8 +99,8 @@ def variant_options(model: ModelSpec) -> list[VariantOption]:
     mla = model.attention.mla
     add(
         "MHA", "MHA", _with_attention(base, n_kv_heads=model.attention.n_heads), model.attention.variant == "MHA",
-        "" if mla is None else f"heads of {mla.qk_nope_head_dim} (qk_nope_head_dim: DeepSeek-V2's d_h, the MHA its"
-        f" paper prices), not the {mla.qk_nope_head_dim + mla.qk_rope_head_dim}-wide MLA query head",
+        "" if mla is None else f"heads of {mla.qk_nope_head_dim}: DeepSeek-V2's d_h (the no-RoPE query width), the"
+        f" MHA its paper prices, not the {mla.qk_nope_head_dim + mla.qk_rope_head_dim}-wide MLA query head",
     )  # fmt: skip
     gqa_heads = model.attention.n_kv_heads if own_gqa else default_gqa_kv_heads(model.attention.n_heads)
     if gqa_heads is not None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from mha_cli.core.schemas import ModelSpec
 from mha_cli.nn.dispatch import count_dispatches
 from mha_cli.nn.kv_cache import CACHE_DTYPES
 from mha_cli.nn.mixers import MixerState
@@ -166,14 +167,30 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
             f"; {prefilled}..{seq - 2} left as allocated (zeros: {unwritten:,} tokens not prefilled, a decode step's"
             f" time does not depend on the values it reads; --prefill-tokens {seq} fills them all)"
         )
-    how += f"; position {seq - 1} by each timed decode step, which attends to all {seq:,}"
-    layers = plan.model.layers
-    window = layers.sliding_window if layers.pattern is None or "local" in layers.pattern else None
-    if window is not None and window < seq:  # a local layer reads its window's ring, not the whole context
-        how += f" (a sliding-window layer to its last {window:,})"
+    how += f"; position {seq - 1} by each timed decode step, {_attended(plan.model, seq)}"
     if has_state_layers(plan.model):
         how += "; the linear layers' fixed state (no positions) updated in place by the prefill and every step"
     return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)
+
+
+def _attended(model: ModelSpec, seq: int) -> str:
+    """What a decode step at the last of ``seq`` positions attends to: all of them, or on a sliding-window layer its
+    window and on a chunked one its chunk (every layer is one of those where no pattern names the kinds)."""
+    layers = model.layers
+    window = layers.sliding_window if layers.sliding_window is not None and layers.sliding_window < seq else None
+    chunk = layers.attention_chunk if layers.attention_chunk is not None and layers.attention_chunk < seq else None
+    if layers.pattern is None:  # one kind on every layer: a window first, as the schema reads it
+        if window is not None:
+            return f"which attends to its last {window:,} on every layer (a sliding window)"
+        if chunk is not None:
+            return f"which attends to its chunk of at most {chunk:,} on every layer"
+        return f"which attends to all {seq:,}"
+    limits = []
+    if window is not None and "local" in layers.pattern:
+        limits.append(f"a sliding-window layer to its last {window:,}")
+    if chunk is not None and "chunked" in layers.pattern:
+        limits.append(f"a chunked layer to its chunk of at most {chunk:,}")
+    return f"which attends to all {seq:,}" + (f" ({'; '.join(limits)})" if limits else "")
 
 
 def _state_of(cache: object) -> MixerState | None:
