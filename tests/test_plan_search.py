@@ -387,3 +387,25 @@ def test_num_prompts_below_the_users_never_confirms_them(cli):
     pick = found["candidates"][found["chosen"]]
     assert pick["concurrency"] <= 2
     assert all(c["concurrency"] <= 2 for c in found["candidates"] if c.get("simulated") and c["meets_targets"])
+
+
+def test_the_closed_form_table_prints_the_misses_its_json_has(cli):
+    """`--closed-form` with --itl-ms 5: the JSON said misses ["itl 8.5 ms > 5 ms"], the table nothing (trial 248)."""
+    args = [
+        "plan",
+        "llama-3-8b",
+        "--target",
+        "h100",
+        "--tp",
+        "1",
+        "--osl",
+        "128",
+        "--concurrency",
+        "4",
+        "--closed-form",
+    ]
+    found = cli.json(*args, "--itl-ms", "5")
+    assert found["misses"] and not found["meets_targets"]
+    text = " ".join(cli.run(*args, "--itl-ms", "5").stdout.split())
+    assert f"misses: {found['misses'][0]}" in text
+    assert "misses:" not in cli.run(*args, "--itl-ms", "50").stdout

@@ -842,6 +842,9 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     table.add_row("output tokens/s per GPU", f"{p.output_tokens_per_s_per_gpu:,.0f}", "", "")
     table.add_row("tokens/s per user", f"{p.tokens_per_s_per_user:,.1f}", "", "")
     console.print(table)
+    if p.simulated is None:  # the closed form's verdict on the targets (a simulated run prints its own)
+        for miss in getattr(p, "misses", []):
+            console.print(f"[red]misses: {escape(miss)}[/red]")
     if p.saturated:
         console.print(
             f"[dim]TTFT and end to end grow with a request's place in the queue; once admitted:"
