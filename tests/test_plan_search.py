@@ -409,3 +409,10 @@ def test_the_closed_form_table_prints_the_misses_its_json_has(cli):
     text = " ".join(cli.run(*args, "--itl-ms", "5").stdout.split())
     assert f"misses: {found['misses'][0]}" in text
     assert "misses:" not in cli.run(*args, "--itl-ms", "50").stdout
+
+
+def test_an_itl_target_on_one_output_token_is_refused(cli):
+    """--osl 1 --itl-ms 10: the closed form missed 'itl 76.0 ms', the simulated run met it at 0 ms (trial 248)."""
+    result = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--osl", "1", "--itl-ms", "10")
+    assert result.exit_code == 2 and "one output token has no gap after it" in result.output
+    assert cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--osl", "1", "--closed-form").exit_code == 0

@@ -365,6 +365,8 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    if itl_ms is not None and osl == 1:  # the closed form printed a decode step there, the simulated run 0 ms
+        raise BadInputError("--itl-ms with --osl 1: one output token has no gap after it: leave --itl-ms out")
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
                  "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
                  "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None,
