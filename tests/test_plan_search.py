@@ -3,10 +3,13 @@ ways out when nothing meets the targets, and the launch line."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mha_cli.cli.app import app
 from mha_cli.core.cost.search import layouts
+from mha_cli.core.errors import EXIT_CHECK_FAILED
 from mha_cli.core.presets import get_preset
 
 PLAN_KEYS = {"deployment", "ttft_ms", "itl_ms", "e2e_ms", "output_tokens_per_s_per_gpu", "tokens_per_s_per_user"}
@@ -416,3 +419,28 @@ def test_an_itl_target_on_one_output_token_is_refused(cli):
     result = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--osl", "1", "--itl-ms", "10")
     assert result.exit_code == 2 and "one output token has no gap after it" in result.output
     assert cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--osl", "1", "--closed-form").exit_code == 0
+
+
+def test_fail_if_misses_exits_1_on_a_miss_for_ci(cli):
+    """A missed target, or a search without a pick, exited 0 and a CI script had to parse the JSON (trial 248)."""
+    args = [
+        "plan",
+        "llama-3-8b",
+        "--target",
+        "h100",
+        "--tp",
+        "1",
+        "--osl",
+        "128",
+        "--concurrency",
+        "4",
+        "--closed-form",
+    ]
+    assert cli.run(*args, "--itl-ms", "5", "--fail-if-misses").exit_code == EXIT_CHECK_FAILED
+    assert cli.run(*args, "--itl-ms", "50", "--fail-if-misses").exit_code == 0
+    assert cli.run(*args, "--itl-ms", "5").exit_code == 0  # without the flag, as before
+    nopick = cli.run("plan", "llama-3.1-70b", "--target", "8xh100", "--isl", "2048", "--osl", "256", "--ttft-ms", "1",
+                     "--fail-if-misses", "--json")  # fmt: skip
+    assert nopick.exit_code == EXIT_CHECK_FAILED and json.loads(nopick.stdout)["chosen"] is None
+    refused = cli.run(*args, "--fail-if-misses")
+    assert refused.exit_code == 2 and "add --ttft-ms or --itl-ms" in refused.output

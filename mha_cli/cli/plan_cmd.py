@@ -40,7 +40,7 @@ from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model, releases_priced
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source, refuse_gguf_overrides, resolution_note
 
@@ -303,6 +303,14 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    fail_if_misses: Annotated[
+        bool,
+        typer.Option(
+            "--fail-if-misses",
+            help=f"Exit {EXIT_CHECK_FAILED} when the targets (--ttft-ms, --itl-ms) are missed: the deployment planned"
+            " misses one, or a search or --disaggregated finds no pick. Needs a target.",
+        ),
+    ] = False,
     closed_form: Annotated[
         bool,
         typer.Option(
@@ -365,6 +373,8 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    if fail_if_misses and ttft_ms is None and itl_ms is None:
+        raise BadInputError("--fail-if-misses judges the targets: add --ttft-ms or --itl-ms")
     if itl_ms is not None and osl == 1:  # the closed form printed a decode step there, the simulated run 0 ms
         raise BadInputError("--itl-ms with --osl 1: one output token has no gap after it: leave --itl-ms out")
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
@@ -493,6 +503,8 @@ def plan(
         if stand_in:
             found.notes.append(stand_in)
         output.emit(found, render_disaggregated)
+        if fail_if_misses and found.chosen is None:
+            raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
     if tp is None and pp is None:  # --dp has set tp
         from mha_cli.core.cost.search import search_deployments
@@ -532,6 +544,8 @@ def plan(
             output.wrote(plot)
         output.emit(found, render_search)
         _notice_alias(resolved.alias_note, output)
+        if fail_if_misses and found.chosen is None:
+            raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
     if rate is not None:
         from mha_cli.core.cost.plan import plan_at_rate
@@ -595,6 +609,8 @@ def plan(
         output.wrote(plot)
     output.emit(result, render_plan)
     _notice_alias(resolved.alias_note, output)
+    if fail_if_misses and not getattr(result, "meets_targets", True):
+        raise typer.Exit(code=EXIT_CHECK_FAILED)
 
 
 def _notice_alias(alias_note: str | None, output: Output) -> None:
