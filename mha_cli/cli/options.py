@@ -358,8 +358,9 @@ ItlOpt = Annotated[
     float | None,
     typer.Option(
         "--itl-ms",
-        help="ITL target (ms per output token) a deployment must meet; under speculative decoding, read on TPOT (a"
-        " step streams several tokens at once, so the gap between chunks is not a token's time).",
+        help="ITL target (ms between output tokens) a deployment must meet at --slo-percentile of the gaps; the"
+        " goodput counts each request's TPOT against it (vllm bench serve --goodput tpot). Under speculative decoding,"
+        " read on TPOT (a step streams several tokens at once, so the gap between chunks is not a token's time).",
         show_default=False,
     ),
 ]
