@@ -444,3 +444,10 @@ def test_fail_if_misses_exits_1_on_a_miss_for_ci(cli):
     assert nopick.exit_code == EXIT_CHECK_FAILED and json.loads(nopick.stdout)["chosen"] is None
     refused = cli.run(*args, "--fail-if-misses")
     assert refused.exit_code == 2 and "add --ttft-ms or --itl-ms" in refused.output
+
+
+def test_an_empty_target_is_refused_as_empty(cli):
+    """`--target ""` said "unknown target '': none is close"; input-limits.md says an empty one is refused as empty
+    (trial 248)."""
+    result = cli.run("plan", "llama-3-8b", "--target", "")
+    assert result.exit_code == 2 and "is empty" in result.output and "none is close" not in result.output

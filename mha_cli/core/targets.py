@@ -278,6 +278,8 @@ def resolve_target(spec: str) -> ResolvedTarget:
     if not isinstance(spec, str):
         raise BadInputError(f"target must be a name such as a100 or 8xh100 (got {type(spec).__name__})")
     text = spec.strip()
+    if not text:  # "$GPU" with the variable unset: empty, not a name nothing is close to
+        raise BadInputError("the target is empty: give an id or alias (a100, 8xh100) or a target file; `mha targets`")
     if text.lower().endswith(TARGET_FILE_SUFFIXES):
         return _file_target(spec, text)
     if len(spec) > MAX_TARGET_CHARS:
