@@ -15,9 +15,18 @@ PINNED = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--concurr
     ("engine", "offers"),
     [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla"), ("sglang", "fp32, fp16, bf16, fp8, fp8_ds_mla")],
 )
-def test_a_pinned_plan_says_the_engine_has_no_int8_cache(cli, engine, offers):
-    result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", "int8")
-    assert NOTE.format(engine={"vllm": "vLLM", "sglang": "SGLang"}[engine], offers=offers) in result["notes"]
+def test_a_pinned_plan_refuses_a_cache_the_engine_has_not(cli, engine, offers):
+    """plan said so in a note and priced the int8 pool anyway; a search then picked on capacity the engine cannot reach
+    (newuser trial 248): plan now refuses it, naming what the engine offers; kv keeps the note (below)."""
+    result = cli.run(*PINNED, "--engine", engine, "--kv-cache-dtype", "int8")
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    assert result.exit_code == 2 and f"{name} has no int8 KV cache (it offers {offers})" in result.output
+    assert (
+        NOTE.format(engine=name, offers=offers)
+        in cli.json("kv", "llama-3.1-70b", "--target", "8xh100", "--engine", engine, "--kv-cache-dtype", "int8")[
+            "engine"
+        ]["notes"]
+    )
 
 
 @pytest.mark.parametrize(("engine", "kv"), [("vllm", "fp8"), ("vllm", "bf16"), ("trtllm", "int8")])

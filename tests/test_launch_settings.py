@@ -121,13 +121,16 @@ def test_a_checkpoint_stored_in_the_format_priced_needs_no_note(cli, model, stor
     assert "the nvfp4 weights priced need a checkpoint stored in nvfp4" in other["launch_note"]
 
 
-def test_a_kv_format_trtllm_lacks_is_not_written_into_its_options_file(cli):
+def test_a_kv_format_the_engine_lacks_is_refused_by_plan(cli):
     """int4: no engine here offers an int4 KV cache (``core.engine.plan.KV_FORMATS``); trtllm-serve's options file
-    takes ``kv_cache_config.dtype`` auto, fp8 or nvfp4 (TensorRT-LLM PR #16240's KvCacheConfig.dtype docstring), so
-    the note says the line runs its default cache instead of telling the user to set ``dtype: int4``."""
-    int4 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int4")
-    assert "kv_cache_config.dtype: int4" not in int4["launch_note"]
-    assert "the trtllm line runs its default KV cache: TensorRT-LLM has no int4 cache" in int4["launch_note"]
+    takes ``kv_cache_config.dtype`` auto, fp8 or nvfp4 (TensorRT-LLM PR #16240's KvCacheConfig.dtype docstring).
+    plan priced the format with a note that its line runs the default cache, so a search picked layouts on capacity
+    the engine cannot reach (newuser trial 248): it is refused, and `mha kv` prices the format's bytes."""
+    refused = cli.run(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int4")
+    assert refused.exit_code == 2 and "TensorRT-LLM has no int4 KV cache" in refused.output
+    int8 = cli.run(*SEARCH, "--kv-dtype", "int8")  # vLLM's lines run no int8 cache either
+    assert int8.exit_code == 2 and "vLLM has no int8 KV cache" in int8.output
+    assert cli.run("kv", "llama-3-8b", "--target", "h100", "--kv-dtype", "int4").exit_code == 0
 
 
 def test_an_fp32_cache_needs_the_model_run_in_float32(cli):
