@@ -451,3 +451,10 @@ def test_an_empty_target_is_refused_as_empty(cli):
     (trial 248)."""
     result = cli.run("plan", "llama-3-8b", "--target", "")
     assert result.exit_code == 2 and "is empty" in result.output and "none is close" not in result.output
+
+
+def test_an_open_loop_plan_is_headed_by_its_rate_not_users(cli):
+    """`--rate 40` was headed '340 user(s) (340 running per replica)': an open loop has no users (trial 248)."""
+    text = " ".join(cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--rate", "40",
+                            "--closed-form").stdout.split())  # fmt: skip
+    assert "40 req/s (" in text and "running per replica in the steady state)" in text and "user(s)" not in text

@@ -837,10 +837,14 @@ def render_plan(console: Console, result: ServingPlan) -> None:
 
     p = result
     d = p.deployment
+    load = (
+        f"{p.concurrency} user(s) ({p.running_per_replica} running per {d.share})"
+        if p.rate_rps is None  # an open loop has no users: its rate, and the requests in flight it keeps
+        else f"{p.rate_rps:g} req/s ({p.running_per_replica} running per {d.share} in the steady state)"
+    )
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
-        f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {p.concurrency} user(s)"
-        f" ({p.running_per_replica} running per {d.share})"
+        f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {load}"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
