@@ -59,8 +59,16 @@ def test_targets_without_bf16_are_marked_and_a_bf16_plan_on_them_is_flagged(cli)
     without = {t.id for t in load_targets().values() if not t.bf16_native}
     assert without == {"v100-16gb", "v100-32gb", "t4"}
     assert "fp16" in cli.run("targets").output.split("t4", 1)[1].splitlines()[0]
+    # recommend designs a T4 deployment in fp16 (the same bytes), which its --out file says and check passes
+    # (review 249: the bf16 it wrote failed `check --strict` on the T4 it was designed for); bf16 asked is warned of
     recommend = cli.json("recommend", "--params", "1B", "--target", "t4")
-    assert any("t4 has no bf16" in w for w in recommend["warnings"])
+    assert not any("has no bf16" in w for w in recommend["warnings"])
+    assert (recommend["config"]["deployment"]["weight_dtype"], recommend["config"]["deployment"]["kv_dtype"]) == (
+        "fp16",
+        "fp16",
+    )
+    asked = cli.json("recommend", "--params", "1B", "--target", "t4", "--weight-dtype", "bf16")
+    assert any("t4 has no bf16 (--weight-dtype bf16)" in w for w in asked["warnings"])
     # a bf16 left to its default: vLLM from 0.13.0 runs it in fp16 there by itself (review 247); a flag or an older
     # release is still told
     assert not any("has no bf16" in w for w in cli.json("kv", "gpt2", "--target", "v100")["warnings"])

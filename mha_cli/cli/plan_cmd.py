@@ -373,6 +373,11 @@ def plan(
     if concurrency is not None:
         _count(concurrency, "concurrency", MAX_CONCURRENCY)
     check_latency_targets(ttft_ms, itl_ms)
+    if num_prompts is not None and concurrency is not None and rate is None and num_prompts < concurrency:
+        raise BadInputError(  # a pinned load: every mode alike (a search's own sweep is judged point by point)
+            f"--num-prompts {num_prompts:,} sends fewer requests than the {concurrency:,} users: at most"
+            f" {num_prompts:,} would run at once; give at least {concurrency:,}, or leave --num-prompts out"
+        )
     if fail_if_misses and ttft_ms is None and itl_ms is None:
         raise BadInputError("--fail-if-misses judges the targets: add --ttft-ms or --itl-ms")
     if itl_ms is not None and osl == 1:  # the closed form printed a decode step there, the simulated run 0 ms
@@ -416,9 +421,10 @@ def plan(
     engine_name = deployment.engine or "vllm"
     if deployment.kv_dtype not in KV_FORMATS[engine_name]:  # a plan launches what it prices: not a format it lacks
         lacking = kv_format_note(engine_name, deployment.kv_dtype)
+        named = f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}"
         raise BadInputError(
-            f"--kv-dtype {deployment.kv_dtype}: {str(lacking).partition(':')[0]}; a plan prices a deployment the engine"
-            " runs: give one of those, or `mha kv` for that format's bytes"
+            f"{named}: {str(lacking).partition(':')[0]}; a plan prices a deployment the engine runs: give one of"
+            " those, or `mha kv` for that format's bytes"
         )
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses

@@ -331,13 +331,16 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         asked = {"weight_dtype": deployment.weight_dtype, "kv_dtype": deployment.kv_dtype}
         if falls_back_to_fp16(deployment):  # vLLM runs the bf16 default in fp16 there by itself: only a flag's
             asked = {name: value for name, value in asked.items() if name in deployment.model_fields_set}
-        notes += bf16_notes(target, **asked)
-        if not target.bf16_native and model.family in FLOAT16_REFUSED:
-            notes.append(
-                f"{target.id} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"
-                " --dtype auto gives float32 there, twice these bytes; price it with --weight-dtype fp32 --kv-dtype"
-                " fp32"
-            )
+        vllm = deployment.engine in (None, "vllm")
+        if not target.bf16_native and model.family in FLOAT16_REFUSED and vllm:  # fp16 is no way out for it
+            if deployment.weight_dtype != "fp32":
+                notes.append(
+                    f"{target.id} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"
+                    " --dtype auto gives float32 there, twice these bytes; price it with --weight-dtype fp32"
+                    " --kv-dtype fp32"
+                )
+        else:
+            notes += bf16_notes(target, **asked)
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
     uncounted = family_weights_note(model)

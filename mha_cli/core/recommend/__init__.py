@@ -114,6 +114,18 @@ def _context(request: RecommendRequest) -> Context:
         raise with_layout_ways(exc, resolve_target(request.target), request.tp, judge) from None
 
 
+def _sixteen_bits_for_the_target(request: RecommendRequest) -> RecommendRequest:
+    """``request`` with its bf16 defaults (weights, cache) made fp16 on a target without bf16 (V100, T4): the same
+    bytes, and a design --out writes that the device runs; a bf16 asked for stays, and is warned of (``_warnings``)."""
+    if request.target is None:
+        return request
+    if resolve_target(request.target).target.bf16_native:
+        return request
+    update = {name: "fp16" for name in ("weight_dtype", "kv_dtype")
+              if name not in request.model_fields_set and getattr(request, name) == "bf16"}  # fmt: skip
+    return request.model_copy(update=update) if update else request
+
+
 def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
     """What the short report prints above the design: bf16 on a target without it, tp spanning the target's nodes,
     a KV format the engine has no cache of (int8, int4 on vLLM: the figures are that format's bytes, not a deployment
@@ -148,6 +160,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
     """Run the skill on ``request``: see the module docstring for the stages. ``config_path`` is where the
     config will be written (named in the testability hook's command); ``price_ways``: run the recommender again
     with each way out's flags and keep those that fit (``core.ways.settle``; off in those runs themselves)."""
+    request = _sixteen_bits_for_the_target(request)
     ctx = _context(request)
     moe = MoeBudget.of(request)
     vocab, tied = vocab_for(moe.total if moe else request.params, request.vocab_size)
