@@ -92,3 +92,17 @@ def test_a_bf16_default_on_a_t4_needs_no_word_where_vllm_falls_back_by_itself(tm
     said = check_design(str(path), target="t4", seq_len=2048).deployment_warnings
     assert any("vLLM never runs gemma2 in fp16" in note and "--weight-dtype fp32" in note for note in said)
     assert not any("vLLM never runs" in note for note in check_design(str(path), target="a100").deployment_warnings)
+
+
+def test_the_float32_note_goes_once_fp32_is_priced_and_is_vllms_own(tmp_path):
+    """Review 249: the note stayed after --weight-dtype fp32 (failing --strict whatever was passed), named vLLM under
+    SGLang, and sat beside a 'use fp16' advice vLLM refuses for Gemma 2."""
+    path = tmp_path / "gemma2.json"
+    path.write_text(reference_hf_config("gemma-2-9b").read_text())
+    priced = check_design(str(path), target="2xv100", seq_len=4096, weight_dtype="fp32", kv_dtype="fp32", strict=True)
+    assert priced.passed and not priced.deployment_warnings
+    told = check_design(str(path), target="2xv100", seq_len=4096).deployment_warnings
+    assert any("vLLM never runs gemma2 in fp16" in note for note in told)
+    assert not any("use fp16" in note for note in told)
+    other = check_design(str(path), target="2xv100", seq_len=4096, engine="sglang").deployment_warnings
+    assert not any("vLLM never runs" in note for note in other)

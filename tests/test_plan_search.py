@@ -458,3 +458,13 @@ def test_an_open_loop_plan_is_headed_by_its_rate_not_users(cli):
     text = " ".join(cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--rate", "40",
                             "--closed-form").stdout.split())  # fmt: skip
     assert "40 req/s (" in text and "running per replica in the steady state)" in text and "user(s)" not in text
+
+
+def test_a_pinned_concurrency_above_num_prompts_is_refused_in_a_search_too(cli):
+    """Without --tp the search marked its one point 'not confirmed' and said no deployment meets the targets, with
+    ways out that could not help (review 249); with --tp it was refused. Both are refused now."""
+    args = ["plan", "llama-3.1-8b", "--target", "h100", "--concurrency", "8", "--isl", "512", "--osl", "64",
+            "--num-prompts", "4"]  # fmt: skip
+    for extra in ([], ["--tp", "1"]):
+        result = cli.run(*args, *extra)
+        assert result.exit_code == 2 and "--num-prompts 4 sends fewer requests than the 8 users" in result.output
