@@ -425,3 +425,16 @@ def test_an_fp4_cache_is_refused_by_name_not_offered_fp8(cli, name):
     result = cli.run("kv", "llama-3-8b", "--kv-dtype", name)
     assert result.exit_code == EXIT_BAD_INPUT
     assert "an fp4 KV cache" in result.output and "did you mean" not in result.output
+
+
+def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(cli, tmp_path):
+    """A `recommend --out` file has deployment.tp, whose check resolved the file's target first and gave the bare
+    line, without the file or the field (review 249)."""
+    path = tmp_path / "design.yaml"
+    path.write_text("model:\n  d_model: 64\n  n_layers: 2\n  n_heads: 4\n  vocab_size: 100\n  d_ff: 128\n"
+                    "deployment:\n  tp: 1\n  target: h1000\n")  # fmt: skip
+    result = cli.run("kv", str(path))
+    assert (
+        result.exit_code == EXIT_BAD_INPUT and "design.yaml: deployment.target: unknown target 'h1000'" in result.output
+    )
+    assert cli.run("kv", str(path), "--target", "h100").exit_code == 0

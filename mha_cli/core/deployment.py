@@ -88,7 +88,12 @@ def refuse_file_tp(
 
     problem = heads_split_problem(model, base.tp) if heads else None
     if problem is None and target is not None and base.dp is None:
-        n_devices = resolve_target(target).n_devices
+        try:
+            n_devices = resolve_target(target).n_devices
+        except BadInputError as wrong:  # the file's own target, before the merge says so (review 249)
+            raise BadInputError(
+                f"{origin}: deployment.target: {wrong.message}" if target == base.target else wrong.message
+            ) from None
         if base.tp > n_devices or n_devices % base.tp:
             problem = f"tp ({base.tp}) must divide the {n_devices} device(s) of target {target!r}"
     if problem is not None:
@@ -112,7 +117,8 @@ def merge_deployment(
             resolve_target(fields["target"])
         except BadInputError as wrong:
             raise BadInputError(
-                f"the config file's deployment.target: {wrong.message} (edit the file, or give --target)"
+                f"the config file's deployment.target: {wrong.message} (edit the file, or override it with --target"
+                " where the command takes one)"
             ) from None
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
