@@ -419,7 +419,7 @@ def test_an_unknown_target_in_a_config_file_is_located(cli, tmp_path):
     assert cli.run("kv", str(path), "--target", "h100").exit_code == 0  # --target still overrides it (review 247)
 
 
-@pytest.mark.parametrize("name", ["fp4", "nvfp4", "fp4_e2m1"])
+@pytest.mark.parametrize("name", ["fp4", "nvfp4", "fp4_e2m1", "nvfp4-ds-mla", "fp4-e2m1"])
 def test_an_fp4_cache_is_refused_by_name_not_offered_fp8(cli, name):
     """`--kv-dtype fp4` was answered 'did you mean fp8?', a cache of twice the bytes (note62's lead)."""
     result = cli.run("kv", "llama-3-8b", "--kv-dtype", name)

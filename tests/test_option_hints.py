@@ -15,7 +15,9 @@ def mha(*args: str) -> subprocess.CompletedProcess:
     [(["recommend", "--params", "7B", "--heads", "32"], "No such option: --heads: the head count follows the width"),
      (["recommend", "--params", "7B", "--kv-heads", "8"], "give --variant MHA, GQA, MQA or MLA"),
      (["recommend", "--params", "7B", "--d-modle", "4096"], "No such option: --d-modle (did you mean --d-model"),
-     (["recommend", "--params", "7B", "--zzz", "1"], "No such option: --zzz (see `mha recommend --help`)")],
+     (["recommend", "--params", "7B", "--zzz", "1"], "No such option: --zzz (see `mha recommend --help`)"),
+     (["recommend", "--params", "7B", "--layer", "3"], "--layer: the depth spends --params"),
+     (["recommend", "--params", "7B", "--n-head", "8"], "--n-head: the head count follows the width")],
 )  # fmt: skip
 def test_an_unknown_option_says_what_to_give(args, said):
     """`--heads` was answered '(Possible options: --help)' (trial 246): a bare --help is never offered now."""

@@ -441,3 +441,23 @@ def test_the_tp_offered_for_the_band_runs_as_given(cli, args, suggested):
     assert refused.exit_code == EXIT_BAD_INPUT and f"use --tp {suggested}, the largest" in refused.output
     offered = [*args[:-1], suggested]
     assert cli.run("recommend", *offered).exit_code == 0
+
+
+def test_the_serving_search_refuses_what_plan_refuses(cli):
+    """recommend --itl-ms at --seq 2 confirmed a pick at 'p99 ITL 0.0 ms' (one output token), and --kv-dtype int8
+    with targets searched on a pool vLLM has not; plan refuses both (review 249)."""
+    one = cli.run("recommend", "--params", "125M", "--seq", "2", "--target", "h100", "--itl-ms", "5")
+    assert one.exit_code == EXIT_BAD_INPUT and "no gap after it" in one.output
+    int8 = cli.run("recommend", "--params", "1B", "--target", "h100", "--kv-dtype", "int8", "--itl-ms", "20")
+    assert int8.exit_code == EXIT_BAD_INPUT and "vLLM has no int8 KV cache" in int8.output
+    assert cli.run("recommend", "--params", "1B", "--target", "h100", "--kv-dtype", "int8").exit_code == 0
+
+
+def test_the_top_k_offered_fits_the_experts_given(cli):
+    """--experts 8 --top-k 40 was told --top-k 8, which --experts 8 then refused (review 249)."""
+    refused = cli.run("recommend", "--params", "47B", "--active-params", "13B", "--experts", "8", "--top-k", "40")
+    assert refused.exit_code == EXIT_BAD_INPUT and "give --top-k 2" in refused.output
+    assert (
+        cli.run("recommend", "--params", "47B", "--active-params", "13B", "--experts", "8", "--top-k", "2").exit_code
+        == 0
+    )

@@ -6,14 +6,17 @@ nearest spelling among the command's options, and for a quantity the command der
 
 from __future__ import annotations
 
-_HEADS = "the head count follows the width (head_dim 64 or 128, rule MHA010): give --d-model"
+_HEADS = "the head count follows the width (head_dim 32, 64 or 128, rule MHA010): give --d-model"
 _KV_HEADS = "the KV heads come from the trade-off step (rules MHA020-MHA022): give --variant MHA, GQA, MQA or MLA"
 _LAYERS = "the depth spends --params at the chosen width (rule MHA001): give --d-model, or another --params"
 HINTS: dict[str, dict[str, str]] = {
     "recommend": {
         "--heads": _HEADS, "--n-heads": _HEADS, "--num-heads": _HEADS, "--num-attention-heads": _HEADS,
-        "--kv-heads": _KV_HEADS, "--n-kv-heads": _KV_HEADS, "--num-key-value-heads": _KV_HEADS,
+        "--n-head": _HEADS, "--head": _HEADS,
+        "--kv-heads": _KV_HEADS, "--n-kv-heads": _KV_HEADS, "--num-key-value-heads": _KV_HEADS, "--kv-head": _KV_HEADS,
+        "--num-kv-heads": _KV_HEADS, "--n-kv-head": _KV_HEADS,
         "--layers": _LAYERS, "--n-layers": _LAYERS, "--num-layers": _LAYERS, "--num-hidden-layers": _LAYERS,
+        "--layer": _LAYERS, "--n-layer": _LAYERS, "--depth": _LAYERS, "--n-embd": "the width is --d-model",
         "--head-dim": "head_dim follows the width (128 from d_model 2048, 64 below, 32 under 256: rule MHA010): give"
         " --d-model",
         "--hidden-size": "the width is --d-model",

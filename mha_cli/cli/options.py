@@ -354,6 +354,14 @@ TtftOpt = Annotated[
     float | None,
     typer.Option("--ttft-ms", help="TTFT target (ms) a deployment must meet.", show_default=False),
 ]
+RecommendItlOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--itl-ms",
+        help="ITL target (ms between output tokens) the serving search judges at p99 of the simulated run's gaps.",
+        show_default=False,
+    ),
+]
 ItlOpt = Annotated[
     float | None,
     typer.Option(

@@ -138,7 +138,7 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
     if key in KV_ONLY_FORMATS:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
     names = get_args(KvDtypeName if kv else DtypeName)
-    if kv and key in FP4_KV_NAMES:  # no "did you mean fp8": twice the bytes is another cache, not a spelling
+    if kv and key.replace("-", "_") in FP4_KV_NAMES:  # no "did you mean fp8": twice the bytes is another cache
         raise BadInputError(
             f"{name!r}: an fp4 KV cache (vLLM's nvfp4 from 0.20.0, SGLang's fp4_e2m1) is not priced yet: use one of"
             f" {', '.join(names)}"

@@ -55,8 +55,8 @@ class MoeBudget(NamedTuple):
         if top_k > C.MOE_MAX_TOP_K:
             raise BadInputError(
                 f"--top-k {top_k}: at most {C.MOE_MAX_TOP_K} routed experts a token (rule MHA007 moe-budget; public"
-                " designs route at most 10: Qwen3-Next's 10 of 512, DeepSeek-V3's 8 of 256): give --top-k 8, or"
-                " leave it out"
+                f" designs route at most 10: Qwen3-Next's 10 of 512, DeepSeek-V3's 8 of 256): give --top-k"
+                f" {default_top_k(r.experts)}, or leave it out"
             )
         if r.experts is not None and top_k >= r.experts:
             raise BadInputError(

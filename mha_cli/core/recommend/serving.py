@@ -10,7 +10,7 @@ from collections.abc import Callable
 from mha_cli.core.cost.latency import engine_prior
 from mha_cli.core.cost.priors import datasheet_profile
 from mha_cli.core.cost.search import SearchResult, found_pick, no_ways, search_changes, search_deployments
-from mha_cli.core.errors import MhaError
+from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.recommend import REQUEST_FLAGS, RecommendResult, pasted, recommend
 from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.served_model import ServedModel
@@ -69,6 +69,20 @@ def _search(
     assert deployment.target is not None
     target = resolve_target(deployment.target)
     osl = max(1, min(SERVED_OUTPUT_TOKENS, deployment.seq_len // 2))
+    if itl_ms is not None and osl == 1:  # as plan refuses it: one output token has no gap after it
+        raise BadInputError(
+            f"--itl-ms at --seq {deployment.seq_len}: the search serves 1 output token a request, which has no gap"
+            " after it: leave --itl-ms out, or give a longer --seq"
+        )
+    from mha_cli.core.engine.plan import KV_FORMATS, kv_format_note
+
+    engine = deployment.engine or "vllm"
+    if deployment.kv_dtype not in KV_FORMATS[engine]:  # as plan refuses it: its search would pick on that pool
+        lacking = str(kv_format_note(engine, deployment.kv_dtype)).partition(":")[0]
+        raise BadInputError(
+            f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms: {lacking}; the serving search prices"
+            " deployments the engine runs: give one of those, or leave the targets out"
+        )
     profiles = (engine_prior(target.target, deployment),
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
     found = search_deployments(
