@@ -58,6 +58,10 @@ REFERENCE_SPELLINGS = {
     # that text_config only, and says so ("the language model's (text_config) only")
     "kimi-k2.5": lambda c: {**c["text_config"], "architectures": None},
     "kimi-k2.6-nvfp4": lambda c: {**c["text_config"], "architectures": None},  # NVIDIA's NVFP4 of the same wrapper
+    # Mistral Small 3.2: transformers 5.25's Mistral3Config ties the output head when the outer config names no
+    # tie_word_embeddings (its default True); vLLM builds the text config's MistralForCausalLM untied (MistralConfig's
+    # False) and the checkpoint stores lm_head: the model as served
+    "mistral-small-3.2-24b-instruct": lambda c: {**c, "tie_word_embeddings": False},
 }
 """The same model in the spelling transformers' config class reads, for the files written for other code."""
 

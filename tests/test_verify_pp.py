@@ -54,7 +54,7 @@ def test_every_stage_matches_its_prediction_and_the_pipeline_matches_one_device(
         (["--pp", "2", "--tp", "3"], "(4) must be divisible by tp (3)"),
         (["--pp", "3", "--layers", "2"], "--layers 2 is fewer than --pp 3"),
         (["--pp", "2", "--max-decode-ms", "5"], "--pp does not combine with --max-decode-ms"),
-        (["--pp", "0"], "--pp 0: give 2 or more stages"),
+        (["--pp", "0"], "--pp 0: give 1 (plain verify, one stage) or 2 or more pipeline stages"),
     ],
 )
 def test_pipeline_refusals_are_one_line(cli, tmp_path, args, message):

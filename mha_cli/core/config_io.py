@@ -299,7 +299,11 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
     as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
     a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
     kind = CONFIG_SUFFIXES.get(path.suffix.lower())
-    if path.is_dir():
+    try:
+        folder = path.is_dir()
+    except OSError:  # a name too long to look up: the write reports it (exit 74)
+        folder = False
+    if folder:
         raise BadInputError(
             f"{shown_path(path)} is a folder: name a file in it, e.g. {shown_path(path / 'design.yaml')}"
         )
