@@ -213,3 +213,17 @@ def test_an_unlisted_tower_is_named():
     imported = import_hf_config(config)
     assert imported.model.vision is None
     assert any("vision_config and the projectors are not counted" in line for line in imported.assumptions)
+
+
+@pytest.mark.parametrize("typed", ["meta-llama/Llama-4-Scout-17B-16E-Instruct", "Llama-4-Scout-17B-16E-Instruct"])
+def test_an_id_priced_as_a_text_preset_says_the_tower_it_leaves_out(typed, tmp_path, monkeypatch):
+    """Llama-4-Scout's id, not cached, was priced as the text preset with no word of the 872M tower vLLM loads
+    (newuser trial 250); its published config.json counts it (``test_every_tower_tensor_equals_transformers``)."""
+    from mha_cli.core.sources import load_source
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    source = load_source(typed)
+    assert source.model.vision is None
+    assert any("vision tower and projector (871,932,416 parameters" in note for note in source.assumptions)
+    tower = import_hf_config(json.loads(LLAMA4.read_text())).model.vision
+    assert tower is not None and tower_params(tower) == 871_932_416

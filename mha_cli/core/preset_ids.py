@@ -100,6 +100,12 @@ def short_names() -> list[str]:
     return list(_by_short_name())
 
 
+TOWER_LEFT_OUT: dict[str, int] = {"llama-4-scout": 871_932_416}
+"""Presets an id of a multimodal checkpoint resolves to that hold its text model only, with the parameters of the
+vision tower and projector vLLM also loads (Llama-4-Scout-17B-16E: its published config.json priced by ``mha kv``,
+equal to transformers' ``Llama4ForConditionalGeneration`` on the meta device; newuser trial 250): said, not left
+silent."""
+
 TEXT_MODELS: dict[str, str] = {"gemma-3-27b": "gemma-3-27b-it", "gemma-3-4b": "gemma-3-4b-it"}
 """Presets that are the text model of a multimodal checkpoint, with no checkpoint of their own: no id resolves to
 them (an id is priced with its vision tower, as vLLM loads it: the preset named here), and their launch lines name

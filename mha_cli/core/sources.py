@@ -16,7 +16,7 @@ from pydantic import Field
 from mha_cli.core.dtypes import FLOAT16_REFUSED
 from mha_cli.core.errors import BadInputError, UnpricedQuantizationError, one_line, quoted_path, shown_path
 from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, is_folder, parse_hf_id
-from mha_cli.core.preset_ids import checkpoint_id, id_for_short_name, preset_for_id, short_names
+from mha_cli.core.preset_ids import TOWER_LEFT_OUT, checkpoint_id, id_for_short_name, preset_for_id, short_names
 from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -72,7 +72,13 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     if repo is not None:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
-        return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}")
+        why = f"{repo}: priced as preset {name}"
+        if name in TOWER_LEFT_OUT:  # as for the id itself (``_load_hf_id``)
+            why += (
+                f", its text model only: the checkpoint's vision tower and projector ({TOWER_LEFT_OUT[name]:,}"
+                " parameters, which vLLM loads) are not counted"
+            )
+        return _preset(source, name, by_preset(repo), why)
     hint = did_you_mean_model(
         source, [*preset_names(), *short_names()],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
@@ -118,6 +124,12 @@ def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
             f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced as"
             f" preset {preset}"
         )
+        if preset in TOWER_LEFT_OUT:  # a text preset for a multimodal checkpoint: what it leaves out, said
+            why += (
+                f", its text model only: the checkpoint's vision tower and projector ({TOWER_LEFT_OUT[preset]:,}"
+                f" parameters, which vLLM loads) are not counted; `{hf_id.download_command()}` and `mha kv` on the"
+                " config.json count them"
+            )
         return _preset(str(hf_id), preset, served, why)
     raise BadInputError(
         f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
