@@ -227,3 +227,14 @@ def test_an_id_priced_as_a_text_preset_says_the_tower_it_leaves_out(typed, tmp_p
     assert any("vision tower and projector (871,932,416 parameters" in note for note in source.assumptions)
     tower = import_hf_config(json.loads(LLAMA4.read_text())).model.vision
     assert tower is not None and tower_params(tower) == 871_932_416
+
+
+def test_a_flat_multimodal_config_does_not_call_its_read_tower_unread():
+    """Qwen2.5-VL's config.json as first published (text fields at the top, beside vision_config) counted the tower
+    and also said 'not read: vision_config' (newuser trial 250)."""
+    config = json.loads(QWEN2_5_VL.read_text())
+    flat = {**config["text_config"], "model_type": "qwen2_5_vl", "architectures": config["architectures"],
+            "vision_config": config["vision_config"]}  # fmt: skip
+    imported = import_hf_config(flat)
+    assert imported.model.vision is not None and tower_params(imported.model.vision) == 676_550_144
+    assert not any("not read: vision_config" in note for note in imported.assumptions)

@@ -108,7 +108,13 @@ def check_unread_fields_of_family(r: ConfigReader, model_type: str, fam: Family)
             f"{r.origin}: model_type {model_type!r} sets {named}{more}, which mha does not read for the family; a"
             " figure that ignored it could be wrong, so it is refused"
         )
-    foreign = [key for key in unread if key not in fam.left_unread and dict.get(r.config, key) is not None]
+    from mha_cli.core.vision_config import vision_tower_listed
+
+    tower = vision_tower_listed(dict(r.config))  # a flat multimodal config: its tower is read apart (vision_config)
+    foreign = [
+        key for key in unread
+        if key not in fam.left_unread and dict.get(r.config, key) is not None and not (tower and key == "vision_config")
+    ]  # fmt: skip
     if foreign:
         named = ", ".join(foreign[:6]) + (f" and {len(foreign) - 6} more" if len(foreign) > 6 else "")
         r.assumptions.append(f"not read: {named} ({fam.config_class} builds the model without them, as mha does)")
