@@ -238,3 +238,26 @@ def test_a_flat_multimodal_config_does_not_call_its_read_tower_unread():
     imported = import_hf_config(flat)
     assert imported.model.vision is not None and tower_params(imported.model.vision) == 676_550_144
     assert not any("not read: vision_config" in note for note in imported.assumptions)
+
+
+FP8_DYNAMIC = {"config_groups": {"group_0": {"input_activations": {"dynamic": True, "num_bits": 8, "strategy": "token",
+               "symmetric": True, "type": "float"}, "targets": ["Linear"], "weights": {"dynamic": False, "num_bits": 8,
+               "strategy": "channel", "symmetric": True, "type": "float"}}}, "format": "float-quantized",
+               "ignore": ["re:.*lm_head", "re:visual.*"], "quant_method": "compressed-tensors"}  # fmt: skip
+"""RedHatAI-style FP8-dynamic for Qwen2.5-VL: every Linear in fp8 but the head and the tower."""
+
+
+def test_an_ignore_entry_for_the_tower_is_said_as_the_towers():
+    """'re:visual.*' was said to name 'modules the model has none of' beside a tower counted at 677M (newuser trial
+    250): it names the tower, which is priced in bf16 whatever the scheme says."""
+    import tempfile
+
+    from mha_cli.core.sources import load_source
+
+    config = {**json.loads(QWEN2_5_VL.read_text()), "quantization_config": FP8_DYNAMIC}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.json"
+        path.write_text(json.dumps(config))
+        notes = load_source(str(path)).assumptions
+    assert any("quantization_config names the vision tower (re:visual.*)" in note for note in notes)
+    assert not any("has none of" in note and "visual" in note for note in notes)

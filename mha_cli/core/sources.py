@@ -26,6 +26,7 @@ from mha_cli.core.suggest import did_you_mean_model
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
     from mha_cli.core.hf_quantization import CheckpointWeights, DeclaredKv
+    from mha_cli.core.weight_scheme import WeightScheme
 
 SourceKind = Literal["preset", "config", "hf-config", "hf-cache", "gguf"]
 """``gguf``: a GGUF file's header; ``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
@@ -371,6 +372,13 @@ def _with_checkpoint_weights(
         return named.model_copy(update={"assumptions": [*named.assumptions, note]})
     notes = [f"weights as the checkpoint stores them: {scheme.format} (quantization_config), tensor by tensor:"
              f" {scheme.describe()}"]  # fmt: skip
+    tower = _tower_entries(source.model, scheme, unmatched)
+    if tower:  # they name the vision tower, which is priced in bf16 whatever the scheme says
+        unmatched = [entry for entry in unmatched if entry not in tower]
+        notes.append(
+            f"quantization_config names the vision tower ({shown(tower)}): the tower is priced in bf16 whatever the"
+            " scheme says (core.vision_tower), so those entries change no figure"
+        )
     if unmatched:
         notes.append(
             f"quantization_config names modules {source.model.name} has none of, as its checkpoint and vLLM name"
@@ -385,6 +393,18 @@ def _with_checkpoint_weights(
             "assumptions": [*source.assumptions, *notes],
         }
     )
+
+
+def _tower_entries(model: ModelSpec, scheme: "WeightScheme", entries: list[str]) -> list[str]:
+    """Those of ``entries`` (a quantization_config's entries that name no decoder module) that name ``model``'s
+    vision tower as its checkpoints spell it (transformers' ``model.visual...`` and the older ``visual...``)."""
+    if model.vision is None or not entries:
+        return []
+    from mha_cli.core.vision_tower import tower_tensors
+
+    modules = {tensor.name.rsplit(".", 1)[0] for tensor in tower_tensors(model.vision)}
+    spelled = modules | {name.removeprefix("model.") for name in modules}
+    return scheme.naming(entries, spelled)
 
 
 def _with_header_weights(source: ModelSource, config: Path, data: dict) -> ModelSource:

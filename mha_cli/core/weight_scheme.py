@@ -176,6 +176,13 @@ class WeightScheme(Record):
                 break
         return list(left)
 
+    def naming(self, patterns: Iterable[str], modules: Iterable[str]) -> list[str]:
+        """Those of ``patterns`` (ignore entries or targets) that name one of ``modules``, spelled as written (a
+        multimodal checkpoint's tower modules: ``visual.blocks.0.attn.qkv``, ``model.vision_tower...``)."""
+        regexes = {pattern: _regex(pattern_regex(pattern, self.method)) for pattern in patterns}
+        written = list(modules)
+        return [pattern for pattern, regex in regexes.items() if any(regex.match(module) for module in written)]
+
     def describe(self) -> str:
         """One line: each rule with what it covers, then what stays bf16."""
         rules = "; ".join(f"{', '.join(rule.targets)}: {rule.description or rule.name}" for rule in self.rules)
