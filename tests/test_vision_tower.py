@@ -261,3 +261,14 @@ def test_an_ignore_entry_for_the_tower_is_said_as_the_towers():
         notes = load_source(str(path)).assumptions
     assert any("quantization_config names the vision tower (re:visual.*)" in note for note in notes)
     assert not any("has none of" in note and "visual" in note for note in notes)
+
+
+def test_a_sparse_text_config_is_refused_saying_so():
+    """llava-1.5-7b-hf's text_config names a model type and a vocabulary and leaves the size to LlamaConfig's
+    defaults; it was refused as 'has no hidden size (looked for hidden_size, n_embd, d_model)' (newuser trial 250)."""
+    from mha_cli.core.errors import BadInputError
+
+    config = {"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"], "vision_config": {},
+              "text_config": {"model_type": "llama", "max_position_embeddings": 4096, "vocab_size": 32064}}  # fmt: skip
+    with pytest.raises(BadInputError, match="its text_config \\(model_type 'llama'\\) sets no hidden_size"):
+        import_hf_config(config)

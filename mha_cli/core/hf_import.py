@@ -150,6 +150,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if fam.refused is not None:
         raise BadInputError(f"{origin}: model_type {model_type!r}: {fam.refused}, so it is refused")
     spelled = fam.spellings
+    if unwrapped and not any(config.get(key) is not None for key in ("hidden_size", "n_embd", "d_model")):
+        raise BadInputError(  # llava-1.5's text_config: a name and a vocabulary, the rest the class's defaults
+            f"{origin}: its text_config (model_type {written!r}) sets no hidden_size: it leaves the language model's"
+            f" size to the {fam.config_class.split(' (')[0]} defaults, which mha does not take for a model's size:"
+            " write them into text_config (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size)"
+        )
     d_model = r.count("hidden size", "hidden_size", "n_embd", "d_model")
     n_layers = r.count("layer count", "num_hidden_layers", "n_layer", "num_layers", *spelled.get("layers", ()))
     if n_layers > MAX_LAYERS:  # before any per-layer list is built
