@@ -5,6 +5,7 @@ with their ignore lists, mixed checkpoints; each against a hand count, and publi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -500,3 +501,20 @@ def test_a_group_targeting_linear_beside_another_class_is_read():
     quant = w4a16()
     quant["config_groups"]["group_0"]["targets"] = ["Linear", "Embedding"]
     assert scheme_of(quant).format == "int4"
+
+
+@pytest.mark.parametrize(
+    ("group_size", "said"),
+    [(100, "group_size=100 (mha prices the group sizes of vLLM's Marlin WNA16 kernels"),
+     (-1, "with group_size -1 (strategy channel means one group per output channel)")],
+)  # fmt: skip
+def test_a_w4a16_group_no_kernel_runs_is_refused_as_gptqs_is(group_size, said):
+    """compressed-tensors W4A16 at group 100 was priced (4,096 is no multiple of it) where GPTQ at 256 is refused;
+    group -1 was said to be 'without a group_size' (newuser trial 250)."""
+    config = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group",
+                                           "group_size": group_size, "symmetric": True}}}}  # fmt: skip
+    with pytest.raises(BadInputError, match=re.escape(said)):
+        read_checkpoint_weights({"quantization_config": config}, "config.json")
+    config["config_groups"]["group_0"]["weights"]["group_size"] = 128
+    assert read_checkpoint_weights({"quantization_config": config}, "config.json") is not None

@@ -331,12 +331,19 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     inputs = group.get("input_activations")
     static_input = isinstance(inputs, dict) and not inputs.get("dynamic", False)
     what = f"compressed-tensors {name}: num_bits={bits} type={kind} strategy={strategy} format={fmt}"
+    if strategy in ("group", "tensor_group") and size == -1:  # -1 is a per-channel group, said as such
+        raise _refuse(origin, f"{what} with group_size -1 (strategy channel means one group per output channel)")
     if strategy in ("group", "tensor_group") and not (isinstance(size, int) and size > 0):
         raise _refuse(origin, f"{what} without a group_size")
     cols = size if strategy in ("group", "tensor_group") else 0
     rows = 1 if strategy in ("channel", "group", "tensor_group") else 0
     if kind == "int" and bits in (4, 8) and inputs is None and fmt in PACKED and strategy in ("group", "channel"):
         # WNA16: weight_packed int32, weight_scale in the model dtype, weight_shape; zero points and g_idx when asked
+        if strategy == "group" and size not in GPTQ_GROUPS:  # vLLM's WNA16 kernels run Marlin's group sizes only
+            raise _refuse(
+                origin,
+                f"{what} group_size={size} (mha prices the group sizes of vLLM's Marlin WNA16 kernels: 32, 64, 128)",
+            )
         order = weights.get("actorder") in ("group", True)
         per = f"group {size}" if strategy == "group" else "per channel"
         w8a16 = " W8A16" if bits == 8 else ""  # int8 weights dequantised into bf16 MMAs (Marlin, Machete)
