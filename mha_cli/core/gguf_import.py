@@ -17,6 +17,7 @@ from mha_cli.core import gguf_families
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.gguf import GgufHeader
 from mha_cli.core.gguf_families import one_value, required_value
+from mha_cli.core.hf_cache import DOWNLOAD_TOOL
 
 CHECKED = ("attention.value_length", "rope.dimension_count")
 """Keys read only to check they say what the mapped fields already imply (head_dim for both)."""
@@ -118,7 +119,7 @@ def gguf_config(header: GgufHeader, origin: str) -> tuple[dict[str, Any], list[s
     if known is None:
         raise BadInputError(
             f"{origin}: GGUF architecture {arch!r} is not one mha reads ({', '.join(sorted(ARCHITECTURES))}): give the"
-            " model's config.json instead (`huggingface-cli download ID config.json`)"
+            f" model's config.json instead (`{DOWNLOAD_TOOL} ID config.json`)"
         )
     prefix = f"{arch}."
     own = {key[len(prefix) :]: value for key, value in header.metadata.items() if key.startswith(prefix)}
