@@ -392,21 +392,14 @@ def test_num_prompts_below_the_users_never_confirms_them(cli):
     assert all(c["concurrency"] <= 2 for c in found["candidates"] if c.get("simulated") and c["meets_targets"])
 
 
+PINNED_CLOSED_FORM = ("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--osl", "128", "--concurrency", "4",
+                      "--closed-form")  # fmt: skip
+"""Llama-3-8B on one H100 at 4 users, closed form: its ITL is about 8.5 ms."""
+
+
 def test_the_closed_form_table_prints_the_misses_its_json_has(cli):
     """`--closed-form` with --itl-ms 5: the JSON said misses ["itl 8.5 ms > 5 ms"], the table nothing (trial 248)."""
-    args = [
-        "plan",
-        "llama-3-8b",
-        "--target",
-        "h100",
-        "--tp",
-        "1",
-        "--osl",
-        "128",
-        "--concurrency",
-        "4",
-        "--closed-form",
-    ]
+    args = PINNED_CLOSED_FORM
     found = cli.json(*args, "--itl-ms", "5")
     assert found["misses"] and not found["meets_targets"]
     text = " ".join(cli.run(*args, "--itl-ms", "5").stdout.split())
@@ -423,19 +416,7 @@ def test_an_itl_target_on_one_output_token_is_refused(cli):
 
 def test_fail_if_misses_exits_1_on_a_miss_for_ci(cli):
     """A missed target, or a search without a pick, exited 0 and a CI script had to parse the JSON (trial 248)."""
-    args = [
-        "plan",
-        "llama-3-8b",
-        "--target",
-        "h100",
-        "--tp",
-        "1",
-        "--osl",
-        "128",
-        "--concurrency",
-        "4",
-        "--closed-form",
-    ]
+    args = PINNED_CLOSED_FORM
     assert cli.run(*args, "--itl-ms", "5", "--fail-if-misses").exit_code == EXIT_CHECK_FAILED
     assert cli.run(*args, "--itl-ms", "50", "--fail-if-misses").exit_code == 0
     assert cli.run(*args, "--itl-ms", "5").exit_code == 0  # without the flag, as before
