@@ -415,17 +415,14 @@ def plan(
         scheduler_recv_interval=scheduler_recv_interval,
     )  # fmt: skip
     from mha_cli.core.engine.generations import generation
-    from mha_cli.core.engine.plan import KV_FORMATS, kv_format_note
+    from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks
     from mha_cli.core.weight_bytes import refuse_format_without_experts
 
-    engine_name = deployment.engine or "vllm"
-    if deployment.kv_dtype not in KV_FORMATS[engine_name]:  # a plan launches what it prices: not a format it lacks
-        lacking = kv_format_note(engine_name, deployment.kv_dtype)
-        named = f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}"
-        raise BadInputError(
-            f"{named}: {str(lacking).partition(':')[0]}; a plan prices a deployment the engine runs: give one of"
-            " those, or `mha kv` for that format's bytes"
-        )
+    refuse_kv_format_the_engine_lacks(  # a plan launches what it prices: not a format its engine has not
+        deployment.engine, deployment.kv_dtype,
+        f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",
+        "a plan prices a deployment the engine runs: give one of those, or `mha kv` for that format's bytes",
+    )  # fmt: skip
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses
         deployment.engine, deployment.engine_version, loaded.model, output, generation_id=deployment.engine_generation

@@ -232,6 +232,16 @@ def kv_format_note(engine: str, kv_dtype: str) -> str | None:
     )
 
 
+def refuse_kv_format_the_engine_lacks(engine: str | None, kv_dtype: str, named: str, instead: str) -> None:
+    """One line for a KV format ``engine`` (None: vLLM) has no cache of, where a figure would be read as a deployment
+    it runs (``plan``, recommend's serving search): ``named`` says where the format came from, ``instead`` the way
+    out."""
+    engine = engine or "vllm"
+    lacking = kv_format_note(engine, kv_dtype)
+    if lacking is not None:
+        raise BadInputError(f"{named}: {lacking.partition(':')[0]}; {instead}")
+
+
 def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
     """Which of the profiling run's peaks the activation line is (``core.engine.activation``)."""
     how = _peak_how(model, target, settings, tp)

@@ -74,15 +74,12 @@ def _search(
             f"--itl-ms at --seq {deployment.seq_len}: the search serves 1 output token a request, which has no gap"
             " after it: leave --itl-ms out, or give a longer --seq"
         )
-    from mha_cli.core.engine.plan import KV_FORMATS, kv_format_note
+    from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks
 
-    engine = deployment.engine or "vllm"
-    if deployment.kv_dtype not in KV_FORMATS[engine]:  # as plan refuses it: its search would pick on that pool
-        lacking = str(kv_format_note(engine, deployment.kv_dtype)).partition(":")[0]
-        raise BadInputError(
-            f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms: {lacking}; the serving search prices"
-            " deployments the engine runs: give one of those, or leave the targets out"
-        )
+    refuse_kv_format_the_engine_lacks(  # as plan refuses it: its search would pick on that pool
+        deployment.engine, deployment.kv_dtype, f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms",
+        "the serving search prices deployments the engine runs: give one of those, or leave the targets out",
+    )  # fmt: skip
     profiles = (engine_prior(target.target, deployment),
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
     found = search_deployments(
