@@ -518,3 +518,11 @@ def test_a_w4a16_group_no_kernel_runs_is_refused_as_gptqs_is(group_size, said):
         read_checkpoint_weights({"quantization_config": config}, "config.json")
     config["config_groups"]["group_0"]["weights"]["group_size"] = 128
     assert read_checkpoint_weights({"quantization_config": config}, "config.json") is not None
+
+
+def test_a_gptq_config_without_bits_is_said_to_miss_them():
+    """A GPTQ config without bits was refused as 'bits=None ... is not a weight format' (newuser trial 250)."""
+    with pytest.raises(BadInputError, match="gptq without bits"):
+        read_checkpoint_weights({"quantization_config": {"quant_method": "gptq", "group_size": 128}}, "config.json")
+    with pytest.raises(BadInputError, match="awq without group_size"):
+        read_checkpoint_weights({"quantization_config": {"quant_method": "awq", "bits": 4}}, "config.json")

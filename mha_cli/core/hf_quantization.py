@@ -239,6 +239,9 @@ def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
     from mha_cli.core.named_exclusions import gptq_awq_bits_group
 
     bits, group = gptq_awq_bits_group(config)
+    missing = [name for name, value in (("bits", bits), ("group_size", group)) if value is None]
+    if missing:  # said as missing, not as a width mha does not price (trial 250)
+        raise _refuse(origin, f"{method} without {' or '.join(missing)} (its quantization_config must name them)")
     if method == "gptq" and config.get("lm_head") is True:  # vLLM's GPTQConfig quantises the output head then
         raise _refuse(origin, "gptq with lm_head true (a quantised output head; mha prices the head in bf16)")
     if (bits, group) == (4, GROUP):
