@@ -419,12 +419,37 @@ def test_an_unknown_target_in_a_config_file_is_located(cli, tmp_path):
     assert cli.run("kv", str(path), "--target", "h100").exit_code == 0  # --target still overrides it (review 247)
 
 
-@pytest.mark.parametrize("name", ["fp4", "nvfp4", "fp4_e2m1", "nvfp4-ds-mla", "fp4-e2m1"])
-def test_an_fp4_cache_is_refused_by_name_not_offered_fp8(cli, name):
+@pytest.mark.parametrize("name", ["fp4", "fp4_e2m1", "nvfp4-ds-mla", "fp4-e2m1", "nvfp4_4over6"])
+def test_an_fp4_cache_not_priced_is_refused_by_name_not_offered_fp8(cli, name):
     """`--kv-dtype fp4` was answered 'did you mean fp8?', a cache of twice the bytes (note62's lead)."""
     result = cli.run("kv", "llama-3-8b", "--kv-dtype", name)
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "an fp4 KV cache" in result.output and "did you mean" not in result.output
+    assert "this fp4 KV cache" in result.output and "did you mean" not in result.output
+
+
+def test_vllms_nvfp4_cache_is_priced_by_hand():
+    """vLLM 0.20.0+'s nvfp4 cache: per head, K and V each head_dim / 2 bytes of fp4 values and head_dim / 16 of fp8
+    scales (nvfp4_kv_cache_full_dim, 0.32.0): Llama-3-8B, 32 layers x 8 KV heads x 2 x (64 + 8) = 36,864 B a token,
+    against 131,072 in bf16; refused for MLA, as vLLM refuses it; a vLLM before 0.20.0 has none."""
+    from mha_cli.core.engine.plan import kv_format_note
+    from mha_cli.core.kv import check_kv_dtype_fits, kv_footprint
+    from mha_cli.core.presets import get_preset
+
+    llama = get_preset("llama-3-8b")
+    assert kv_footprint(llama, kv_dtype="nvfp4", seq_len=8192).bytes_per_token == 32 * 8 * 2 * 72
+    with pytest.raises(Exception, match="refuses with MLA"):
+        check_kv_dtype_fits(get_preset("deepseek-v3"), "nvfp4")
+    assert kv_format_note("vllm", "nvfp4") is None and kv_format_note("vllm", "nvfp4", (0, 20)) is None
+    assert "vLLM 0.19 has no nvfp4 KV cache (from 0.20.0)" in str(kv_format_note("vllm", "nvfp4", (0, 19)))
+    assert kv_format_note("sglang", "nvfp4") is not None
+
+
+def test_plan_launches_the_nvfp4_cache_only_where_vllm_has_it(cli):
+    args = ("plan", "llama-3-8b", "--target", "b200", "--tp", "1", "--kv-dtype", "nvfp4", "--closed-form")
+    found = cli.json(*args)
+    assert "--kv-cache-dtype nvfp4" in found["launch"]["vllm"]
+    older = cli.run(*args, "--engine", "vllm@0.19")
+    assert older.exit_code == EXIT_BAD_INPUT and "vLLM 0.19 has no nvfp4 KV cache" in older.output
 
 
 def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(cli, tmp_path):

@@ -13,7 +13,7 @@ PINNED = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--concurr
 
 @pytest.mark.parametrize(
     ("engine", "offers"),
-    [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla"), ("sglang", "fp32, fp16, bf16, fp8, fp8_ds_mla")],
+    [("vllm", "fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4"), ("sglang", "fp32, fp16, bf16, fp8, fp8_ds_mla")],
 )
 def test_a_pinned_plan_refuses_a_cache_the_engine_has_not(cli, engine, offers):
     """plan said so in a note and priced the int8 pool anyway; a search then picked on capacity the engine cannot reach
@@ -40,7 +40,7 @@ def test_check_counts_it_as_a_warning(cli):
     (``--strict`` fails on it); on TensorRT-LLM, which has one, no warning."""
     common = ("check", "llama-3-8b", "--target", "h20", "--kv-dtype", "int8")
     on_vllm, on_trtllm = cli.json(*common, "--engine", "vllm"), cli.json(*common, "--engine", "trtllm")
-    expected = NOTE.format(engine="vLLM", offers="fp32, fp16, bf16, fp8, fp8_ds_mla")
+    expected = NOTE.format(engine="vLLM", offers="fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4")
     assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 1
     assert on_trtllm["warnings"] == 0
     assert cli.run(*common, "--engine", "vllm", "--strict").exit_code == 1

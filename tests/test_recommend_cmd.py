@@ -377,7 +377,7 @@ def test_a_kv_format_the_engine_has_no_cache_of_is_a_warning(cli):
     and the plan's notes (found by newuser trial 238). TensorRT-LLM's int8 cache exists: no warning."""
     args = ("recommend", "--params", "7B", "--seq", "8k", "--target", "h100")
     warned = cli.json(*args, "--kv-dtype", "int4")["warnings"]
-    assert warned == ["vLLM has no int4 KV cache (it offers fp32, fp16, bf16, fp8, fp8_ds_mla): these figures are"
+    assert warned == ["vLLM has no int4 KV cache (it offers fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4): these figures are"
                       " that format's bytes, not a deployment it runs"]  # fmt: skip
     assert "warning: vLLM has no int4 KV cache" in " ".join(cli.run(*args, "--kv-dtype", "int4").output.split())
     assert cli.json(*args, "--kv-dtype", "int8", "--engine", "trtllm")["warnings"] == []
@@ -461,3 +461,13 @@ def test_the_top_k_offered_fits_the_experts_given(cli):
         cli.run("recommend", "--params", "47B", "--active-params", "13B", "--experts", "8", "--top-k", "2").exit_code
         == 0
     )
+
+
+def test_recommend_prices_an_nvfp4_cache_without_mla_candidates(cli):
+    """vLLM refuses an nvfp4 cache with MLA: the trade-off leaves MLA out (its candidate raised for the whole run),
+    and --variant MLA with it is refused; the design's cache is 36,864 B a token at Llama-3-8B's shape."""
+    found = cli.json("recommend", "--params", "7B", "--seq", "32k", "--target", "b200", "--kv-dtype", "nvfp4")
+    assert found["model"]["variant"] != "MLA" and all(row["variant"] != "MLA" for row in found["alternatives"])
+    assert found["kv"]["bytes_per_token"] == found["model"]["n_layers"] * found["model"]["n_kv_heads"] * 2 * 72
+    refused = cli.run("recommend", "--params", "7B", "--variant", "MLA", "--kv-dtype", "nvfp4")
+    assert refused.exit_code == EXIT_BAD_INPUT and "refuses with MLA" in refused.output

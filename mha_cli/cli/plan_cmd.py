@@ -419,9 +419,9 @@ def plan(
     from mha_cli.core.weight_bytes import refuse_format_without_experts
 
     refuse_kv_format_the_engine_lacks(  # a plan launches what it prices: not a format its engine has not
-        deployment.engine, deployment.kv_dtype,
+        deployment,
         f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",
-        "a plan prices a deployment the engine runs: give one of those, or `mha kv` for that format's bytes",
+        "a plan prices a deployment the engine runs: give a format it has, or `mha kv` for that format's bytes",
     )  # fmt: skip
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses

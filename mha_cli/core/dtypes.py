@@ -10,6 +10,11 @@ A quantised cache stores scales beside the values. What we assume, per format:
   per 128 values, the RoPE key kept in bf16: 512 + 4 * 4 + 64 * 2 = 656 B per token per layer for DeepSeek-V3's
   geometry. A lightning-indexer key (V3.2) is stored beside it in fp8 with one fp32 scale per 128 values (128 + 4 =
   132 B).
+- ``nvfp4`` (KV cache only, not MLA): vLLM's ``--kv-cache-dtype nvfp4`` (from 0.20.0: its ``CacheDType``; absent
+  from 0.19.0's): each head's key and value as packed fp4 values and an fp8 scale per 16 of them, head_dim / 2 +
+  head_dim / 16 bytes apiece (``vllm/utils/torch_utils.py`` ``nvfp4_kv_cache_full_dim``; FlashInfer's
+  ``customize_spec`` gives K and V a slot each, 0.32.0): 72 B per head for head_dim 128, 2 x 8 x 72 x 32 = 36,864 B
+  per token for Llama-3-8B. vLLM refuses it with MLA (``validate_nvfp4_kv_cache_with_mla``).
 - ``int8``: symmetric, one fp16 scale per cached vector (per token, per KV head, for K and V).
 - ``int4``: asymmetric, an fp16 scale and an fp16 zero point per group of 32 values (KIVI-style).
 """
@@ -22,8 +27,9 @@ from mha_cli.core.suggest import close_names
 DtypeName = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 """Storage formats for weights and the KV cache (the same names serve both)."""
 
-KvDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "fp8_ds_mla", "int8", "int4"]
-"""Storage formats for the KV cache: ``DtypeName`` plus the cache-only ``fp8_ds_mla`` layout (MLA only)."""
+KvDtypeName = Literal["fp32", "fp16", "bf16", "fp8", "fp8_ds_mla", "nvfp4", "int8", "int4"]
+"""Storage formats for the KV cache: ``DtypeName`` plus the cache-only ``fp8_ds_mla`` (MLA only) and ``nvfp4``
+(not MLA) layouts."""
 
 DTYPE_ALIASES = {
     "float32": "fp32",
@@ -44,9 +50,10 @@ cache can fill."""
 VLLM_KV_NAMES = ("auto", "fp8_e4m3", "fp8_e5m2")
 """vLLM's ``--kv-cache-dtype`` values (``CacheDType``, vllm/config/cache.py) taken besides ours, named in a refusal."""
 
-FP4_KV_NAMES = ("fp4", "nvfp4", "nvfp4_4over6", "nvfp4_ds_mla", "fp4_e2m1", "mxfp4")
-"""fp4 KV caches the engines offer (vLLM ``nvfp4``: in 0.20.0's CacheDType, not 0.19.0's; SGLang ``fp4_e2m1``)
-that mha does not price: refused by name, never offered fp8 as a spelling."""
+FP4_KV_NAMES = ("fp4", "nvfp4_4over6", "nvfp4_ds_mla", "fp4_e2m1", "mxfp4")
+"""fp4 KV caches the engines offer beside vLLM's plain ``nvfp4`` (priced) that mha does not price: vLLM's
+``nvfp4_4over6`` and sparse-MLA ``nvfp4_ds_mla``, SGLang's ``fp4_e2m1``: refused by name, never offered fp8 as a
+spelling."""
 
 FLOAT16_REFUSED = ("gemma2", "gemma3", "gemma3_text", "glm4")
 """Model types vLLM never runs in float16 (0.32.0 vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``: numerical
@@ -112,9 +119,17 @@ FORMATS: dict[str, StorageFormat] = {
 }
 
 FP8_DS_MLA = "fp8_ds_mla"
+NVFP4_KV = "nvfp4"
 KV_ONLY_FORMATS: dict[str, StorageFormat] = {
     FP8_DS_MLA: StorageFormat(
         FP8_DS_MLA, 8, description="DeepSeek sparse FlashMLA: fp8 latent + fp32 scale per 128, bf16 RoPE key (MLA only)"
+    ),
+    NVFP4_KV: StorageFormat(
+        NVFP4_KV,
+        4,
+        scale_bytes_per_group=1,
+        group_size=16,
+        description="vLLM 0.20.0+ NVFP4: fp4 values + an fp8 scale per 16, K and V apart (not MLA)",
     ),
 }
 """Formats that exist only for the KV cache (never for weights)."""
@@ -140,8 +155,8 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
     names = get_args(KvDtypeName if kv else DtypeName)
     if kv and key.replace("-", "_") in FP4_KV_NAMES:  # no "did you mean fp8": twice the bytes is another cache
         raise BadInputError(
-            f"{name!r}: an fp4 KV cache (vLLM's nvfp4 from 0.20.0, SGLang's fp4_e2m1) is not priced yet: use one of"
-            f" {', '.join(names)}"
+            f"{name!r}: this fp4 KV cache (vLLM's nvfp4_4over6 and nvfp4_ds_mla, SGLang's fp4_e2m1) is not priced yet:"
+            f" use one of {', '.join(names)} (nvfp4 is vLLM's plain fp4 cache)"
         )
     vllm_names = VLLM_KV_NAMES if kv else ()
     close = close_names(key, names + vllm_names)

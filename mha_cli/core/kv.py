@@ -35,7 +35,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mha_cli.core.dtypes import DS_MLA_SCALE_BYTES, DS_MLA_SCALE_GROUP, FP8_DS_MLA, StorageFormat, storage_format
+from mha_cli.core.dtypes import (
+    DS_MLA_SCALE_BYTES,
+    DS_MLA_SCALE_GROUP,
+    FP8_DS_MLA,
+    NVFP4_KV,
+    StorageFormat,
+    storage_format,
+)
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec, RecurrentSpec, StateConvention
@@ -52,6 +59,11 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
     ``is_sparse`` backend); its dense MLA backends take fp8 but not fp8_ds_mla (``FlashMLABackend``,
     ``FlashInferMLABackend``, ``TritonMLABackend``: ``supported_kv_cache_dtypes``, read on main), so a dense MLA
     model asking for it finds no backend (``vllm/platforms/cuda.py``: "No valid attention backend found")."""
+    if storage_format(kv_dtype).name == NVFP4_KV and model.attention.mla is not None:
+        raise BadInputError(
+            f"kv dtype nvfp4 is vLLM's fp4 cache for K and V heads, which it refuses with MLA ({model.name}:"
+            " validate_nvfp4_kv_cache_with_mla, 0.32.0): use --kv-dtype fp8"
+        )
     if storage_format(kv_dtype).name != FP8_DS_MLA:
         return
     if model.attention.mla is None:
@@ -70,9 +82,12 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
 
 def comparable_kv_dtype(model: ModelSpec, kv_dtype: str) -> str:
     """The KV format to price ``model`` in when comparing it under ``kv_dtype``: plain fp8 stands in for
-    ``fp8_ds_mla`` on a model without sparse MLA (the same shape under MHA/GQA/MQA or dense MLA)."""
+    ``fp8_ds_mla`` on a model without sparse MLA (the same shape under MHA/GQA/MQA or dense MLA), and for ``nvfp4``
+    on an MLA model, which vLLM refuses it (its advice: fp8)."""
     sparse = model.attention.mla is not None and model.attention.mla.indexer is not None
     if not sparse and storage_format(kv_dtype).name == FP8_DS_MLA:
+        return "fp8"
+    if model.attention.mla is not None and storage_format(kv_dtype).name == NVFP4_KV:
         return "fp8"
     return kv_dtype
 

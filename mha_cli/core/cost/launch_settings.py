@@ -109,7 +109,8 @@ VLLM_FP8_KV = ("fp8", "fp8_ds_mla")
 """KV formats the vLLM line asks with ``--kv-cache-dtype fp8``: vLLM turns any fp8 cache of a sparse-MLA model into
 its fp8_ds_mla layout (vllm/model_executor/models/config.py ``DeepseekV32ForCausalLM.verify_and_update_config``:
 ``if cache_config.cache_dtype.startswith("fp8"): cache_config.cache_dtype = "fp8_ds_mla"``, index id 83456896)."""
-KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV), "sglang": ("bf16", "fp16", "fp32", *VLLM_FP8_KV)}
+KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV, "nvfp4"),
+                   "sglang": ("bf16", "fp16", "fp32", *VLLM_FP8_KV)}  # fmt: skip
 """KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
 
 
@@ -117,6 +118,8 @@ def kv_cache_dtype_words(deployment: DeploymentSpec, *, sglang: bool) -> list[st
     """``--kv-cache-dtype`` for the fp8 cache priced (none for the model's dtype), in the encoding the user named:
     e4m3 is vLLM's ``fp8`` and SGLang's ``fp8_e4m3``, e5m2 ``fp8_e5m2`` on both (vLLM ``CacheDType``,
     vllm/config/cache.py in 0.19.1 and main; SGLang ``ServerArgs.kv_cache_dtype`` choices, 0.4.0 to 0.5.16)."""
+    if deployment.kv_dtype == "nvfp4" and not sglang:  # vLLM's own name (SGLang's line runs its default: format_notes)
+        return ["--kv-cache-dtype", "nvfp4"]
     if deployment.kv_dtype not in VLLM_FP8_KV:  # fp8_ds_mla: both engines' fp8 on a sparse-MLA model
         return []
     if deployment.kv_fp8_variant == "e5m2":

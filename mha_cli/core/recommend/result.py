@@ -129,6 +129,10 @@ class RecommendRequest(Record):
                 "fp8_ds_mla is sparse MLA's cache (models with DeepSeek-V3.2's indexer); recommend designs dense"
                 " attention and dense MLA: use --kv-dtype fp8"
             )
+        if self.kv_dtype == "nvfp4" and self.variant == "MLA":
+            raise ValueError(
+                "nvfp4 is vLLM's fp4 cache for K and V heads, which it refuses with MLA: use --kv-dtype fp8"
+            )
         return self
 
     @classmethod

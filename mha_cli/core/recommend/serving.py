@@ -77,8 +77,8 @@ def _search(
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks
 
     refuse_kv_format_the_engine_lacks(  # as plan refuses it: its search would pick on that pool
-        deployment.engine, deployment.kv_dtype, f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms",
-        "the serving search prices deployments the engine runs: give one of those, or leave the targets out",
+        deployment, f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms",
+        "the serving search prices deployments the engine runs: give a format it has, or leave the targets out",
     )  # fmt: skip
     profiles = (engine_prior(target.target, deployment),
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip

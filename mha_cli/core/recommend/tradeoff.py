@@ -124,6 +124,8 @@ def candidates(ctx: Context, shape: Shape) -> list[Option]:
     choices.append(("MLA", "MLA", mla_heads))
     options = []
     for label, variant, n_kv in choices:
+        if variant == "MLA" and r.kv_dtype == "nvfp4":
+            continue  # vLLM refuses an nvfp4 cache with MLA (core.kv.check_kv_dtype_fits): no candidate to serve
         heads = mla_heads if variant == "MLA" else n_heads
         if r.tp is not None and not tp_splits_evenly(heads, n_kv, r.tp):
             continue  # an explicit --tp fixes which KV-head counts exist at all (MHA024)
