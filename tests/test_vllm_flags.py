@@ -96,7 +96,7 @@ def test_an_unknown_kv_format_names_the_option_as_typed_and_every_value_it_takes
     result = cli.run("kv", "llama-3-8b", spelling, "foo")
     assert result.exit_code == EXIT_BAD_INPUT and result.stderr.count("\n") == 1
     assert (
-        f"{spelling}: unknown dtype 'foo': use one of fp32, fp16, bf16, fp8, fp8_ds_mla, int8, int4"
+        f"{spelling}: unknown dtype 'foo': use one of fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4, int8, int4"
         " (or vLLM's auto, fp8_e4m3, fp8_e5m2)"
     ) in result.stderr
 
