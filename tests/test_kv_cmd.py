@@ -450,6 +450,8 @@ def test_plan_launches_the_nvfp4_cache_only_where_vllm_has_it(cli):
     assert "--kv-cache-dtype nvfp4" in found["launch"]["vllm"]
     older = cli.run(*args, "--engine", "vllm@0.20")  # 0.20.0 takes the flag and raises NotImplementedError
     assert older.exit_code == EXIT_BAD_INPUT and "vLLM 0.20 has no nvfp4 KV cache" in older.output
+    checked = cli.json("check", "llama-3-8b", "--target", "b200", "--kv-dtype", "nvfp4", "--engine", "vllm@0.20")
+    assert any("vLLM 0.20 has no nvfp4 KV cache" in note for note in checked["deployment_warnings"])
 
 
 def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(cli, tmp_path):

@@ -25,7 +25,7 @@ from mha_cli.core.deployment import (
     state_convention_note,
 )
 from mha_cli.core.engine.context_limit import OVERRIDES, past_derived_length
-from mha_cli.core.engine.plan import EnginePlan, kv_format_note
+from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -157,7 +157,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     errors = len(trace.by_severity("hard"))
     outside_rules = deployment_warnings(model, deployment)
     if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
-        format_note = kv_format_note(memory.engine.name, priced.deployment.kv_dtype)
+        format_note = deployment_kv_format_note(priced.deployment)
         outside_rules += [format_note] if format_note is not None else []
         if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
             refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,))

@@ -278,7 +278,7 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     return deployment_warnings(model, deployment) + ([] if convention is None else [convention])
 
 
-AUTO_FP16_FROM = "0.13.0"
+AUTO_FP16_FROM = (0, 13)
 """The oldest vLLM read whose ``--dtype auto`` falls back to fp16 by itself on a device without bf16
 (``_resolve_auto_dtype`` in vllm/config/model.py: 0.13.0 and 0.32.0); earlier releases and the other engines are
 told to run fp16 (``--dtype half``)."""
@@ -287,11 +287,12 @@ told to run fp16 (``--dtype half``)."""
 def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
     """Whether the engine priced (vLLM from ``AUTO_FP16_FROM``; None: the latest read) runs a bf16 model in fp16
     by itself on a device without bf16, so that a bf16 left to its default needs no word."""
-    from mha_cli.core.engine.release_numbers import release_key
+    from mha_cli.core.engine.settings import release_in_force
 
-    if deployment.engine not in (None, "vllm") or deployment.engine_generation == "vllm-v0":
+    if deployment.engine not in (None, "vllm"):
         return False
-    return deployment.engine_version is None or release_key(deployment.engine_version) >= release_key(AUTO_FP16_FROM)
+    release = release_in_force(deployment)  # None: the latest generation, open-ended
+    return release is None or release[:2] >= AUTO_FP16_FROM
 
 
 def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:

@@ -29,7 +29,7 @@ from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
-from mha_cli.core.engine.plan import EnginePlan, kv_format_note
+from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.fit import with_layout_ways
@@ -391,7 +391,7 @@ class LayoutPlans:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
             prediction.notes.append(shared_pool_note(case, engine))
-        format_note = kv_format_note(engine.name, self.deployment.kv_dtype)
+        format_note = deployment_kv_format_note(self.deployment)
         if format_note is not None:  # the pool priced is one the engine cannot allocate: said where the figures are
             prediction.notes.append(format_note)
         if model.embeddings.positions and context > model.embeddings.positions:

@@ -245,15 +245,19 @@ def kv_format_note(engine: str, kv_dtype: str, release: Version | None = None) -
     )
 
 
+def deployment_kv_format_note(deployment: DeploymentSpec) -> str | None:
+    """``kv_format_note`` for ``deployment``'s KV format on its engine (None: vLLM) at the release it is priced by."""
+    from mha_cli.core.engine.settings import release_in_force
+
+    engine = deployment.engine or "vllm"
+    return kv_format_note(engine, deployment.kv_dtype, release_in_force(deployment) if engine == "vllm" else None)
+
+
 def refuse_kv_format_the_engine_lacks(deployment: DeploymentSpec, named: str, instead: str) -> None:
     """One line for a KV format ``deployment``'s engine (and its release) has no cache of, where a figure would be
     read as a deployment it runs (``plan``, recommend's serving search): ``named`` says where the format came from,
     ``instead`` the way out."""
-    from mha_cli.core.engine.settings import release_in_force
-
-    engine = deployment.engine or "vllm"
-    release = release_in_force(deployment) if engine == "vllm" else None
-    lacking = kv_format_note(engine, deployment.kv_dtype, release)
+    lacking = deployment_kv_format_note(deployment)
     if lacking is not None:
         raise BadInputError(f"{named}: {lacking.partition(':')[0]}; {instead}")
 
