@@ -73,13 +73,7 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     if repo is not None:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
-        why = f"{repo}: priced as preset {name}"
-        if name in TOWER_LEFT_OUT:  # as for the id itself (``_load_hf_id``)
-            why += (
-                f", its text model only: the checkpoint's vision tower and projector ({TOWER_LEFT_OUT[name]:,}"
-                " parameters, which vLLM loads) are not counted"
-            )
-        return _preset(source, name, by_preset(repo), why)
+        return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}{_tower_left_out(name)}")
     hint = did_you_mean_model(
         source, [*preset_names(), *short_names()],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
@@ -94,6 +88,17 @@ def resolution_note(source: ModelSource) -> str | None:
     (``_preset``, ``_load_hf_id``)."""
     resolved = source.kind == "hf-cache" or (source.kind == "preset" and find_preset(source.origin) is None)
     return source.assumptions[0] if resolved and source.assumptions else None
+
+
+def _tower_left_out(preset: str) -> str:
+    """What a text preset standing for a multimodal checkpoint leaves out (``TOWER_LEFT_OUT``), said after the
+    'priced as preset' line; empty for any other preset."""
+    if preset not in TOWER_LEFT_OUT:
+        return ""
+    return (
+        f", its text model only: the checkpoint's vision tower and projector ({TOWER_LEFT_OUT[preset]:,} parameters,"
+        " which vLLM loads) are not counted"
+    )
 
 
 def _preset(typed: str, name: str, served: ServedModel, assumption: str | None = None) -> ModelSource:
@@ -125,12 +130,8 @@ def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
             f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced as"
             f" preset {preset}"
         )
-        if preset in TOWER_LEFT_OUT:  # a text preset for a multimodal checkpoint: what it leaves out, said
-            why += (
-                f", its text model only: the checkpoint's vision tower and projector ({TOWER_LEFT_OUT[preset]:,}"
-                f" parameters, which vLLM loads) are not counted; `{hf_id.download_command()}` and `mha kv` on the"
-                " config.json count them"
-            )
+        if preset in TOWER_LEFT_OUT:
+            why += f"{_tower_left_out(preset)}; `{hf_id.download_command()}` and `mha kv` on the config.json count them"
         return _preset(str(hf_id), preset, served, why)
     raise BadInputError(
         f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
