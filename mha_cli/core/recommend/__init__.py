@@ -132,11 +132,11 @@ def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
     it runs); also among the memory plan's notes, which only --explain and --json show."""
     if ctx.target is None:
         return []
-    from mha_cli.core.engine.plan import kv_format_note
+    from mha_cli.core.engine.plan import deployment_kv_format_note
 
     found = bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
     spans = tp_spans_nodes_note(tp, ctx.target)
-    no_such_cache = kv_format_note(request.engine or "vllm", request.kv_dtype)
+    no_such_cache = deployment_kv_format_note(ctx.deployment(tp))
     return [*found, *(note for note in (spans, no_such_cache) if note is not None)]
 
 

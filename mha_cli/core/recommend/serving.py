@@ -79,6 +79,7 @@ def _search(
     refuse_kv_format_the_engine_lacks(  # as plan refuses it: its search would pick on that pool
         deployment, f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms",
         "the serving search prices deployments the engine runs: give a format it has, or leave the targets out",
+        result.config.model,
     )  # fmt: skip
     profiles = (engine_prior(target.target, deployment),
                 datasheet_profile(target.target, deployment.weight_dtype))  # fmt: skip
