@@ -240,7 +240,9 @@ FBGEMM = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0}
 def test_fbgemm_fp8_keeps_every_routed_expert_in_bf16_by_hand(tmp_path):
     """Qwen3-30B-A3B in fbgemm fp8, no list: vLLM's FBGEMMFp8Config.get_quant_method has no FusedMoE method (None),
     so from 0.11.1 its experts load unquantised. 48 layers x 128 experts x 3 matrices of 768 x 2048: 28,991,029,248
-    weights at 2 B instead of fp8's 1 B + one fp32 scale a matrix: + 28,991,029,248 B - 48 x 384 x 4 B."""
+    weights at 2 B instead of fp8's 1 B + one fp32 scale a matrix: + 28,991,029,248 B - 48 x 384 x 4 B; and the
+    attention's fp32 scales are one per output channel (q 4,096 + k 512 + v 512 + o 2,048 rows a layer), not one a
+    matrix: + 48 x (7,168 - 4) x 4 B."""
     config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config | {"quantization_config": FBGEMM}))
@@ -250,7 +252,8 @@ def test_fbgemm_fp8_keeps_every_routed_expert_in_bf16_by_hand(tmp_path):
     experts = 48 * 128 * 3 * 768 * 2048
     assert experts == 28_991_029_248
     stored = rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1)
-    assert stored - rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1) == experts - 48 * 384 * 4
+    per_channel = 48 * (4096 + 512 + 512 + 2048 - 4) * 4
+    assert stored - rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1) == experts - 48 * 384 * 4 + per_channel
     assert "routed experts in bf16 (the loader has no FusedMoE method)" in scheme.describe()
 
 
@@ -308,7 +311,7 @@ def test_a_mixtral_took_its_own_path_to_0_10_1(cli, tmp_path, engine, says):
 
 def test_fbgemm_fp8_ignore_list_still_reaches_the_linear_layers(tmp_path):
     """A list on top of the bf16 experts: layer 0's o_proj (2048 x 4096, 8,388,608 weights; a whole name, as
-    is_layer_skipped compares it) joins them in bf16, + 8,388,608 B - one fp32 scale."""
+    is_layer_skipped compares it) joins them in bf16, + 8,388,608 B - its 2,048 fp32 scales (one an output channel)."""
     config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config | {"quantization_config": FBGEMM | {
@@ -323,14 +326,21 @@ def test_fbgemm_fp8_ignore_list_still_reaches_the_linear_layers(tmp_path):
     difference = rank_checkpoint_bytes(model, 1, listed.weight_scheme, vocab_padding=1) - rank_checkpoint_bytes(
         model, 1, plain.weight_scheme, vocab_padding=1
     )
-    assert difference == o_proj - 4
+    assert difference == o_proj - 2048 * 4
 
 
-def test_a_dense_fbgemm_fp8_checkpoint_without_a_list_is_plain_fp8(tmp_path):
-    """Llama-3-8B in fbgemm fp8: no routed experts, no list: the named format, with no note about a list."""
+def test_a_dense_fbgemm_fp8_checkpoint_is_fp8_with_a_scale_per_output_channel_by_hand(tmp_path):
+    """Llama-3-8B in fbgemm fp8, no list: fp8 values as the named format, but FBGEMMFp8LinearMethod's weight_scale is
+    (out, 1) fp32 (vLLM 0.32.0), not one a matrix: 32 layers x (q 4,096 + k 1,024 + v 1,024 + o 4,096 + gate 14,336
+    + up 14,336 + down 4,096 = 43,008 rows) x 4 B, less the named format's 7 scales a layer (priced as fp8 with one
+    per matrix before, 5.5 MB short)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LLAMA3 | {"quantization_config": FBGEMM}))
     source = load_source(str(path))
-    assert source.deployment is not None and source.deployment.weight_scheme is None
-    assert source.deployment.weight_dtype == "fp8"
+    assert source.deployment is not None and source.deployment.weight_dtype == "fp8"
+    scheme = source.deployment.weight_scheme
+    assert scheme is not None and "an fp32 scale per output channel" in scheme.describe()
+    stored = rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1)
+    named = rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1)
+    assert stored - named == 32 * (43_008 - 7) * 4 == 5_504_128
     assert not any("quantization_config keeps" in note for note in source.assumptions)

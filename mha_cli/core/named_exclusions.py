@@ -110,6 +110,8 @@ def named_scheme(
         _mxfp4_keeps_experts(_names(quant, "modules_to_not_convert", origin), config, origin)
         return None
     layout = group_layout(method, quant) if fmt in ("int4", "int8") else None  # not 4 bits at group 128
+    if method == "fbgemm_fp8":
+        layout = FBGEMM_FP8
     if method == "gptq":
         return _gptq(fmt, quant, origin, layout)
     if method == "fp8":  # Fp8Config: ignored_layers, and modules_to_not_convert only when that is empty
@@ -159,6 +161,15 @@ class GroupLayout(NamedTuple):
 
     layout: MatrixLayout
     description: str
+
+
+FBGEMM_FP8 = GroupLayout(
+    MatrixLayout(8, 4, 1, 0), "fbgemm fp8 linear layers, an fp32 scale per output channel; embeddings, head in bf16"
+)
+"""An fbgemm fp8 matrix: fp8 values and a ``weight_scale`` of (out, 1) fp32 (``FBGEMMFp8LinearMethod.create_weights``'s
+``ChannelQuantScaleParameter``, vLLM 0.32.0; Meta's Llama-3.1-405B-FP8 stores them so), not fp8's one scale a matrix.
+vLLM also makes a one-value fp32 ``input_scale_ub`` a layer (from the config's ``activation_scale_ub``, not a
+checkpoint tensor): 4 B a fused layer, not priced."""
 
 
 def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None = None,
