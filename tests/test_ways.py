@@ -296,3 +296,27 @@ def test_a_pool_set_past_the_device_names_the_engines_refusal_and_the_largest_th
                             "h100").output.split())  # fmt: skip
     assert "DOES NOT FIT: the engine would not start: out of memory: the KV cache set (1000.00 GiB)" in text
     assert "- --kv-cache-gib 65.6" in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["kv", "llama-3.1-8b", "--target", "v100"], ["kv", "qwen3-8b", "--target", "2xv100", "--seq", "32k", "--batch",
+     "16"], ["check", "llama-3.1-8b", "--target", "v100", "--seq", "32k", "--batch", "8"]],
+)  # fmt: skip
+def test_a_weight_format_the_engine_refuses_on_the_gpu_is_no_way_out(cli, args):
+    """kv and check on a V100 (compute capability 7.0) that did not fit died with exit 2 on "vLLM serves int4 weights
+    on compute capability 7.5 or later", a format the user never asked for: the int4 way out was checked on a GPU vLLM
+    refuses it on (found by newuser trial 251). Now a verdict, exit 0, and no way out names int4 there; a T4 (7.5)
+    still has it."""
+    result = cli.run(*args)
+    assert result.exit_code == 0, result.output
+    assert "does not fit" in result.output and "--weight-dtype int4" not in result.output
+    assert "int4" not in fit.smaller_weight_dtypes(resolve_target("v100"), _bf16())
+    assert fit.smaller_weight_dtypes(resolve_target("t4"), _bf16()) == ["int4"]  # no fp8 on a T4
+    assert fit.smaller_weight_dtypes(resolve_target("h100"), _bf16()) == ["fp8", "int4"]
+
+
+def _bf16():
+    from mha_cli.core.schemas import DeploymentSpec
+
+    return DeploymentSpec(seq_len=8192, weight_dtype="bf16")

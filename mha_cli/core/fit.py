@@ -29,6 +29,23 @@ MAX_DEVICES_TRIED = 4096
 SMALLER_WEIGHT_DTYPES = ("fp8", "int4")
 
 
+def smaller_weight_dtypes(target: ResolvedTarget, deployment: DeploymentSpec) -> list[str]:
+    """The formats of ``SMALLER_WEIGHT_DTYPES`` lighter than ``deployment``'s that its engine serves on ``target``'s
+    device: fp8 only where the device has it (``fp8_native``), and neither below the compute capability vLLM or
+    TensorRT-LLM loads it on (``core.engine.quant_capability``: int4 is refused on a V100), so no way out names a
+    format the engine refuses there."""
+    from mha_cli.core.engine.quant_capability import trtllm_capability_refusal, vllm_capability_refusal
+
+    device, engine = target.target, deployment.engine or "vllm"
+    refusal = {"vllm": vllm_capability_refusal, "trtllm": trtllm_capability_refusal}.get(engine)
+    current = bytes_per_weight(deployment.weight_dtype)
+    return [
+        dtype for dtype in SMALLER_WEIGHT_DTYPES
+        if bytes_per_weight(dtype) < current and (dtype != "fp8" or device.fp8_native)
+        and (refusal is None or refusal(dtype, None, device.vendor, device.compute_capability) is None)
+    ]  # fmt: skip
+
+
 def bytes_per_weight(name: str) -> float:
     """Nominal bytes per covered weight of a weight format (orders formats: int4 < fp8 < bf16)."""
     return weight_format(name).nominal_bits / 8
@@ -88,13 +105,10 @@ def ways_out(
     if not plan.weights_fit:
         knob = _engine_knob_that_fits(model, target, deployment, plan, kv)  # a share set low: raising it suffices
         ways += [knob] if knob else []
-        current = bytes_per_weight(deployment.weight_dtype)
-        for dtype in SMALLER_WEIGHT_DTYPES:
-            if dtype == "fp8" and not target.target.fp8_native:
-                continue  # no fp8 on this device (T4, V100, A100)
+        for dtype in smaller_weight_dtypes(target, deployment):  # none the device lacks (fp8 on a T4, int4 on a V100)
             # fp8 and int4: no engine pads them, so their checkpoint bytes are the plan's (core.engine.mxfp4_moe)
             per_device = rank_weight_bytes(model, plan.tp, dtype, experts=_plan_experts(plan, deployment))
-            if bytes_per_weight(dtype) < current and per_device < plan.usable_bytes:
+            if per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
         return ways or [_last_way(model, target, deployment, plan, total_params)]
@@ -271,7 +285,7 @@ def _capacity_pair_that_fits(
     changes: list[tuple[str, dict[str, object]]] = []
     if storage_format(deployment.kv_dtype).bits > 8:
         changes.append(("--kv-dtype fp8", {"kv_dtype": "fp8"}))
-    if target.target.fp8_native and bytes_per_weight(deployment.weight_dtype) > bytes_per_weight("fp8"):
+    if "fp8" in smaller_weight_dtypes(target, deployment):
         changes.append(("--weight-dtype fp8", {"weight_dtype": "fp8"}))
     changes += [(f"--tp {tp}", {"tp": tp}) for tp in _smaller_tps(target, plan)]
     for (flag_a, a), (flag_b, b) in itertools.combinations(changes, 2):
@@ -372,11 +386,8 @@ def _lighter_weights_that_fit(
 ) -> str | None:
     """``--weight-dtype X`` for the widest smaller weight format that leaves room for the batch's cache, if any:
     when the weights nearly fill the device (7B in bf16 on a 16 GB T4), quantising them is the cheapest fix. fp8 is
-    offered only on a target with fp8 (``fp8_native``); int4 weight-only kernels run on any GPU."""
-    current = bytes_per_weight(deployment.weight_dtype)
-    for dtype in SMALLER_WEIGHT_DTYPES:
-        if bytes_per_weight(dtype) >= current or (dtype == "fp8" and not target.target.fp8_native):
-            continue
+    offered only where the engine serves it on the device (``smaller_weight_dtypes``)."""
+    for dtype in smaller_weight_dtypes(target, deployment):
         plan = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
         if plan.fits:
             return (
@@ -391,8 +402,7 @@ def last_resort(
 ) -> str:
     """When no single flag makes ``plan`` fit: the largest group that splits the heads, with a smaller weight format,
     batch or context where that is what it takes; else a sentence starting ``none:`` that says why nothing does."""
-    current = bytes_per_weight(deployment.weight_dtype)
-    dtypes = [deployment.weight_dtype, *(d for d in SMALLER_WEIGHT_DTYPES if bytes_per_weight(d) < current)]
+    dtypes = [deployment.weight_dtype, *smaller_weight_dtypes(target, deployment)]
     largest = 0
     for devices in reversed(group_sizes(model)):
         try:
