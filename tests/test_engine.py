@@ -477,13 +477,21 @@ def test_vllm_note_says_which_step_settings_were_given():
 
 def test_a_set_pool_larger_than_the_gpu_less_the_weights_does_not_start():
     """``--kv-cache-gib`` bypasses utilisation, so vLLM allocates it whole beside the weights (16 GB here), the RoPE
-    cache (8,192 x 128 x 2 B) and non-torch memory: a byte more than the device's remainder is out of memory."""
-    room = H100.device_memory_bytes - 16 * 10**9 - 8_192 * 128 * 2 - NON_TORCH_ONE_RANK
+    cache (8,192 x 128 x 2 B) and non-torch memory, then captures its CUDA graphs after it and takes the profiling
+    run's activation peak (1,024 x 128,256 x 14 B, the sampler's) again on every full step: a byte more than the
+    device's remainder is out of memory. The graphs and the activations were left out, so the largest pool offered
+    left no room for them and "fits" (found by newuser trial 251)."""
+    probe = _plan("vllm", kv_cache_memory_bytes=10**9)
+    activation = 1024 * 128_256 * 14
+    assert probe.activation_peak_bytes == activation and probe.cuda_graph_bytes > 0
+    held = 16 * 10**9 + 8_192 * 128 * 2 + NON_TORCH_ONE_RANK
+    room = H100.device_memory_bytes - held - activation - probe.cuda_graph_bytes
     fits = _plan("vllm", kv_cache_memory_bytes=room)
     assert fits.starts and fits.available_kv_bytes == room
     over = _plan("vllm", kv_cache_memory_bytes=room + 1)
     assert not over.starts
     assert over.refusal.startswith("out of memory: the KV cache set") and "give --kv-cache-gib" in over.refusal
+    assert "non-torch memory, the activation peak and the CUDA graphs" in over.refusal
 
 
 def test_sglang_caps_its_decode_graph_batch_at_max_running_requests_from_0_5_22():
