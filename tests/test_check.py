@@ -241,3 +241,25 @@ def test_a_passing_check_of_a_deployment_that_does_not_fit_says_so(cli):
     )
     assert cli.run("check", "deepseek-v3", "--target", "8xh100", "--strict").exit_code == EXIT_CHECK_FAILED
     assert "does not fit" not in cli.run("check", "llama-3-8b", "--target", "h100").stdout
+
+
+@pytest.mark.parametrize(
+    ("attention", "width"),
+    [({"head_dim": 65}, 65), ({"head_dim": 66, "rope": {"partial_rotary_factor": 0.5}}, 33),
+     ({"mla": {"kv_lora_rank": 64, "qk_rope_head_dim": 15, "qk_nope_head_dim": 64, "v_head_dim": 64}}, 15)],
+)  # fmt: skip
+def test_an_odd_rotary_width_is_a_hard_failure(tmp_path, attention, width):
+    """check passed (exit 0) designs that verify refuses to build: RoPE turns values in pairs, so a head rotating
+    65, 66 x 0.5 = 33 or an MLA qk_rope_head_dim of 15 values has one without a partner (found by newuser
+    trial 252). MHA095 fails them; an even width passes."""
+    model = {"d_model": 1024, "n_layers": 8, "n_heads": 16, "vocab_size": 1000, "d_ff": 2816, "attention": attention}
+    result = check_design(write_config(tmp_path, **model))
+    assert ids(result).get("MHA095") == "hard" and not result.passed
+    finding = next(f for f in result.findings if f.id == "MHA095")
+    assert f"{width}" in finding.message
+    even = (
+        {**attention, "head_dim": 64}
+        if "mla" not in attention
+        else {"mla": {**attention["mla"], "qk_rope_head_dim": 16}}
+    )
+    assert "MHA095" not in ids(check_design(write_config(tmp_path, name="even", **{**model, "attention": even})))

@@ -30,7 +30,7 @@ def test_every_rule_has_all_its_fields():
 
 
 def test_the_three_refusals_are_hard():
-    refusals = ("MHA090", "MHA091", "MHA092", "MHA093", "MHA094")
+    refusals = ("MHA090", "MHA091", "MHA092", "MHA093", "MHA094", "MHA095")
     assert {r.id for r in RULES if r.topic == "refusal"} == set(refusals)
     assert all(get_rule(i).severity == "hard" for i in refusals)
 
@@ -116,6 +116,7 @@ SCENARIOS = {
     "MHA090": lambda tmp: check_design(_config(tmp, "narrow", n_heads=64)).rules_fired,
     "MHA091": lambda tmp: _rec(params=8_000_000_000, seq_len=131072),
     "MHA092": lambda tmp: _rec(params=500_000_000, variant="MLA"),
+    "MHA095": lambda tmp: check_design(_config(tmp, "hd65", d_model=1040, n_heads=16)).rules_fired,
     "MHA060": lambda tmp: check_design("llama-2-7b", seq_len="64k").rules_fired,
     "MHA061": lambda tmp: check_design(_config(tmp, "hd96", d_model=1536, n_heads=16)).rules_fired,
     "MHA062": lambda tmp: check_design("llama-3.1-405b").rules_fired,

@@ -144,6 +144,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     if not model.attention_free:  # the attention-geometry rules: an attention-free model has no heads to judge
         _check_tp(trace, model, priced.tp_asked, devices)
         _check_head_dim(trace, model)
+        _check_rotary_width(trace, model)
         options = variant_options(model)
         _check_long_context_mha(trace, model, deployment, kv, options, requested=explicit == "MHA")
         _check_small_mla(trace, model, priced.params.total)
@@ -231,6 +232,34 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         )
     elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
+
+
+def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:
+    """MHA095 (hard): an odd rotated width, which ``mha verify`` and transformers refuse to build."""
+    rope, mla = model.rotary, model.attention.mla
+    if rope is None:
+        return
+    if mla is not None:
+        if mla.qk_rope_head_dim % 2:
+            trace.fire(
+                "MHA095",
+                f"attention.mla.qk_rope_head_dim {mla.qk_rope_head_dim} is odd: RoPE turns values in pairs, so it"
+                " must be even (DeepSeek-V3's is 64)",
+                width=mla.qk_rope_head_dim,
+            )
+        return
+    head_dim = model.attention.head_dim
+    width = int(head_dim * rope.partial_rotary_factor)  # as transformers rounds it (nn.rope.rotary_dim)
+    if width % 2:
+        partial = (
+            f" x rope.partial_rotary_factor {rope.partial_rotary_factor}" if rope.partial_rotary_factor < 1 else ""
+        )
+        trace.fire(
+            "MHA095",
+            f"attention.head_dim {head_dim}{partial} rotates {width} values a head: RoPE turns them in pairs, so the"
+            " width must be even: change head_dim" + (" or partial_rotary_factor" if partial else ""),
+            width=width,
+        )
 
 
 def _option(options: list[VariantOption], variant: str) -> VariantOption | None:

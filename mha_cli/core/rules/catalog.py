@@ -451,6 +451,15 @@ RULES: tuple[Rule, ...] = (
         "is an extrapolation no one has trained, and a budget that needs it is usually a unit mistake (1000T).",
         reference="Llama 3.1 405B: 126 layers at 16384, the deepest public dense decoder of the anchors.",
     ),
+    Rule(
+        id="MHA095", name="odd-rotary-width", topic="refusal", severity="hard", scope="check",
+        condition="RoPE rotates an odd number of values a head: head_dim x partial_rotary_factor (as transformers "
+        "rounds it), or MLA's qk_rope_head_dim.",
+        action="Report it, exit 1, naming the width and the fields to change.",
+        rationale="RoPE turns values in pairs (rotate-half splits the rotated width in two halves); an odd width "
+        "has a value with no partner, so neither transformers nor mha verify can build the model.",
+        reference="transformers' rotate_half; Llama's head_dim 128 and DeepSeek-V3's qk_rope_head_dim 64.",
+    ),
     # Lint-only ---------------------------------------------------------------------------------
     Rule(
         id="MHA060", name="kv-larger-than-weights", topic="lint", severity="warning", scope="check",
