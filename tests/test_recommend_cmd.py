@@ -471,3 +471,15 @@ def test_recommend_prices_an_nvfp4_cache_without_mla_candidates(cli):
     assert found["kv"]["bytes_per_token"] == found["model"]["n_layers"] * found["model"]["n_kv_heads"] * 2 * 72
     refused = cli.run("recommend", "--params", "7B", "--variant", "MLA", "--kv-dtype", "nvfp4")
     assert refused.exit_code == EXIT_BAD_INPUT and "refuses with MLA" in refused.output
+
+
+def test_a_context_whose_rope_table_fills_the_device_is_named_with_a_shorter_seq(cli):
+    """``--seq 256M`` on an H100 said "the weights exceed the 4.2 GiB a device the engine may use" (13.3 GiB of
+    weights) and offered only more GPUs: vLLM's RoPE cos/sin table for 268,435,456 positions x 128 x 2 B = 64 GiB
+    is what takes the device (found by newuser trial 252). The words name the table; the ways out shorten --seq."""
+    data = cli.json("recommend", "--params", "7B", "--seq", "256M", "--target", "h100")
+    assert not data["memory"]["weights_fit"]
+    text = " ".join(cli.run("recommend", "--params", "7B", "--seq", "256M", "--target", "h100").output.split())
+    assert "DOES NOT FIT: the weights exceed the 4.2 GiB a device the engine may use beside its RoPE cos/sin table of" \
+        " 64.0 GiB for the context's positions (a shorter --seq shrinks it)." in text  # fmt: skip
+    assert data["ways_out"] and all(way["change"].startswith("--seq ") for way in data["ways_out"])

@@ -113,11 +113,12 @@ def way_line(way: WayOut) -> str:
 def not_fitting(plan: MemoryPlan) -> str:
     """What keeps ``plan`` from fitting, in words: the weights, the engine's cap on sequences, or the cache."""
     from mha_cli.core.fit import capped_by_max_num_seqs
+    from mha_cli.core.memory import weights_overflow_words
 
     if plan.engine.refusal is not None and plan.weights_fit:  # the engine would not start (a pool set too large)
         return f"the engine would not start: {plan.engine.refusal.rstrip('.')}"  # the caller adds the stop
     if not plan.weights_fit:
-        return f"the weights exceed the {format_bytes(plan.usable_bytes)} a device the engine may use"
+        return weights_overflow_words(plan)
     if capped_by_max_num_seqs(plan):
         return f"the engine runs at most {plan.engine.max_num_seqs:,} sequences a replica (max_num_seqs), fewer than this batch"
     return "the KV cache of this batch exceeds the target"

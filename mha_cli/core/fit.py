@@ -111,6 +111,9 @@ def ways_out(
             if per_device < plan.usable_bytes:
                 ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
                 break
+        seq = _longest_context_that_fits(model, target, deployment, plan)  # the RoPE table may be what overflows
+        if 0 < seq < kv.seq_len:
+            ways.append(f"--seq {seq} (the context this batch fits)")
         return ways or [_last_way(model, target, deployment, plan, total_params)]
     capped = _seq_cap_that_fits(model, target, deployment, plan, kv)
     if capped:

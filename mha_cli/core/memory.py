@@ -29,6 +29,7 @@ from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
+from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
@@ -123,6 +124,20 @@ class MemoryPlan(Record):
         """The replicas share the experts: one server whose replicas are its DP-attention ranks (SGLang
         ``--attn-dp-size``, vLLM ``--data-parallel-size``), not separate servers."""
         return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
+
+
+def weights_overflow_words(plan: MemoryPlan) -> str:
+    """Why ``plan``'s weights do not fit, in words: the share the engine leaves them, and the RoPE table beside them
+    where that table (max_model_len positions: 64 GiB at 256M tokens) is what takes the device, so the words name
+    the context, not the weights alone (``mha recommend --seq 2G`` blamed 1.7 GiB of weights)."""
+    words = f"the weights exceed the {format_bytes(plan.usable_bytes)} a device the engine may use"
+    rope = -sum(line.bytes for line in plan.engine.budget if line.label == ROPE_CACHE_LABEL)
+    if rope > plan.weight_bytes_per_device:
+        words += (
+            f" beside its RoPE cos/sin table of {format_bytes(rope)} for the context's positions (a shorter --seq"
+            " shrinks it)"
+        )
+    return words
 
 
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:

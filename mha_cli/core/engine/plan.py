@@ -69,7 +69,7 @@ from mha_cli.core.engine.pages import (
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
-from mha_cli.core.engine.rope_cache import SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
+from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL, SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
@@ -493,7 +493,7 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         inputs.device_line(),
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
         inputs.weights_line(),
-        BudgetLine(label="RoPE cos/sin cache", bytes=-rope, how=rope_cache_how(inputs.model)),
+        BudgetLine(label=ROPE_CACHE_LABEL, bytes=-rope, how=rope_cache_how(inputs.model)),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
     if inputs.sampler_state is not None:
@@ -793,7 +793,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         ),
         inputs.weights_line(),
         BudgetLine(
-            label="RoPE cos/sin cache", bytes=-rope,
+            label=ROPE_CACHE_LABEL, bytes=-rope,
             how=rope_cache_how(inputs.model, "SGLang", SGLANG_BYTES_PER_VALUE) + " (fp32 on CUDA)",
         ),
     ]  # fmt: skip

@@ -39,6 +39,10 @@ SGLANG_BYTES_PER_VALUE = 4
 """SGLang keeps the table in fp32 on CUDA."""
 
 
+ROPE_CACHE_LABEL = "RoPE cos/sin cache"
+"""The memory plan's budget line for this buffer (every engine's)."""
+
+
 def _positions(rope: RopeSpec, max_position: int) -> int:
     """Rows of the table: the positions vLLM precomputes for this RoPE."""
     scaling = rope.scaling

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from mha_cli.core.kv import KvFootprint
-from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.memory import MemoryPlan, weights_overflow_words
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
@@ -55,7 +55,7 @@ def variant_reason(
         verb = "fits" if plan.max_sequences == 1 else "fit"
         fit = f"; {counted(plan.max_sequences, 'sequence')} of this length {verb} beside the weights on {r.target}"
     elif plan is not None:
-        fit = f"; the weights alone do not fit the {format_bytes(plan.usable_bytes)} the engine may use of one device of {r.target}"
+        fit = f"; on one device of {r.target} {weights_overflow_words(plan)}"
     if model.attention.variant == "MHA":
         return _mha_reason(ctx, model, per_seq, rows) + fit + "."
     mha = next((a for a in rows if a.variant == "MHA" and a.layer_pattern is None), None)
