@@ -84,3 +84,12 @@ def test_recommend_warns_by_the_release_and_target_asked(cli):
     hopper = cli.json(*common, "--target", "h100", "--engine", "vllm@0.28")
     assert any("vLLM 0.28 runs an nvfp4 KV cache on compute capability 10.x only" in w for w in hopper["warnings"])
     assert not any("nvfp4" in warning for warning in cli.json(*common, "--target", "h100")["warnings"])
+
+
+def test_the_mla_row_says_why_nvfp4_is_priced_in_fp8(cli):
+    """The MLA comparison row said "priced in fp8 (nvfp4 is an MLA layout)", a sentence written for fp8_ds_mla:
+    nvfp4 is the reverse, a cache vLLM refuses with MLA (found by newuser trial 251)."""
+    rows = cli.json("kv", "llama-3.1-8b", "--kv-dtype", "nvfp4")["variants"]
+    mla = next(row for row in rows if row["variant"] == "MLA")
+    assert mla["note"].endswith("priced in fp8 (nvfp4 is refused with MLA)")
+    assert mla["bytes_per_token"] == 32 * (512 + 64)  # 32 layers of an fp8 latent and its RoPE key

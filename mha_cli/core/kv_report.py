@@ -156,4 +156,5 @@ def _note(note: str, priced_in: str, asked: str) -> str:
     """The option's note, saying so when it was priced in another format than the one asked for."""
     if priced_in == storage_format(asked).name:
         return note
-    return "; ".join(filter(None, [note, f"priced in {priced_in} ({asked} is an MLA layout)"]))
+    why = "nvfp4 is refused with MLA" if asked == "nvfp4" else f"{asked} is an MLA layout"
+    return "; ".join(filter(None, [note, f"priced in {priced_in} ({why})"]))
