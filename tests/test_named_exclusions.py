@@ -344,3 +344,17 @@ def test_a_dense_fbgemm_fp8_checkpoint_is_fp8_with_a_scale_per_output_channel_by
     named = rank_weight_bytes(source.model, 1, "fp8", vocab_padding=1)
     assert stored - named == 32 * (43_008 - 7) * 4 == 5_504_128
     assert not any("quantization_config keeps" in note for note in source.assumptions)
+
+
+def test_an_mxfp4_config_on_a_dense_model_is_refused_in_the_files_words(cli, tmp_path):
+    """A dense Llama with quantization_config mxfp4 was refused as "--weight-dtype mxfp4 quantises routed experts",
+    a flag the user never typed (found by newuser trial 251): the refusal names the file's quantization_config; the
+    flag it offers prices it."""
+    path = tmp_path / "dense-mxfp4" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": {"quant_method": "mxfp4"}}))
+    refused = cli.run("kv", str(path))
+    assert refused.exit_code == 2 and "--weight-dtype mxfp4 quantises" not in refused.output
+    assert "quantization_config quant_method mxfp4 quantises routed experts (vLLM's Mxfp4Config) and dense-mxfp4" \
+        " has none" in " ".join(refused.output.split())  # fmt: skip
+    assert cli.run("kv", str(path), "--weight-dtype", "mxfp4-linear").exit_code == 0

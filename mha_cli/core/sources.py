@@ -341,6 +341,12 @@ def _with_checkpoint_weights(
     config's patterns that name none of the model's modules said (``--weight-dtype`` still overrides it). An entry
     naming a decoder layer mha cannot find is refused (``core.layer_entries``), or with ``weight_dtype`` the config
     is not read. ``mtp_layers``: the MTP layers its config.json declares."""
+    if stored is not None and stored.format == "mxfp4" and source.model.block.moe is None and weight_dtype is None:
+        raise BadInputError(  # the named format's own refusal would blame a --weight-dtype never typed
+            f"{origin}: quantization_config quant_method mxfp4 quantises routed experts (vLLM's Mxfp4Config) and"
+            f" {source.model.name} has none: an MXFP4 dense checkpoint is AMD Quark's (quant_method quark), or give"
+            " --weight-dtype mxfp4-linear to price MXFP4 on every linear layer"
+        )
     if stored is None or stored.scheme is None:
         named = _with_checkpoint_format(source, None if stored is None else stored.format)
         if stored is None or stored.note is None:
