@@ -217,3 +217,12 @@ def test_a_kv_format_given_later_drops_the_e5m2_encoding_of_the_config_file(tmp_
     assert merge_deployment(base, kv_dtype="bf16").kv_dtype == "bf16"
     assert merge_deployment(base, kv_dtype="fp8").kv_fp8_variant == "e4m3"
     assert merge_deployment(base, batch=4).kv_fp8_variant == "e5m2"
+
+
+def test_a_pinned_plan_carries_launch_note_as_a_search_does(cli):
+    """plan.md lists ``launch_note`` among a pinned plan's keys, but ``--tp 1 --json`` left it out where there was
+    nothing to say, so ``d["launch_note"]`` raised KeyError (found by newuser trial 251): null now, as a search's."""
+    pinned = cli.json("plan", "llama-3.1-8b", "--target", "b200", "--tp", "1", "--closed-form")
+    assert "launch_note" in pinned and pinned["launch_note"] is None and pinned["launch"]
+    searched = cli.json("plan", "llama-3.1-8b", "--target", "b200", "--closed-form")
+    assert searched["launch_note"] is None and all("launch_note" not in row for row in searched["layouts"])

@@ -9,9 +9,9 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from mha_cli.core.cost.nodes import NodePlacement, NodeSpan, node_notes, node_placement, node_span
 from mha_cli.core.cost.offload_plan import OffloadPlan, priced_offload
@@ -72,7 +72,8 @@ class ServingPlan(ServingPrediction):
     """A plan pinned by ``--tp`` / ``--pp``: its launch command per engine, as a search gives its pick's (absent
     elsewhere: a search's candidates leave it out, the search carries its pick's)."""
     launch_note: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
-    """What to check in the launch lines (absent without them)."""
+    """What to check in the launch lines: null where there is nothing to say, absent without lines (a search's
+    candidates), as a search's pick has it (``_launch_note_beside_lines``)."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound, so a
     request's TTFT and end to end grow with its place in the queue (``ttft_ms`` and ``e2e_ms`` are a request's once
@@ -92,6 +93,14 @@ class ServingPlan(ServingPrediction):
     stages: list[StageMemory] = Field(default_factory=empty_list)
     """Under pipeline parallelism, each stage's weights and KV pool on one of its devices; ``memory`` is the one
     that admits the fewest requests."""
+
+    @model_serializer(mode="wrap")
+    def _launch_note_beside_lines(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``launch_note`` null, not absent, beside a pinned plan's launch lines: scripts read it (trial 251)."""
+        data = handler(self)
+        if self.launch and "launch_note" not in data:
+            data["launch_note"] = None
+        return data
 
 
 def resolve_layout(target: ResolvedTarget, tp: int | None, pp: int) -> tuple[int, int]:
