@@ -465,3 +465,20 @@ def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(
         result.exit_code == EXIT_BAD_INPUT and "design.yaml: deployment.target: unknown target 'h1000'" in result.output
     )
     assert cli.run("kv", str(path), "--target", "h100").exit_code == 0
+
+
+def test_an_interleaved_moe_says_which_layers_are_dense(cli, tmp_path):
+    """Llama 4 Maverick (interleave_moe_layer_step 2: MoE on layers 1, 3, ..., 47) printed "first 1 layer dense (d_ff
+    16384); MoE on 24 of 48 layers", as if one layer were dense where 24 are (found by newuser trial 251); Jamba's
+    period 2 from layer 1 alike. DeepSeek's leading dense layers keep their words."""
+    config = json.loads(reference_hf_config("llama-4-scout-17b-16e").read_text())
+    text = dict(config["text_config"], interleave_moe_layer_step=2, num_local_experts=128)
+    path = tmp_path / "maverick" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config | {"text_config": text}))
+    shown = " ".join(cli.run("kv", str(path)).output.split())
+    assert "MoE on 24 of 48 layers (every 2 from layer 1), the others dense (d_ff 16384)" in shown
+    assert "first 1 layer dense" not in shown
+    jamba = " ".join(cli.run("kv", str(reference_hf_config("jamba-mini-1.5"))).output.split())
+    assert "MoE on 16 of 32 layers (every 2 from layer 1), the others dense" in jamba
+    assert "first 3 layers dense (d_ff 18432)" in " ".join(cli.run("kv", "deepseek-v3").output.split())

@@ -91,14 +91,25 @@ def model_table(model: ModelSpec, title: str) -> Table:
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
             f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
-            + (
-                f"; first {counted(moe.n_dense_layers, 'layer')} dense (d_ff {model.block.d_ff})"
-                if moe.n_dense_layers
-                else ""
-            )
-            + (f"; MoE on {model.n_moe_layers} of {model.n_layers} layers" if moe.layer_period > 1 else ""),
+            + _dense_layers_words(model),
         )
     return table
+
+
+def _dense_layers_words(model: ModelSpec) -> str:
+    """Which layers keep a dense MLP: the first few (DeepSeek's first_k_dense_replace), or, under a period, every
+    layer between the MoE ones (Llama 4 Maverick's interleave step 2: MoE on layers 1, 3, ..., not "the first 1")."""
+    moe = model.block.moe
+    assert moe is not None
+    if moe.layer_period > 1:
+        first = next(layer for layer in range(model.n_layers) if moe.is_moe_layer(layer))
+        return (
+            f"; MoE on {model.n_moe_layers} of {model.n_layers} layers (every {moe.layer_period} from layer {first}),"
+            f" the others dense (d_ff {model.block.d_ff})"
+        )
+    if moe.n_dense_layers:
+        return f"; first {counted(moe.n_dense_layers, 'layer')} dense (d_ff {model.block.d_ff})"
+    return ""
 
 
 def _attention_free_table(model: ModelSpec, table: Table) -> Table:
