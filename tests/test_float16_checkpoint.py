@@ -106,3 +106,15 @@ def test_the_float32_note_goes_once_fp32_is_priced_and_is_vllms_own(tmp_path):
     assert not any("use fp16" in note for note in told)
     other = check_design(str(path), target="2xv100", seq_len=4096, engine="sglang").deployment_warnings
     assert not any("vLLM never runs" in note for note in other)
+
+
+def test_a_dtype_mha_does_not_read_is_refused_not_priced_as_bf16(cli, tmp_path):
+    """A Llama config.json with dtype "float8" was priced as bf16 with no word (found by newuser trial 251): refused
+    in one line naming the value, unless --weight-dtype says what to price."""
+    config = json.loads(reference_hf_config("llama-3.1-8b").read_text())
+    path = tmp_path / "odd" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({**config, "torch_dtype": "float8"}))
+    refused = cli.run("kv", str(path))
+    assert refused.exit_code == 2 and "dtype 'float8' (config.json) is not one mha reads" in refused.output
+    assert cli.run("kv", str(path), "--weight-dtype", "bf16").exit_code == 0

@@ -195,6 +195,7 @@ def _load_file(
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
         source = _with_checkpoint_weights(source, stored, shown_path(path), declared_mtp_layers(data), weight_dtype)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
+        _refuse_unread_dtype(data, shown_path(path), weight_dtype)
         source = _with_float16_checkpoint(source, data)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
@@ -295,6 +296,22 @@ FLOAT32_CHECKPOINT = (
     " bytes; --weight-dtype fp32 prices it as stored"
 )
 """The assumption ``_with_float16_checkpoint`` adds for a float32 config."""
+
+
+READ_DTYPES = ("bfloat16", "float16", "half", "float32", "float")
+"""The config.json dtypes mha prices (vLLM's ``_STR_DTYPE_TO_TORCH_DTYPE`` names, vllm/config/model.py 0.32.0)."""
+
+
+def _refuse_unread_dtype(config: dict, origin: str, weight_dtype: str | None) -> None:
+    """A config.json dtype outside ``READ_DTYPES`` ("float8", a typo) was priced as bf16 with no word: it sets the
+    unquantised weights' format, so it is refused in one line unless --weight-dtype says what to price."""
+    named = checkpoint_dtype_name(config)
+    if named is None or weight_dtype is not None or (isinstance(named, str) and named in READ_DTYPES):
+        return
+    raise BadInputError(
+        f"{origin}: dtype {named!r} (config.json) is not one mha reads ({', '.join(READ_DTYPES[:3])}, float32): it"
+        " sets the unquantised weights' format; fix it in a copy of the file, or give --weight-dtype"
+    )
 
 
 def _with_float16_checkpoint(source: ModelSource, config: dict) -> ModelSource:
