@@ -90,8 +90,7 @@ def model_table(model: ModelSpec, title: str) -> Table:
         table.add_row(
             "MoE",
             f"{moe.n_experts} experts, {moe.n_active_experts} active"
-            f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}"
-            + _dense_layers_words(model),
+            f" + {moe.n_shared_experts} shared, width {moe.d_ff_expert}" + _dense_layers_words(model),
         )
     return table
 
