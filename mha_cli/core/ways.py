@@ -50,7 +50,8 @@ class WayOut(Record):
     """One way out, run again before it was printed."""
 
     text: str
-    """As the report prints it: the flags, then why in brackets; ``none: ...`` when nothing passes."""
+    """The way as worked out on the current design: the flags, then why in brackets (kv and check print it so;
+    recommend prints ``change: figure``, the design it gives run again); ``none: ...`` when nothing passes."""
     change: str
     """The flags alone (empty for ``none: ...``): what to add to the command, as its options parse them."""
     fits: bool
