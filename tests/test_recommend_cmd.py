@@ -483,3 +483,12 @@ def test_a_context_whose_rope_table_fills_the_device_is_named_with_a_shorter_seq
     assert "DOES NOT FIT: the weights exceed the 4.2 GiB a device the engine may use beside its RoPE cos/sin table of" \
         " 64.0 GiB for the context's positions (a shorter --seq shrinks it)." in text  # fmt: skip
     assert data["ways_out"] and all(way["change"].startswith("--seq ") for way in data["ways_out"])
+
+
+def test_nan_is_said_to_be_no_number_not_too_large(cli):
+    """``--gpu-memory-utilization nan`` said "must be at most 1.0 (got nan)": a NaN fails every bound, so the words
+    were the first bound's (found by newuser trial 252)."""
+    result = cli.run("recommend", "--params", "7B", "--gpu-memory-utilization", "nan")
+    assert (
+        result.exit_code == 2 and result.output.strip() == "error: --gpu-memory-utilization: must be a number (got nan)"
+    )

@@ -51,6 +51,9 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
+_BOUNDS = ("greater_than", "greater_than_equal", "less_than_equal", "less_than")
+"""pydantic's bound errors, which a NaN fails whichever bound is checked first."""
+
 UnknownFieldHint = Callable[[tuple[Any, ...]], str | None]
 """Where an unknown field at a location probably belongs (``"did you mean attention.n_kv_heads?"``), or None."""
 
@@ -63,6 +66,8 @@ def _phrase(error: Any, unknown_hint: UnknownFieldHint | None = None) -> str:
         return f"unknown field; {hint}" if hint else "unknown field (check its spelling; `mha schema` lists the fields)"
     if kind == "missing":
         return "missing (required)"
+    if isinstance(given, float) and given != given and kind in _BOUNDS:  # NaN fails every bound: not "too large"
+        return f"must be a number (got {_given(given)})"
     if kind == "greater_than":
         return f"must be greater than {ctx['gt']} (got {_given(given)})"
     if kind == "greater_than_equal":
