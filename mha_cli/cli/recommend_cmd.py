@@ -69,7 +69,7 @@ PriorityOpt = Annotated[
     str,
     typer.Option(
         "--priority",
-        help="balanced: lowest-risk attention with a cache at most 8 KV heads'; inference: the same, and the batch"
+        help="balanced: lowest-risk attention with a cache at most 8 KV heads' (a group of 8 query heads a KV head where n_heads / 8 is more); inference: the same, and the batch"
         " must fit --target (fewer KV heads or MLA if needed); training: quality first, MHA up to 16 heads at up"
         " to 32K tokens.",
     ),
