@@ -17,28 +17,41 @@ def _model(name: str, **fields: object):
 
 
 def test_each_engine_derives_its_length_as_its_source_reads_the_scaling():
-    """Qwen3-8B's config: 40,960 positions, no scaling. With Qwen's YaRN recipe (factor 4 over 32,768) vLLM derives
-    32,768 x 4 = 131,072 and SGLang keeps 40,960 (a scaling that names its original length is not multiplied).
-    Llama-3.1's llama3 scaling extends neither; DeepSeek-V3's YaRN gives vLLM 4,096 x 40 = 163,840."""
+    """Qwen3-8B's config: 40,960 positions, no scaling. With Qwen's YaRN recipe (factor 4 over 32,768) vLLM up to 0.29
+    derives 32,768 x 4 = 131,072; from 0.30 (the wheels read) and in SGLang it stays 40,960 (a YaRN scaling, or one
+    that names its original length, is not multiplied). Llama-3.1's llama3 scaling extends neither; DeepSeek-V3's
+    YaRN gives 4,096 x 40 = 163,840 in 0.29 and its own 163,840 positions after."""
     qwen = _model("qwen3-8b")
     assert (vllm_max_model_len(qwen), sglang_context_length(qwen)) == (40_960, 40_960)
     yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32_768}
     extended = _model("qwen3-8b", rope_scaling=yarn)
-    assert (vllm_max_model_len(extended), sglang_context_length(extended)) == (131_072, 40_960)
+    assert (vllm_max_model_len(extended, (0, 29, 0)), sglang_context_length(extended)) == (131_072, 40_960)
+    assert vllm_max_model_len(extended) == vllm_max_model_len(extended, (0, 30, 0)) == 40_960
     llama = _model("llama-3.1-8b")
     assert (vllm_max_model_len(llama), sglang_context_length(llama)) == (131_072, 131_072)
-    assert vllm_max_model_len(_model("deepseek-v3")) == 163_840
+    assert vllm_max_model_len(_model("deepseek-v3")) == vllm_max_model_len(_model("deepseek-v3"), (0, 29)) == 163_840
+
+
+def test_a_dynamic_scaling_extends_both_engines_length():
+    """A dynamic (NTK) rope_scaling was dropped at import ("not modelled"), so check warned that a 65,536-token context
+    past Llama's 32,768 positions needs VLLM_ALLOW_LONG_MAX_MODEL_LEN, where both engines multiply by its factor 2
+    (vLLM: any type but su, longrope, llama3 and YaRN; SGLang: no original length named)."""
+    dynamic = _model("llama-3.1-8b", rope_scaling={"type": "dynamic", "factor": 2.0}, max_position_embeddings=32_768)
+    assert dynamic.rotary.scaling.type == "dynamic"
+    assert (vllm_max_model_len(dynamic), sglang_context_length(dynamic)) == (65_536, 65_536)
+    assert past_derived_length(dynamic, 65_536) is None and past_derived_length(dynamic, 65_537) is not None
 
 
 def test_the_note_names_only_the_engines_that_refuse():
     extended = _model("qwen3-8b", rope_scaling={"rope_type": "yarn", "factor": 4.0,
                                                  "original_max_position_embeddings": 32_768})  # fmt: skip
-    assert past_derived_length(extended, 100_000, ("vllm",)) is None  # within vLLM's 131,072
-    note = past_derived_length(extended, 100_000)
+    assert past_derived_length(extended, 100_000, ("vllm",), (0, 29)) is None  # within vLLM 0.29's 131,072
+    note = past_derived_length(extended, 100_000, ("vllm", "sglang"), (0, 29))
     assert (
         note is not None and "SGLang derives 40,960" in note and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in note
     )
     assert "vLLM" not in note
+    assert "vLLM derives 40,960" in str(past_derived_length(extended, 100_000))  # the latest leaves YaRN's factor out
     assert past_derived_length(extended, 40_960) is None
 
 
@@ -60,3 +73,17 @@ def test_gemma_3_s_length_is_not_scaled_again_by_vllm():
     assert gemma.rotary.scaling.type == "linear" and gemma.rotary.scaling.factor == 8
     assert vllm_max_model_len(gemma) == 131_072 and sglang_context_length(gemma) == 1_048_576
     assert "vLLM derives 131,072" in past_derived_length(gemma, 200_100)
+
+
+def test_check_and_kv_take_a_dynamic_scaling(cli, tmp_path):
+    """The CLI end: check at 65,536 tokens on a dynamic-scaled (factor 2) 32K Llama said an engine refuses the launch
+    line; kv's RoPE table is vLLM's max_position_embeddings rows (DynamicNTKScalingRotaryEmbedding, 0.22+)."""
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    path = tmp_path / "dynamic" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config | {"rope_scaling": {"type": "dynamic", "factor": 2.0},
+                                         "max_position_embeddings": 32_768}))  # fmt: skip
+    checked = cli.json("check", str(path), "--seq", "65536", "--target", "h100")
+    assert not any("past the length derived" in warning for warning in checked["deployment_warnings"])
+    budget = cli.json("kv", str(path), "--target", "h100", "--seq", "65536")["memory"]["engine"]["budget"]
+    assert [line["bytes"] for line in budget if line["label"] == "RoPE cos/sin cache"] == [-(32_768 * 128 * 2)]

@@ -31,6 +31,7 @@ SCALINGS = {
     "yarn-gpt-oss-untruncated": dict(rope_type="yarn", rope_theta=150000.0, factor=32.0,
                                      original_max_position_embeddings=128, truncate=False),
     "partial-half": dict(rope_type="default", rope_theta=10000.0, partial_rotary_factor=0.5),
+    "dynamic-within-the-trained-context": dict(rope_type="dynamic", rope_theta=10000.0, factor=2.0),
 }  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from mha_cli.core.deployment import (
 )
 from mha_cli.core.engine.context_limit import OVERRIDES, past_derived_length
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
+from mha_cli.core.engine.settings import release_in_force
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -161,7 +162,8 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
         format_note = deployment_kv_format_note(priced.deployment, model)
         outside_rules += [format_note] if format_note is not None else []
         if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
-            refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,))
+            release = release_in_force(priced.deployment) if memory.engine.name == "vllm" else None
+            refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,), release)
             outside_rules += [refused] if refused is not None else []
     warnings = len(trace.by_severity("warning")) + len(outside_rules)
     convention = state_convention_note(model, deployment)

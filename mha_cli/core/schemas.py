@@ -74,7 +74,7 @@ VllmSampler = Literal["torch-sort", "flashinfer", "triton"]
 """The top-k/top-p samplers a user or a row can name for vLLM's profiling run (``core.engine.sampler``)."""
 ScoringFunc = Literal["softmax", "sigmoid"]
 TopkMethod = Literal["greedy", "group_limited_greedy", "noaux_tc", "noaux_logits"]
-RopeScalingType = Literal["linear", "llama3", "yarn"]
+RopeScalingType = Literal["linear", "llama3", "yarn", "dynamic"]
 BIASED_CHOICE = ("noaux_tc", "noaux_logits")
 """Routing methods whose choice adds the learned ``e_score_correction_bias`` (a buffer saved with the router)."""
 
@@ -202,6 +202,9 @@ class RopeScaling(_Strict):
     ``factor``, high ones kept, a smooth ramp between (``low_freq_factor``, ``high_freq_factor``).
     yarn: a ramp between interpolated and original frequencies (``beta_fast``, ``beta_slow``) and an
     ``attention_factor`` scaling cos and sin (inferred from ``factor``, ``mscale``, ``mscale_all_dim``).
+    dynamic (NTK-aware, InternLM2): the base rescaled only past the trained context, as transformers'
+    ``dynamic_rope_update`` runs it, so within it the frequencies are unscaled; ``factor`` extends the context the
+    engines derive (``core.engine.context_limit``).
     """
 
     type: RopeScalingType

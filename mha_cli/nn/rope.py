@@ -11,7 +11,9 @@ Scalings (``RopeSpec.scaling``), all acting on the frequencies:
 - yarn (YaRN, Peng et al. 2023): dimension i blends the interpolated (inv_freq / factor) and the
   original frequency with a linear ramp between the dimensions that turn beta_fast and beta_slow
   times over the original context; cos and sin are multiplied by an attention factor,
-  0.1 ln(factor) + 1 by default, or the ratio of that form with ``mscale`` and ``mscale_all_dim``.
+  0.1 ln(factor) + 1 by default, or the ratio of that form with ``mscale`` and ``mscale_all_dim``;
+- dynamic (NTK-aware): unscaled. transformers rescales the base only once a sequence passes the trained context
+  (``dynamic_rope_update``), so within it, where verify runs, the frequencies are the plain ones.
 
 ``rope_angles`` / ``apply_rope`` (plain RoPE over the whole width) serve MLA's decoupled key.
 """
@@ -88,7 +90,7 @@ def inverse_frequencies(rope: RopeSpec, width: int) -> tuple[torch.Tensor, float
     exponents = torch.arange(0, width, 2, dtype=torch.int64).to(torch.float32) / width  # (w/2,)
     inv_freq = 1.0 / (rope.theta**exponents)  # (w/2,)
     scaling = rope.scaling
-    if scaling is None:
+    if scaling is None or scaling.type == "dynamic":  # dynamic: rescaled only past the trained context
         return inv_freq, 1.0
     if scaling.type == "linear":
         return inv_freq / scaling.factor, 1.0

@@ -53,7 +53,7 @@ from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans, check_rate
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.engine.context_limit import past_derived_length
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation
+from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
@@ -318,7 +318,8 @@ def plan_disaggregated(
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
-    past = past_derived_length(model, isl + osl, ("vllm",))  # the launch lines are vLLM's
+    vllm_release = release_in_force(deployment) if (deployment.engine or "vllm") == "vllm" else None
+    past = past_derived_length(model, isl + osl, ("vllm",), vllm_release)  # the launch lines are vLLM's
     if past:
         notes.append(past)
     if not workers:

@@ -754,7 +754,8 @@ def plan_launch(
             " such model); the plan prices the memory and the steps as if one did"
         )
     launch, node_notes = launch_commands(served, plan, deployment, model)
-    return launch, _launch_note(served, launch, plan, node_notes + _context_notes(model, plan.isl + plan.osl, launch))
+    context = _context_notes(model, plan.isl + plan.osl, launch, deployment)
+    return launch, _launch_note(served, launch, plan, node_notes + context)
 
 
 def _why_none_starts(tried: list[str]) -> str:
@@ -844,12 +845,15 @@ def _launch_note(
     return "; ".join(notes) or None
 
 
-def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str]) -> list[str]:
-    """That the lines' context is past what ``launch``'s engines derive from the config, and their override."""
+def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str], deployment: DeploymentSpec) -> list[str]:
+    """That the lines' context is past what ``launch``'s engines derive from the config (vLLM's at the release
+    ``deployment`` is priced by, where it is vLLM's; else the latest), and their override."""
     from mha_cli.core.engine.context_limit import past_derived_length
+    from mha_cli.core.engine.settings import release_in_force
 
     engines = tuple(engine for engine in ("vllm", "sglang") if engine in launch)
-    note = past_derived_length(model, tokens, engines) if engines else None
+    release = release_in_force(deployment) if (deployment.engine or "vllm") == "vllm" else None
+    note = past_derived_length(model, tokens, engines, release) if engines else None
     return [note] if note else []
 
 

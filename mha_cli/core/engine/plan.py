@@ -741,7 +741,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     memory_rules = vllm_memory_rules_note(settings.release)
     if memory_rules:
         notes.append(memory_rules)
-    derived = vllm_max_model_len(model)
+    derived = vllm_max_model_len(model, settings.release)
     if derived is not None and kv.seq_len > derived:
         how = "max_position_embeddings" + (" as its RoPE scaling extends it" if derived != model.context_length else "")
         notes.append(

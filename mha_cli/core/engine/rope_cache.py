@@ -9,7 +9,9 @@ tensor-parallel rank. The positions, per scaling type (``rotary_embedding/__init
 
 - none, ``llama3``: max_position_embeddings (``Llama3RotaryEmbedding`` keeps the base class's table);
 - ``linear``: max_position_embeddings x factor (``LinearScalingRotaryEmbedding._compute_cos_sin_cache``);
-- ``yarn``: original_max_position_embeddings x factor (``YaRNScalingRotaryEmbedding``, and DeepSeek's scaling).
+- ``yarn``: original_max_position_embeddings x factor (``YaRNScalingRotaryEmbedding``, and DeepSeek's scaling);
+- ``dynamic``: max_position_embeddings (``DynamicNTKScalingRotaryEmbedding`` from 0.22.0; 0.21.0 held max x factor
+  rows, not told apart: a few MiB).
 
 rotary_dim: head_dim x partial_rotary_factor, an MLA model's qk_rope_head_dim. A model whose local layers rotate
 by another RoPE (Gemma 3: theta 10,000 unscaled) holds a second table.
@@ -46,7 +48,7 @@ ROPE_CACHE_LABEL = "RoPE cos/sin cache"
 def _positions(rope: RopeSpec, max_position: int) -> int:
     """Rows of the table: the positions vLLM precomputes for this RoPE."""
     scaling = rope.scaling
-    if scaling is None or scaling.type == "llama3":
+    if scaling is None or scaling.type in ("llama3", "dynamic"):
         return max_position
     if scaling.type == "linear":
         return int(max_position * scaling.factor)
