@@ -4,6 +4,7 @@ except head_dim 64 and attention sinks, never off NVIDIA. ``plan`` priced it on 
 MI300X with no word (the gate was by release alone)."""
 
 import pytest
+import yaml
 
 from mha_cli.core.engine.nvfp4_kv import nvfp4_kv_gpu_refusal
 from mha_cli.core.errors import EXIT_BAD_INPUT
@@ -35,7 +36,9 @@ def test_the_gpus_each_release_runs_it_on(target, release, runs):
 def test_fa2_refuses_head_dim_64_and_sinks_where_trtllm_attention_takes_both():
     gpt_oss = get_preset("gpt-oss-20b")  # head_dim 64 and sinks
     assert gpt_oss.attention.head_dim == 64 and gpt_oss.attention.sinks
-    assert "refuses head_dim 64" in str(nvfp4_kv_gpu_refusal(get_target("h200"), None, gpt_oss))
+    assert "(compute capability 9.0, FlashInfer FA2) refuses head_dim 64" in str(
+        nvfp4_kv_gpu_refusal(get_target("h200"), None, gpt_oss)
+    )
     sinks_only = gpt_oss.model_copy(
         update={"attention": gpt_oss.attention.model_copy(update={"head_dim": 128})}
     )  # a sinks model at another head size
@@ -93,3 +96,32 @@ def test_the_mla_row_says_why_nvfp4_is_priced_in_fp8(cli):
     mla = next(row for row in rows if row["variant"] == "MLA")
     assert mla["note"].endswith("priced in fp8 (nvfp4 is refused with MLA)")
     assert mla["bytes_per_token"] == 32 * (512 + 64)  # 32 layers of an fp8 latent and its RoPE key
+
+
+def test_flashinfers_head_sizes_and_an_11x_gpu():
+    """FlashInfer, the only backend with an nvfp4 cache, takes head sizes 64, 128, 256 (0.21.0) and 512 (0.22.0+) on
+    every GPU: Phi-3-mini's 96 has none, on a B200 too (plan printed a vllm line that cannot start; the review of this
+    change). An 11.x GPU (a user target, Jetson Thor) is in neither family, and is told the families by name."""
+    phi = get_preset("phi-3-mini")
+    assert phi.attention.head_dim == 96
+    assert "whose head sizes are 64, 128, 256, 512, not" in str(nvfp4_kv_gpu_refusal(get_target("b200"), None, phi))
+    wide = LLAMA.model_copy(update={"attention": LLAMA.attention.model_copy(update={"head_dim": 512})})
+    assert nvfp4_kv_gpu_refusal(get_target("b200"), (0, 22), wide) is None
+    assert "head sizes are 64, 128, 256, not" in str(nvfp4_kv_gpu_refusal(get_target("b200"), (0, 21), wide))
+    thor = get_target("b200").model_copy(update={"compute_capability": 11.0, "name": "Jetson Thor"})
+    assert nvfp4_kv_gpu_refusal(thor, None, LLAMA) == (
+        "vLLM's nvfp4 KV cache runs on compute capability 8.x, 9.x, 10.x or 12.x, not on Jetson Thor (compute"
+        " capability 11.0)"
+    )
+
+
+def test_a_colon_in_a_target_name_is_kept_whole_in_the_refusal(cli, tmp_path):
+    """The refusal cut the note at its first colon, so a target file named "Acme: X1" read "not on Acme;" (the review
+    of this change): it cuts at the note's own tail now."""
+    target = {"name": "Acme: X1", "vendor": "Acme", "memory_gb": 96, "memory_bandwidth_gbs": 4000,
+              "bf16_tflops_dense": 900, "source": "a test"}  # fmt: skip
+    (tmp_path / "acme.yaml").write_text(yaml.safe_dump(target))
+    refused = cli.run("plan", "llama-3-8b", "--target", str(tmp_path / "acme.yaml"), "--kv-dtype", "nvfp4", "--tp",
+                      "1", "--closed-form")  # fmt: skip
+    assert refused.exit_code == EXIT_BAD_INPUT
+    assert "runs in FlashInfer, on NVIDIA GPUs only, not on Acme: X1; a plan prices" in " ".join(refused.output.split())

@@ -454,12 +454,15 @@ def _longest_context_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan
 ) -> int:
     """The longest seq_len at which the engine admits this batch (windows, paging and the engine's blocks priced
-    as ``plan_memory`` prices them); 0 when not even one token does."""
+    as ``plan_memory`` prices them); 0 when not even one token does. A design that states no context (recommend's)
+    is probed as its file would be written at each length: its RoPE table as long as the context
+    (``Context.written``), which a 256M-token request's 64 GiB table showed."""
 
     def fits(seq_len: int) -> bool:
         longer = deployment.model_copy(update={"seq_len": seq_len, "tp": plan.tp})
         kv = footprint_for(model, longer, plan.tp)
-        return plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=longer).fits
+        held = model if model.context_length is not None else model.model_copy(update={"context_length": seq_len})
+        return plan_memory(target, model=held, weight_dtype=deployment.weight_dtype, kv=kv, deployment=longer).fits
 
     low, high = 0, deployment.seq_len  # fits(low) holds (no tokens), fits(high) does not
     while high - low > 1:

@@ -12,8 +12,10 @@ the CPU backend offers auto and fp8, ROCm has no FlashInfer), so the cache needs
   64") and attention sinks ("the sink prefill wrapper cannot read an NVFP4 KV cache").
 
 FlashInfer serves compute capability 8.0 to 12.1 (``supports_compute_capability``), so a Turing or Volta GPU has no
-backend for it either. A GPU whose compute capability is not known (a user-defined target without one) is not
-judged. Pure Python.
+backend for it either, nor does an 11.x one (neither family above), and only the head sizes of its
+``get_supported_head_sizes`` on any GPU: 64, 128 and 256 in 0.21.0, 512 too from 0.22.0 (a Phi-3's 96 has no
+backend). A GPU whose compute capability is not known (a user-defined target without one) is not judged. Pure
+Python.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ FA2_FAMILIES = (8, 9, 12)
 """The majors FA2 adds from ``FA2_FROM``."""
 FA2_REFUSED_HEAD_DIM = 64
 """The head size FA2's prefill misreads an nvfp4 cache at (``supports_combination``, 0.32.0)."""
+HEAD_SIZES = (64, 128, 256)
+"""FlashInfer's head sizes in vLLM 0.21.0; ``HEAD_512_FROM`` adds 512."""
+HEAD_512_FROM: Version = (0, 22)
+"""The first release whose FlashInfer backend takes head size 512."""
 
 
 def nvfp4_kv_gpu_refusal(target: Target | None, release: Version | None, model: ModelSpec | None = None) -> str | None:
@@ -46,27 +52,34 @@ def nvfp4_kv_gpu_refusal(target: Target | None, release: Version | None, model: 
     if target.compute_capability is None:
         return None
     major = int(target.compute_capability)
-    shown = f"{target.name} (compute capability {target.compute_capability:.1f})"
+    shown = f"{target.name} (compute capability {target.compute_capability:.1f}"
     on_fa2 = release is None or release[:2] >= FA2_FROM
+    sizes = HEAD_SIZES + ((512,) if release is None or release[:2] >= HEAD_512_FROM else ())
+    head_dim = None if model is None or model.attention.mla is not None else model.attention.head_dim
+    if head_dim is not None and head_dim not in sizes:
+        return (
+            f"vLLM's nvfp4 KV cache runs in FlashInfer, whose head sizes are {', '.join(map(str, sizes))}, not"
+            f" {model.name}'s head_dim {head_dim}"
+        )
     if major == TRTLLM_FAMILY:
         return None
     if not on_fa2:
         first = ".".join(map(str, FA2_FROM))
         return (
             f"vLLM {'.'.join(map(str, release[:2]))} runs an nvfp4 KV cache on compute capability 10.x only (B200,"
-            f" B300, GB200, GB300), not on {shown}; vLLM {first} adds 8.x, 9.x and 12.x"
+            f" B300, GB200, GB300), not on {shown}); vLLM {first} adds 8.x, 9.x and 12.x"
         )
     if major not in FA2_FAMILIES:
-        return f"vLLM's nvfp4 KV cache runs on compute capability 8.x to 12.x (FlashInfer), not on {shown}"
+        return f"vLLM's nvfp4 KV cache runs on compute capability 8.x, 9.x, 10.x or 12.x, not on {shown})"
     if model is not None and model.attention.mla is None:
-        if model.attention.head_dim == FA2_REFUSED_HEAD_DIM:
+        if head_dim == FA2_REFUSED_HEAD_DIM:
             return (
-                f"vLLM's nvfp4 KV cache on {shown} (FlashInfer FA2) refuses head_dim {FA2_REFUSED_HEAD_DIM}; it runs"
+                f"vLLM's nvfp4 KV cache on {shown}, FlashInfer FA2) refuses head_dim {FA2_REFUSED_HEAD_DIM}; it runs"
                 " on compute capability 10.x"
             )
         if model.attention.sinks:
             return (
-                f"vLLM's nvfp4 KV cache on {shown} (FlashInfer FA2) refuses attention sinks; it runs on compute"
+                f"vLLM's nvfp4 KV cache on {shown}, FlashInfer FA2) refuses attention sinks; it runs on compute"
                 " capability 10.x"
             )
     return None

@@ -234,6 +234,10 @@ TRTLLM_PYTORCH_KV_FORMATS = ("fp32", "fp16", "bf16", "fp8")
 is the C++ runtime's, built into a TensorRT engine from a checkpoint quantised with kv_cache_quant_algo INT8."""
 
 
+FORMAT_LACKING = " these figures are that format's bytes, not a deployment it runs"
+"""The tail of every ``kv_format_note``, after a colon: a refusal keeps what comes before it."""
+
+
 def kv_format_note(
     engine: str, kv_dtype: str, release: Version | None = None, target: Target | None = None,
     model: ModelSpec | None = None, generation_id: str | None = None,
@@ -243,9 +247,10 @@ def kv_format_note(
     ``release`` before ``NVFP4_KV_FROM``, None: the latest, or on a ``target`` GPU it has no nvfp4 cache on for
     ``model``, ``core.engine.nvfp4_kv``), whose figures are that format's bytes, not a deployment the engine runs;
     None where it offers it."""
-    lacking = " these figures are that format's bytes, not a deployment it runs"
+    lacking = FORMAT_LACKING
     pytorch_backend = engine == "trtllm" and generation_id in (None, "trtllm-pytorch")
-    if pytorch_backend and kv_dtype in KV_FORMATS[engine] and kv_dtype not in TRTLLM_PYTORCH_KV_FORMATS:
+    offered = TRTLLM_PYTORCH_KV_FORMATS if pytorch_backend else KV_FORMATS[engine]
+    if pytorch_backend and kv_dtype in KV_FORMATS[engine] and kv_dtype not in offered:
         return (
             f"TensorRT-LLM's PyTorch backend has no {kv_dtype} KV cache (its kv_cache_config.dtype takes auto or"
             f" fp8; int8 is the C++ engine's, --engine trtllm-cpp):{lacking}"
@@ -257,9 +262,9 @@ def kv_format_note(
         refused = nvfp4_kv_gpu_refusal(target, release, model)
         if refused is not None:
             return f"{refused}:{lacking}"
-    if kv_dtype in KV_FORMATS[engine]:
+    if kv_dtype in offered:
         return None
-    return f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(KV_FORMATS[engine])}):{lacking}"
+    return f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(offered)}):{lacking}"
 
 
 def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | None = None) -> str | None:
@@ -282,7 +287,7 @@ def refuse_kv_format_the_engine_lacks(
     ``instead`` the way out."""
     lacking = deployment_kv_format_note(deployment, model)
     if lacking is not None:
-        raise BadInputError(f"{named}: {lacking.partition(':')[0]}; {instead}")
+        raise BadInputError(f"{named}: {lacking.removesuffix(':' + FORMAT_LACKING)}; {instead}")
 
 
 def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:

@@ -126,7 +126,7 @@ def _sixteen_bits_for_the_target(request: RecommendRequest) -> RecommendRequest:
     return request.model_copy(update=update) if update else request
 
 
-def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
+def _warnings(ctx: Context, request: RecommendRequest, tp: int, model: ModelSpec) -> list[str]:
     """What the short report prints above the design: bf16 on a target without it, tp spanning the target's nodes,
     a KV format the engine has no cache of (int8, int4 on vLLM: the figures are that format's bytes, not a deployment
     it runs); also among the memory plan's notes, which only --explain and --json show."""
@@ -136,7 +136,7 @@ def _warnings(ctx: Context, request: RecommendRequest, tp: int) -> list[str]:
 
     found = bf16_notes(ctx.target.target, weight_dtype=request.weight_dtype, kv_dtype=request.kv_dtype)
     spans = tp_spans_nodes_note(tp, ctx.target)
-    no_such_cache = deployment_kv_format_note(ctx.deployment(tp))
+    no_such_cache = deployment_kv_format_note(ctx.deployment(tp), model)  # FA2's head_dim 64 and sinks
     return [*found, *(note for note in (spans, no_such_cache) if note is not None)]
 
 
@@ -233,7 +233,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
         latency=latency,
         fits=memory.fits if memory else None,
         ways_out=ways_out,
-        warnings=_warnings(ctx, request, chosen.tp),
+        warnings=_warnings(ctx, request, chosen.tp, chosen.model),
         init=init,
         qkv_bias=False,
         o_bias=False,
