@@ -116,5 +116,23 @@ def test_a_dtype_mha_does_not_read_is_refused_not_priced_as_bf16(cli, tmp_path):
     path.parent.mkdir()
     path.write_text(json.dumps({**config, "torch_dtype": "float8"}))
     refused = cli.run("kv", str(path))
-    assert refused.exit_code == 2 and "dtype 'float8' (config.json) is not one mha reads" in refused.output
+    assert refused.exit_code == 2 and "dtype 'float8' (config.json) is not a torch dtype mha reads" in refused.output
     assert cli.run("kv", str(path), "--weight-dtype", "bf16").exit_code == 0
+
+
+def test_a_float8_dtype_is_vllms_bf16_fallback_said(cli, tmp_path):
+    """Real fp8 checkpoints name float8_e4m3fn (RedHatAI's Llama-4-Scout-FP8-dynamic): vLLM's _resolve_auto_dtype
+    falls back to bf16 for it, so the fp8 scheme and the bf16 rest are priced as before, with the assumption said (the
+    review of this change found the refusal above blocking them)."""
+    config = json.loads(reference_hf_config("llama-3.1-8b").read_text())
+    path = tmp_path / "fp8" / "config.json"
+    path.parent.mkdir()
+    quant = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    path.write_text(json.dumps({**config, "torch_dtype": "float8_e4m3fn", "quantization_config": quant}))
+    data = cli.json("kv", str(path))
+    assert data["deployment"]["weight_dtype"] == "fp8"
+    assert any(
+        note.startswith("dtype float8_e4m3fn (config.json): vLLM runs the model") for note in data["assumptions"]
+    )
+    path.write_text(json.dumps({**config, "quantization_config": quant}))
+    assert cli.json("kv", str(path))["weight_bytes"] == data["weight_bytes"]

@@ -195,7 +195,9 @@ def _load_file(
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
         source = _with_checkpoint_weights(source, stored, shown_path(path), declared_mtp_layers(data), weight_dtype)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
-        _refuse_unread_dtype(data, shown_path(path), weight_dtype)
+        fallback = _dtype_read(data, shown_path(path), weight_dtype)
+        if fallback is not None:
+            source = source.model_copy(update={"assumptions": [*source.assumptions, fallback]})
         source = _with_float16_checkpoint(source, data)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
@@ -299,18 +301,36 @@ FLOAT32_CHECKPOINT = (
 
 
 READ_DTYPES = ("bfloat16", "float16", "half", "float32", "float")
-"""The config.json dtypes mha prices (vLLM's ``_STR_DTYPE_TO_TORCH_DTYPE`` names, vllm/config/model.py 0.32.0)."""
+"""The config.json dtypes mha prices as named (vLLM's ``_STR_DTYPE_TO_TORCH_DTYPE`` names, vllm/config/model.py
+0.32.0)."""
+FALLBACK_DTYPES = (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "float64", "double",
+)  # fmt: skip
+"""torch dtypes a config.json may name (fp8 checkpoints: RedHatAI's Llama-4-Scout-FP8-dynamic says float8_e4m3fn)
+that vLLM does not run a model in: ``_resolve_auto_dtype`` falls back to its device's first supported dtype, bf16
+("Your device ... doesn't support ... Falling back"), as the unquantised weights are priced."""
+FALLBACK_NOTE = (
+    "dtype {named} (config.json): vLLM runs the model in its device's first 16-bit dtype instead (bf16:"
+    " _resolve_auto_dtype's fallback, vLLM 0.32.0), so the unquantised weights are priced in bf16"
+)
 
 
-def _refuse_unread_dtype(config: dict, origin: str, weight_dtype: str | None) -> None:
-    """A config.json dtype outside ``READ_DTYPES`` ("float8", a typo) was priced as bf16 with no word: it sets the
-    unquantised weights' format, so it is refused in one line unless --weight-dtype says what to price."""
+def _dtype_read(config: dict, origin: str, weight_dtype: str | None) -> str | None:
+    """The assumption for a config.json dtype vLLM falls back from (``FALLBACK_DTYPES``), or None; a name that is no
+    torch dtype ("float8", a typo) is refused in one line, as it would be priced as bf16 with no word, unless
+    --weight-dtype says what to price."""
     named = checkpoint_dtype_name(config)
-    if named is None or weight_dtype is not None or (isinstance(named, str) and named in READ_DTYPES):
-        return
+    if named is None or (isinstance(named, str) and named in READ_DTYPES):
+        return None
+    if isinstance(named, str) and named in FALLBACK_DTYPES:
+        return FALLBACK_NOTE.format(named=named)
+    if weight_dtype is not None:
+        return None
     raise BadInputError(
-        f"{origin}: dtype {named!r} (config.json) is not one mha reads ({', '.join(READ_DTYPES[:3])}, float32): it"
-        " sets the unquantised weights' format; fix it in a copy of the file, or give --weight-dtype"
+        f"{origin}: dtype {named!r} (config.json) is not a torch dtype mha reads ({', '.join(READ_DTYPES)}, or"
+        " a float8 name): it sets the unquantised weights' format; fix it in a copy of the file, or give"
+        " --weight-dtype"
     )
 
 
