@@ -263,3 +263,21 @@ def test_an_odd_rotary_width_is_a_hard_failure(tmp_path, attention, width):
         else {"mla": {**attention["mla"], "qk_rope_head_dim": 16}}
     )
     assert "MHA095" not in ids(check_design(write_config(tmp_path, name="even", **{**model, "attention": even})))
+
+
+def test_an_odd_local_or_mla_partial_rotary_width_fails_too(tmp_path):
+    """MHA095 read only the global RoPE at head_dim x its factor, but verify builds rope_local on the local layers and
+    MLA's rotary at qk_rope_head_dim x the factor (the review of this change): int(64 x 0.3) = 19 on local layers,
+    int(64 x 0.6) = 38 even but int(30 x 0.5) = 15 on an MLA key, both fail; a global RoPE alone still passes."""
+    local = {"d_model": 256, "n_layers": 2, "n_heads": 4, "vocab_size": 1000, "d_ff": 512,
+             "layers": {"pattern": ["local", "global"], "sliding_window": 128},
+             "attention": {"head_dim": 64, "rope_local": {"theta": 10000.0, "partial_rotary_factor": 0.3}}}  # fmt: skip
+    assert ids(check_design(write_config(tmp_path, name="local", **local))).get("MHA095") == "hard"
+    mla = {"mla": {"kv_lora_rank": 64, "qk_rope_head_dim": 30, "qk_nope_head_dim": 64, "v_head_dim": 64},
+           "rope": {"partial_rotary_factor": 0.5}}  # fmt: skip
+    model = {"d_model": 1024, "n_layers": 8, "n_heads": 16, "vocab_size": 1000, "d_ff": 2816, "attention": mla}
+    result = check_design(write_config(tmp_path, name="mla", **model))
+    assert ids(result).get("MHA095") == "hard"
+    assert "attention.mla.qk_rope_head_dim 30 x rope.partial_rotary_factor 0.5 rotates 15 values" in next(
+        f.message for f in result.findings if f.id == "MHA095"
+    )

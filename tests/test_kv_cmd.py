@@ -482,3 +482,20 @@ def test_an_interleaved_moe_says_which_layers_are_dense(cli, tmp_path):
     jamba = " ".join(cli.run("kv", str(reference_hf_config("jamba-mini-1.5"))).output.split())
     assert "MoE on 16 of 32 layers (every 2 from layer 1), the others dense" in jamba
     assert "first 3 layers dense (d_ff 18432)" in " ".join(cli.run("kv", "deepseek-v3").output.split())
+
+
+def test_a_moe_period_past_the_last_layer_is_said_not_a_crash(cli, tmp_path):
+    """n_layers 2 with MoE every 4 layers from layer 3: no layer is MoE, and the render's search for the first one
+    raised StopIteration, exit 70 in kv and check (the review of this change)."""
+    from mha_cli.core.config_io import config_to_yaml
+    from mha_cli.core.schemas import MhaConfig, ModelSpec
+
+    moe = {"n_experts": 8, "n_active_experts": 2, "d_ff_expert": 256, "layer_period": 4, "layer_offset": 3}
+    model = ModelSpec(d_model=256, n_layers=2, n_heads=4, vocab_size=1000, d_ff=512, block={"moe": moe})
+    path = tmp_path / "moe.yaml"
+    path.write_text(config_to_yaml(MhaConfig(model=model)))
+    shown = cli.run("kv", str(path))
+    assert shown.exit_code == 0 and "MoE on none of 2 layers (period 4), all dense (d_ff 512)" in " ".join(
+        shown.output.split()
+    )
+    assert cli.run("check", str(path)).exit_code in (0, 1)

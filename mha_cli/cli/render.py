@@ -101,7 +101,9 @@ def _dense_layers_words(model: ModelSpec) -> str:
     moe = model.block.moe
     assert moe is not None
     if moe.layer_period > 1:
-        first = next(layer for layer in range(model.n_layers) if moe.is_moe_layer(layer))
+        first = next((layer for layer in range(model.n_layers) if moe.is_moe_layer(layer)), None)
+        if first is None:  # a period past the last layer: every layer dense
+            return f"; MoE on none of {model.n_layers} layers (period {moe.layer_period}), all dense (d_ff {model.block.d_ff})"
         return (
             f"; MoE on {model.n_moe_layers} of {model.n_layers} layers (every {moe.layer_period} from layer {first}),"
             f" the others dense (d_ff {model.block.d_ff})"

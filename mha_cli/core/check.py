@@ -237,31 +237,38 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:
-    """MHA095 (hard): an odd rotated width, which ``mha verify`` and transformers refuse to build."""
+    """MHA095 (hard): an odd rotated width, which ``mha verify`` and transformers refuse to build: each RoPE the model
+    applies (``rope``, and ``rope_local`` on its local layers) rotates int(width x partial_rotary_factor) values of a
+    head's width (MLA: qk_rope_head_dim, itself even), as ``nn.rope.rotary_dim`` rounds it."""
     rope, mla = model.rotary, model.attention.mla
     if rope is None:
         return
-    if mla is not None:
-        if mla.qk_rope_head_dim % 2:
-            trace.fire(
-                "MHA095",
-                f"attention.mla.qk_rope_head_dim {mla.qk_rope_head_dim} is odd: RoPE turns values in pairs, so it"
-                " must be even (DeepSeek-V3's is 64)",
-                width=mla.qk_rope_head_dim,
-            )
-        return
-    head_dim = model.attention.head_dim
-    width = int(head_dim * rope.partial_rotary_factor)  # as transformers rounds it (nn.rope.rotary_dim)
-    if width % 2:
-        partial = (
-            f" x rope.partial_rotary_factor {rope.partial_rotary_factor}" if rope.partial_rotary_factor < 1 else ""
-        )
+    if mla is not None and mla.qk_rope_head_dim % 2:
         trace.fire(
             "MHA095",
-            f"attention.head_dim {head_dim}{partial} rotates {width} values a head: RoPE turns them in pairs, so the"
-            " width must be even: change head_dim" + (" or partial_rotary_factor" if partial else ""),
-            width=width,
+            f"attention.mla.qk_rope_head_dim {mla.qk_rope_head_dim} is odd: RoPE turns values in pairs, so it must be"
+            " even (DeepSeek-V3's is 64)",
+            width=mla.qk_rope_head_dim,
         )
+        return
+    base, field = (
+        (mla.qk_rope_head_dim, "attention.mla.qk_rope_head_dim") if mla else (model.attention.head_dim, "attention.head_dim")
+    )  # fmt: skip
+    local = model.attention.rope_local if mla is None and model.n_local_layers else None
+    for name, each in (("rope", rope), ("rope_local", local)):
+        if each is None:
+            continue
+        width = int(base * each.partial_rotary_factor)  # as transformers rounds it (nn.rope.rotary_dim)
+        if width % 2:
+            partial = f" x {name}.partial_rotary_factor {each.partial_rotary_factor}"
+            trace.fire(
+                "MHA095",
+                f"{field} {base}{partial if each.partial_rotary_factor < 1 else ''} rotates {width} values a head:"
+                f" RoPE turns them in pairs, so the width must be even: change {field.rpartition('.')[2]}"
+                + (f" or {name}.partial_rotary_factor" if each.partial_rotary_factor < 1 else ""),
+                width=width,
+            )
+            return
 
 
 def _option(options: list[VariantOption], variant: str) -> VariantOption | None:
