@@ -21,6 +21,7 @@ from mha_cli.core.memory import LayoutError
 from mha_cli.core.recommend import REQUEST_FLAGS
 from mha_cli.core.targets import resolve_target
 from mha_cli.core.ways import FLAG_FIELDS, MAX_PAIRS_SHOWN, MAX_PAIRS_TRIED, Verdict, settle
+from tests.conftest import reference_hf_config
 
 
 def options_of(command: str) -> set[str]:
@@ -320,3 +321,17 @@ def _bf16():
     from mha_cli.core.schemas import DeploymentSpec
 
     return DeploymentSpec(seq_len=8192, weight_dtype="bf16")
+
+
+def test_mha025_names_the_rope_table_a_config_sizes(cli, tmp_path):
+    """check on a Llama config of 268,435,456 positions said "weights need 15.0 GiB ..., usable 4.2 GiB", blaming the
+    weights for vLLM's 64 GiB RoPE table (268,435,456 x 128 x 2 B), which the config's context sizes, not --seq (the
+    review of this change)."""
+    config = json.loads((reference_hf_config("llama-3.1-8b")).read_text()) | {"max_position_embeddings": 268_435_456}
+    path = tmp_path / "long" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config))
+    found = cli.json("check", str(path), "--target", "h100", "--seq", "8192")["findings"]
+    message = next(f["message"] for f in found if f["id"] == "MHA025")
+    assert "beside its RoPE cos/sin table of 64.0 GiB for the context's positions (sized by its context of" \
+        " 268,435,456 positions, max_position_embeddings with rope_scaling)" in message  # fmt: skip

@@ -14,7 +14,7 @@ from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
-from mha_cli.core.memory import LayoutError, MemoryPlan, layout_changes, plan_memory, resolve_tp
+from mha_cli.core.memory import LayoutError, MemoryPlan, layout_changes, plan_memory, resolve_tp, rope_table_clause
 from mha_cli.core.params import ParamBreakdown, count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.rules.engine import Trace, counted
@@ -480,6 +480,13 @@ def _plan_experts(plan: MemoryPlan, deployment: DeploymentSpec) -> ExpertLayout 
     return ExpertLayout(plan.expert_ranks, bool(deployment.expert_parallel) or dp_attention, dp_attention, backend)
 
 
+def _table_sized_by(model: ModelSpec) -> str:
+    """What sizes a design's RoPE table, for MHA025's words: its stated context, or (none stated) the context asked."""
+    if model.context_length is None:
+        return "a shorter --seq shrinks it"
+    return f"sized by its context of {model.context_length:,} positions, max_position_embeddings with rope_scaling"
+
+
 def flag_fit(
     trace: Trace,
     model: ModelSpec,
@@ -509,7 +516,7 @@ def flag_fit(
         trace.fire(
             "MHA025",
             f"weights need {format_bytes(plan.weight_bytes_per_device)} per device of {plan.target_name},"
-            f" usable {format_bytes(plan.usable_bytes)}{reserves}{how}",
+            f" usable {format_bytes(plan.usable_bytes)}{rope_table_clause(plan, _table_sized_by(model))}{reserves}{how}",
             weight_bytes_per_device=plan.weight_bytes_per_device,
             usable_bytes=plan.usable_bytes,
             deficit_bytes=plan.deficit_bytes,

@@ -126,18 +126,22 @@ class MemoryPlan(Record):
         return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
 
 
-def weights_overflow_words(plan: MemoryPlan) -> str:
-    """Why ``plan``'s weights do not fit, in words: the share the engine leaves them, and the RoPE table beside them
-    where that table (max_model_len positions: 64 GiB at 256M tokens) is what takes the device, so the words name
-    the context, not the weights alone (``mha recommend --seq 2G`` blamed 1.7 GiB of weights)."""
-    words = f"the weights exceed the {format_bytes(plan.usable_bytes)} a device the engine may use"
+def rope_table_clause(plan: MemoryPlan, shrink: str) -> str:
+    """`` beside its RoPE cos/sin table of X for the context's positions (shrink)`` where the engine's RoPE table
+    (one row a position of the model's context: 64 GiB at 256M tokens) is larger than the weights it is blamed on;
+    empty otherwise. ``shrink``: what shortens the table (recommend's --seq; a config's max_position_embeddings)."""
     rope = -sum(line.bytes for line in plan.engine.budget if line.label == ROPE_CACHE_LABEL)
-    if rope > plan.weight_bytes_per_device:
-        words += (
-            f" beside its RoPE cos/sin table of {format_bytes(rope)} for the context's positions (a shorter --seq"
-            " shrinks it)"
-        )
-    return words
+    if rope <= plan.weight_bytes_per_device:
+        return ""
+    return f" beside its RoPE cos/sin table of {format_bytes(rope)} for the context's positions ({shrink})"
+
+
+def weights_overflow_words(plan: MemoryPlan) -> str:
+    """Why a design's weights do not fit, in words: the share the engine leaves them, and the RoPE table beside them
+    where that table is what takes the device, so the words name the context, not the weights alone (``mha
+    recommend --seq 2G`` blamed 1.7 GiB of weights)."""
+    words = f"the weights exceed the {format_bytes(plan.usable_bytes)} a device the engine may use"
+    return words + rope_table_clause(plan, "a shorter --seq shrinks it")
 
 
 def expert_layout(model: ModelSpec, tp: int, replicas: int, deployment: DeploymentSpec | None) -> ExpertLayout | None:
