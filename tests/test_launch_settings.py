@@ -226,3 +226,21 @@ def test_a_pinned_plan_carries_launch_note_as_a_search_does(cli):
     assert "launch_note" in pinned and pinned["launch_note"] is None and pinned["launch"]
     searched = cli.json("plan", "llama-3.1-8b", "--target", "b200", "--closed-form")
     assert searched["launch_note"] is None and all("launch_note" not in row for row in searched["layouts"])
+
+
+def test_moe_replicas_holding_their_own_experts_run_every_line_once_each(cli):
+    """Qwen3-30B-A3B under --engine trtllm at tp 2 on 8 GPUs is 4 replicas each holding its own experts: the vllm and
+    sglang lines say --data-parallel-size 1 / --dp-size 1 (their data parallelism would spread the experts over all 8
+    GPUs, not the layout priced), so as printed each served 2 of the 8 GPUs with no word (found by newuser trial
+    254). The note now covers every line; a dense model's replicas keep vLLM's --data-parallel-size."""
+    config = str(reference_hf_config("qwen3-30b-a3b"))
+    moe = cli.json("plan", config, "--target", "8xh100", "--tp", "2", "--concurrency", "64", "--engine", "trtllm",
+                   "--closed-form")  # fmt: skip
+    assert value(moe["launch"]["vllm"], "--data-parallel-size") == "1"
+    assert (
+        "run the vllm, sglang and trtllm lines once per replica (4 servers), each on its own GPUs (server 1:"
+        " CUDA_VISIBLE_DEVICES=0,1;"
+    ) in moe["launch_note"]
+    dense = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--engine", "trtllm", "--closed-form")
+    assert value(dense["launch"]["vllm"], "--data-parallel-size") == "2"
+    assert "run the trtllm line once per replica (2 servers)" in dense["launch_note"]

@@ -586,7 +586,7 @@ def launch_commands(
         format_notes,
         notes_for,
         pool_words,
-        trtllm_replicas_note,
+        replicas_note,
         trtllm_words,
     )
 
@@ -614,9 +614,10 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
-        if d.replicas > 1 and plan.nodes is None and not trays:  # several hosts: core.cost.launch_nodes says
-            trtllm_notes.append(trtllm_replicas_note(d.replicas, d.tp * d.pp))
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
+    one_server_each = [name for name in lines if copies or name == "trtllm"]  # lines with no flag for the replicas
+    if d.replicas > 1 and one_server_each and plan.nodes is None and not trays:  # several hosts: launch_nodes says
+        pool = pool._replace(notes=[*pool.notes, replicas_note(d.replicas, d.tp * d.pp, one_server_each)])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
     notes: list[str] = []
     if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
