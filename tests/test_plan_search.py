@@ -449,3 +449,12 @@ def test_a_pinned_concurrency_above_num_prompts_is_refused_in_a_search_too(cli):
     for extra in ([], ["--tp", "1"]):
         result = cli.run(*args, *extra)
         assert result.exit_code == 2 and "--num-prompts 4 sends fewer requests than the 8 users" in result.output
+
+
+def test_counts_read_as_counts(cli):
+    """ "1 candidates" and "1048576 user(s)" without separators (found by newuser trial 254)."""
+    search = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "h100", "--concurrency", "24").output.split())
+    assert "; 1 candidate; targets: none" in search
+    pinned = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "1048576",
+                     "--closed-form")  # fmt: skip
+    assert "1,048,576 user(s)" in " ".join(pinned.output.split())

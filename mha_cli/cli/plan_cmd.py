@@ -842,7 +842,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     p = result
     d = p.deployment
     load = (
-        f"{p.concurrency} user(s) ({p.running_per_replica} running per {d.share})"
+        f"{p.concurrency:,} user(s) ({p.running_per_replica:,} running per {d.share})"
         if p.rate_rps is None  # an open loop has no users: its rate, and the requests in flight it keeps
         else f"{p.rate_rps:g} req/s ({p.running_per_replica} running per {d.share} in the steady state)"
     )
@@ -1075,6 +1075,8 @@ def render_search(console: Console, result: SearchResult) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from mha_cli.core.rules.engine import counted
+
     targets = []
     if result.ttft_ms is not None:
         targets.append(f"TTFT <= {result.ttft_ms:g} ms")
@@ -1082,7 +1084,7 @@ def render_search(console: Console, result: SearchResult) -> None:
         targets.append(f"ITL <= {result.itl_ms:g} ms")
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {escape(result.target)}: {result.isl:,} in / {result.osl:,} out;"
-        f" {len(result.candidates)} candidates; targets: {', '.join(targets) or 'none'}"
+        f" {counted(len(result.candidates), 'candidate')}; targets: {', '.join(targets) or 'none'}"
     )
     for line in result.layouts:
         console.print(f"[dim]  {escape(line)}[/dim]")
