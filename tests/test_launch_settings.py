@@ -244,3 +244,14 @@ def test_moe_replicas_holding_their_own_experts_run_every_line_once_each(cli):
     dense = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--engine", "trtllm", "--closed-form")
     assert value(dense["launch"]["vllm"], "--data-parallel-size") == "2"
     assert "run the trtllm line once per replica (2 servers)" in dense["launch_note"]
+
+
+@pytest.mark.parametrize(("target", "tokens"), [("tpu-v6e", 1024), ("tpu-v5e", 512), ("tpu-v5p", 256)])
+def test_a_tpu_takes_vllms_chip_step_budget(cli, target, tokens):
+    """vLLM's get_batch_defaults gives a TPU its chip's max_num_batched_tokens (V6E 1,024, V5E 512, V5P 256 for vllm
+    serve; read in the 0.13.0, 0.21.0 and 0.32.0 wheels), where plan wrote a GPU's 2,048 (found by newuser trial
+    254); a TPU v4 keeps the GPU tiers."""
+    found = cli.json("plan", "llama-3.2-1b", "--target", target, "--tp", "1", "--closed-form")  # a v5e holds 16 GB
+    assert value(found["launch"]["vllm"], "--max-num-batched-tokens") == str(tokens)
+    v4 = cli.json("plan", "llama-3.1-8b", "--target", "tpu-v4", "--tp", "1", "--closed-form")
+    assert value(v4["launch"]["vllm"], "--max-num-batched-tokens") == "2048"
