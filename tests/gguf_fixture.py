@@ -1,8 +1,10 @@
 """GGUF headers written by ``gguf-py`` (llama.cpp's own writer, a dev dependency): the metadata and tensor table of
-a real model's shapes, without the tensors' data (the reader never reads it), so a 70B file is a few MB."""
+a real model's shapes, the tensors' data a hole of the file (sparse: ``os.truncate`` past the header, zeros nobody
+writes), so a 70B file is its real size on paper and a few MB on disk; the reader checks the size, never the data."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import gguf
@@ -11,6 +13,10 @@ import numpy as np
 Q4_K, Q6_K, Q8_0, F32, BF16 = (gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K,
                                gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.F32,
                                gguf.GGMLQuantizationType.BF16)  # fmt: skip
+
+
+ALIGNMENT = 32
+"""gguf-py's default ``general.alignment``: the data section and every tensor in it start on a multiple of it."""
 
 
 def stored_bytes(shape: tuple[int, ...], kind: gguf.GGMLQuantizationType) -> int:
@@ -24,13 +30,18 @@ class HeaderWriter:
 
     def __init__(self, path: Path, arch: str) -> None:
         self.writer = gguf.GGUFWriter(str(path), arch)
+        self.path = path
         self.total = 0
+        self.padded = 0
+        self.header_bytes = 0
+        """The header's bytes, once closed (the data section follows, aligned)."""
 
     def tensor(self, name: str, shape: tuple[int, ...], kind: gguf.GGMLQuantizationType) -> None:
         """One tensor entry of ``shape`` (outermost first) stored as ``kind``."""
         block, block_bytes = gguf.GGML_QUANT_SIZES[kind]
         nbytes = stored_bytes(shape, kind)
         self.total += nbytes
+        self.padded += -(-nbytes // ALIGNMENT) * ALIGNMENT
         if block == 1:
             dtype = {F32: np.float32, BF16: np.uint16}.get(kind, np.float16)
             self.writer.add_tensor_info(name, shape, np.dtype(dtype), nbytes, raw_dtype=kind)
@@ -43,6 +54,9 @@ class HeaderWriter:
         self.writer.write_kv_data_to_file()
         self.writer.write_ti_data_to_file()
         self.writer.close()
+        self.header_bytes = header = os.path.getsize(self.path)
+        start = -(-header // ALIGNMENT) * ALIGNMENT
+        os.truncate(self.path, start + self.padded)  # the data section, each tensor padded as gguf-py places it
 
 
 def write_decoder(

@@ -5,6 +5,7 @@ reference on both sides: its key names, its writer, its table of type sizes."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 
 import gguf
@@ -110,10 +111,13 @@ def test_value_heads_narrower_than_key_heads_are_refused(tmp_path, cli):
 
 def test_broken_files_get_one_line(tmp_path, cli):
     path = tmp_path / "model.gguf"
-    write_decoder(path, "llama", {**fixture("llama-3-8b"), "num_hidden_layers": 2}).close()
-    whole = path.read_bytes()
+    written = write_decoder(path, "llama", {**fixture("llama-3-8b"), "num_hidden_layers": 2})
+    written.close()
+    with path.open("rb") as handle:
+        whole = handle.read(written.header_bytes)  # the header: the data is a hole of the file
     cases = {
         "truncated": whole[: len(whole) // 2],
+        "header alone": whole,  # its tensor table runs past the file (a partial download)
         "not gguf": b"PK\x03\x04" + whole[4:],
         "big-endian": whole[:4] + struct.pack(">I", 3) + whole[8:],
         "empty": b"",
@@ -323,3 +327,27 @@ def test_a_deepseek2_mla_key_at_odds_with_the_latent_is_refused(tmp_path, cli):
     written.writer.add_uint32("deepseek2.attention.value_length", 128)  # per-head V beside the latent's keys
     written.close()
     assert "value_length" in one_line_error(cli.run("kv", str(path)))
+
+
+def test_a_split_gguf_shard_is_refused_not_priced_as_the_model(tmp_path, cli):
+    """The first shard of a gguf-split file (split.count 2) was priced as the whole model's weights, about half of
+    them (found by newuser trial 255): vLLM loads one file, so the shards are merged first (docs/models.md)."""
+    path = tmp_path / "model-00001-of-00002.gguf"
+    written = write_decoder(path, "llama", {**fixture("llama-3-8b"), "num_hidden_layers": 2})
+    written.writer.add_uint16("split.no", 0)
+    written.writer.add_uint16("split.count", 2)
+    written.close()
+    error = one_line_error(cli.run("kv", str(path)))
+    assert "shard 1 of 2 of a split GGUF (split.count)" in error and "llama-gguf-split --merge" in error
+
+
+def test_a_gguf_cut_short_is_refused_and_a_whole_one_priced(tmp_path, cli):
+    """A GGUF whose data ends before its tensor table says (a partial download) was priced at the table's full bytes
+    (found by newuser trial 255); the same file at its full size prices."""
+    path = tmp_path / "model.gguf"
+    written = write_decoder(path, "llama", {**fixture("llama-3-8b"), "num_hidden_layers": 2})
+    written.close()
+    assert cli.run("kv", str(path)).exit_code == 0
+    os.truncate(path, os.path.getsize(path) - 1)
+    error = one_line_error(cli.run("kv", str(path)))
+    assert "its tensor table needs" in error and "a truncated or partial download?" in error

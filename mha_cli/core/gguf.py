@@ -13,6 +13,7 @@ read up to the end of its tensor table only, in chunks, never more than ``MAX_HE
 from __future__ import annotations
 
 import math
+import os
 import struct
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -84,6 +85,8 @@ class GgufTensor(NamedTuple):
     shape: tuple[int, ...]
     ggml_type: GgmlType
     bytes: int
+    offset: int = 0
+    """Where its data starts, from the start of the data section (after the header, aligned)."""
 
     @property
     def values(self) -> int:
@@ -216,7 +219,42 @@ def _parse(reader: _Reader) -> GgufHeader:
         key = reader.string()
         metadata[key] = reader.value(reader.scalar("<I"))
     tensors = [_tensor(reader, path) for _ in range(tensor_count)]
+    _refuse_split(metadata, path)
+    _refuse_cut_short(tensors, metadata, reader, path)
     return GgufHeader(version, metadata, tensors)
+
+
+DEFAULT_ALIGNMENT = 32
+"""GGUF's ``general.alignment`` when the file names none: the data section starts on a multiple of it."""
+
+
+def _refuse_split(metadata: dict[str, Any], path: str) -> None:
+    """A shard of a split GGUF (``split.count`` > 1, llama.cpp's gguf-split) holds part of the tensors: priced alone it
+    was the whole model's weights; vLLM loads one file, so it is merged first (docs/models.md)."""
+    count = metadata.get("split.count")
+    if isinstance(count, int) and count > 1:
+        shard = metadata.get("split.no")
+        which = f"shard {shard + 1} of {count}" if isinstance(shard, int) else f"one of {count} shards"
+        raise BadInputError(
+            f"{path}: {which} of a split GGUF (split.count): it holds part of the model's tensors; merge the shards"
+            " into one file first (llama-gguf-split --merge), as vLLM loads one file"
+        )
+
+
+def _refuse_cut_short(tensors: list[GgufTensor], metadata: dict[str, Any], reader: _Reader, path: str) -> None:
+    """A file whose tensor data ends before its table says (a partial download, a header alone) was priced at the
+    table's full bytes: refused, as a safetensors file whose data_offsets run past it is."""
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(alignment, int) or alignment <= 0:
+        alignment = DEFAULT_ALIGNMENT
+    start = -(-reader.at // alignment) * alignment
+    size = os.fstat(reader.handle.fileno()).st_size
+    end = max((start + tensor.offset + tensor.bytes for tensor in tensors), default=start)
+    if end > size:
+        raise BadInputError(
+            f"{path}: its tensor table needs {end:,} bytes of file and it holds {size:,}: a truncated or partial"
+            " download?"
+        )
 
 
 def _tensor(reader: _Reader, path: str) -> GgufTensor:
@@ -227,7 +265,7 @@ def _tensor(reader: _Reader, path: str) -> GgufTensor:
         raise BadInputError(f"{path}: tensor {one_line(name, 60)} has {rank} dimensions: a corrupt header")
     dims = [reader.scalar("<Q") for _ in range(rank)]
     type_id = reader.scalar("<I")
-    reader.scalar("<Q")  # the data's offset: not needed
+    offset = reader.scalar("<Q")  # from the data section's start: checked against the file's size
     ggml_type = GGML_TYPES.get(type_id)
     if ggml_type is None:
         raise BadInputError(
@@ -240,4 +278,4 @@ def _tensor(reader: _Reader, path: str) -> GgufTensor:
             f"{path}: tensor {one_line(name, 60)} has rows of {dims[0]} values, not whole {ggml_type.name} blocks of"
             f" {ggml_type.block}: a corrupt header"
         )
-    return GgufTensor(name, tuple(reversed(dims)), ggml_type, values // ggml_type.block * ggml_type.block_bytes)
+    return GgufTensor(name, tuple(reversed(dims)), ggml_type, values // ggml_type.block * ggml_type.block_bytes, offset)
