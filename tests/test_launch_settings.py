@@ -229,18 +229,26 @@ def test_a_pinned_plan_carries_launch_note_as_a_search_does(cli):
 
 
 def test_moe_replicas_holding_their_own_experts_run_every_line_once_each(cli):
-    """Qwen3-30B-A3B under --engine trtllm at tp 2 on 8 GPUs is 4 replicas each holding its own experts: the vllm and
-    sglang lines say --data-parallel-size 1 / --dp-size 1 (their data parallelism would spread the experts over all 8
-    GPUs, not the layout priced), so as printed each served 2 of the 8 GPUs with no word (found by newuser trial
-    254). The note now covers every line; a dense model's replicas keep vLLM's --data-parallel-size."""
+    """Qwen3-30B-A3B under --engine trtllm at tp 2 on 8 GPUs is 4 replicas each holding its own experts: the vllm line
+    says --data-parallel-size 1 (vLLM's data parallelism would spread the experts over all 8 GPUs, its MoE layers
+    taking dp x tp as one group, not the layout priced), so as printed it served 2 of the 8 GPUs with no word (found
+    by newuser trial 254); SGLang's --dp-size starts independent copies, as priced (the review of this change). Over
+    two nodes each node runs 4 vllm and 4 trtllm servers. A dense model's replicas keep vLLM's
+    --data-parallel-size."""
     config = str(reference_hf_config("qwen3-30b-a3b"))
     moe = cli.json("plan", config, "--target", "8xh100", "--tp", "2", "--concurrency", "64", "--engine", "trtllm",
                    "--closed-form")  # fmt: skip
     assert value(moe["launch"]["vllm"], "--data-parallel-size") == "1"
+    assert value(moe["launch"]["sglang"], "--dp-size") == "4"
     assert (
-        "run the vllm, sglang and trtllm lines once per replica (4 servers), each on its own GPUs (server 1:"
+        "run the vllm and trtllm lines once per replica (4 servers), each on its own GPUs (server 1:"
         " CUDA_VISIBLE_DEVICES=0,1;"
     ) in moe["launch_note"]
+    nodes = cli.json("plan", config, "--target", "2x8xh100", "--tp", "2", "--concurrency", "64", "--engine", "trtllm",
+                     "--closed-form")  # fmt: skip
+    assert value(nodes["launch"]["vllm"], "--data-parallel-size") == "1"
+    for engine in ("vllm", "trtllm"):
+        assert f"{engine}: the line once per replica, 4 servers on each of the 2 nodes" in nodes["launch_note"]
     dense = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "4", "--engine", "trtllm", "--closed-form")
     assert value(dense["launch"]["vllm"], "--data-parallel-size") == "2"
     assert "run the trtllm line once per replica (2 servers)" in dense["launch_note"]

@@ -62,6 +62,9 @@ class NodeShape(NamedTuple):
     """The replicas share the routed experts (one data-parallel group over the nodes)."""
     replica_devices: int = 1
     """tp x pp: the devices of one replica."""
+    copies: bool = False
+    """MoE replicas that each hold their own experts: vLLM's data parallelism would spread the experts over them
+    (its MoE layers take dp x tp as one group without expert parallelism), so each is a server of its own."""
 
     @property
     def replicas_per_node(self) -> int:
@@ -89,7 +92,21 @@ def node_shape(
     """``NodeShape`` of tp x pp x replicas over ``nodes`` of ``devices_per_node``."""
     replica_nodes = -(-(tp * pp) // devices_per_node)
     shared = expert_ranks is not None and expert_ranks > tp
-    return NodeShape(nodes, devices_per_node, replica_nodes, replicas, shared, tp * pp)
+    copies = expert_ranks is not None and expert_ranks == tp and replicas > 1
+    return NodeShape(nodes, devices_per_node, replica_nodes, replicas, shared, tp * pp, copies)
+
+
+def _servers_per_node(shape: NodeShape, engine: str, why: str) -> str:
+    """The note for a line run once per replica on every node (no flag of its engine runs the layout priced)."""
+    return (
+        f"{engine}: the line once per replica, {shape.replicas_per_node} servers on each of the {shape.nodes} nodes,"
+        f" each on its own {shape.replica_devices} GPUs (CUDA_VISIBLE_DEVICES) and port, a load balancer in front:"
+        f" {why}"
+    )
+
+
+COPIES_WHY = "each replica holds its own experts, which vLLM's data parallelism would spread over every replica's GPUs"
+"""Why vLLM's line runs once per replica for MoE copies (``NodeShape.copies``)."""
 
 
 class NodeLines(NamedTuple):
@@ -162,6 +179,8 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
             f" index x {local}"
         )
         return NodeLines(head, others, note)
+    if shape.copies and shape.replicas_per_node > 1:
+        return NodeLines(vllm, None, _servers_per_node(shape, "vllm", COPIES_WHY))
     line = (
         _replace(vllm, "--data-parallel-size", str(shape.replicas_per_node)) if "--data-parallel-size" in vllm else vllm
     )
@@ -202,7 +221,10 @@ def node_launch(
         elif engine == "sglang":
             found = sglang_lines(words, shape)
         else:  # trtllm-serve: its multi-node launch (mpirun / trtllm-llmapi-launch) is not written
-            notes.append(f"{engine}: its multi-node launch (under mpirun) is not written; the line is one node's")
+            if shape.replica_nodes == 1 and not shape.straddles:  # replicas inside a node: servers, no data parallelism
+                notes.append(_servers_per_node(shape, engine, "trtllm-serve has no data-parallel flag"))
+            else:
+                notes.append(f"{engine}: its multi-node launch (under mpirun) is not written; the line is one node's")
             out[engine] = words
             continue
         if not found.head:

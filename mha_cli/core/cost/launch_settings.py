@@ -169,23 +169,25 @@ def replicas_note(replicas: int, gpus_per_replica: int, engines: list[str]) -> s
     """How to run the ``replicas`` the plan priced with ``engines``' lines when none of them can say it: trtllm-serve
     has no data-parallel flag (its options: ``--tp_size``, ``--pp_size``,
     https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html), and for an MoE model whose replicas
-    each hold their own experts vLLM's ``--data-parallel-size`` and SGLang's ``--dp-size`` would spread the experts
-    over every replica's GPUs instead, a layout not priced: one server per replica, each on its own
-    ``gpus_per_replica`` consecutive GPUs."""
+    each hold their own experts vLLM's ``--data-parallel-size`` would spread the experts over every replica's GPUs
+    instead (without expert parallelism its MoE layers take dp x tp ranks as one tensor-parallel group:
+    ``FusedMoEParallelConfig.make``, 0.32.0), a layout not priced; SGLang's ``--dp-size`` starts independent copies,
+    as priced. One server per replica, each on its own ``gpus_per_replica`` consecutive GPUs."""
     groups = [
         ",".join(str(replica * gpus_per_replica + gpu) for gpu in range(gpus_per_replica))
         for replica in range(replicas)
     ]
     devices = "; ".join(f"server {index + 1}: CUDA_VISIBLE_DEVICES={group}" for index, group in enumerate(groups))
     named = f"the {engines[0]} line" if len(engines) == 1 else f"the {', '.join(engines[:-1])} and {engines[-1]} lines"
-    why = (
-        "trtllm-serve has no data-parallel flag" if engines == ["trtllm"] else
-        "each holds its own experts, which a data-parallel flag would spread over every replica's GPUs"
-        + (", and trtllm-serve has none" if "trtllm" in engines else "")
-    )  # fmt: skip
+    reasons = []
+    if "vllm" in engines:
+        reasons.append("each replica holds its own experts, which vLLM's data parallelism would spread over every"
+                       " replica's GPUs")  # fmt: skip
+    if "trtllm" in engines:
+        reasons.append("trtllm-serve has no data-parallel flag")
     return (
         f"run {named} once per replica ({replicas} servers), each on its own GPUs ({devices}) and port, behind a"
-        f" load balancer: {why}"
+        f" load balancer: {'; '.join(reasons)}"
     )
 
 

@@ -540,7 +540,8 @@ def launch_commands(
     sglang_chunk = str(engine.max_num_batched_tokens * dp) if shared else budget
     # one server of DP attention is one replica of dp attention ranks (--attn-dp-size, SGLang 0.5.22 on; launch_forms
     # writes --dp-size N --enable-dp-attention for a release before)
-    dp_words = ["--dp-size", "1", "--attn-dp-size", str(dp)] if shared else ["--dp-size", str(dp)]
+    # SGLang's --dp-size without DP attention starts independent copies, each with its own experts: the copies priced
+    dp_words = ["--dp-size", "1", "--attn-dp-size", str(dp)] if shared else ["--dp-size", str(d.replicas)]
     sglang = ["python", "-m", "sglang.launch_server", "--model-path", model_id, "--tp-size", str(sglang_tp),
               "--pp-size", str(d.pp), *dp_words, "--context-length", str(context),
               "--max-running-requests", str(sglang_running), "--chunked-prefill-size", sglang_chunk]  # fmt: skip
@@ -615,7 +616,7 @@ def launch_commands(
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
-    one_server_each = [name for name in lines if copies or name == "trtllm"]  # lines with no flag for the replicas
+    one_server_each = [name for name in lines if (copies and name == "vllm") or name == "trtllm"]  # no flag for them
     if d.replicas > 1 and one_server_each and plan.nodes is None and not trays:  # several hosts: launch_nodes says
         pool = pool._replace(notes=[*pool.notes, replicas_note(d.replicas, d.tp * d.pp, one_server_each)])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
