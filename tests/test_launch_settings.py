@@ -261,5 +261,8 @@ def test_a_tpu_takes_vllms_chip_step_budget(cli, target, tokens):
     254); a TPU v4 keeps the GPU tiers."""
     found = cli.json("plan", "llama-3.2-1b", "--target", target, "--tp", "1", "--closed-form")  # a v5e holds 16 GB
     assert value(found["launch"]["vllm"], "--max-num-batched-tokens") == str(tokens)
+    assert value(found["launch"]["vllm"], "--max-num-seqs") == "256"  # vLLM reads no memory total on a TPU
     v4 = cli.json("plan", "llama-3.1-8b", "--target", "tpu-v4", "--tp", "1", "--closed-form")
     assert value(v4["launch"]["vllm"], "--max-num-batched-tokens") == "2048"
+    older = cli.json("plan", "llama-3.2-1b", "--target", target, "--tp", "1", "--closed-form", "--engine", "vllm@0.8.5")
+    assert value(older["launch"]["vllm"], "--max-num-batched-tokens") == "2048"  # the TPU branch came in 0.9.0

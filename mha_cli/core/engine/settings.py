@@ -132,7 +132,11 @@ VLLM_TPU_STEP_TOKENS = {"tpu-v6e": 1024, "tpu-v5e": 512, "tpu-v5p": 256}
 """``vllm serve``'s max_num_batched_tokens on a TPU by chip (``get_batch_defaults``' ``current_platform.is_tpu()``
 branch, ``chip_name == "V6E"`` / ``"V5E"`` / ``"V5P"``, OPENAI_API_SERVER; read in the 0.13.0, 0.21.0 and 0.32.0
 wheels), in place of the GPU tiers' 2,048 or 8,192; other chips (v4) keep the tiers. The chip's name comes from the
-TPU platform (tpu_inference from 0.32, not read); max_num_seqs keeps the memory tier."""
+TPU platform (tpu_inference from 0.32, not read). max_num_seqs is 256: the TPU platform raises NotImplementedError for
+``get_device_total_memory``, which ``get_batch_defaults`` takes as 0 GiB, the small tier."""
+VLLM_TPU_DEFAULTS_FROM = (0, 9, 0, 0)
+"""The first release with the TPU branch (vllm-project/vllm#17508, May 2025): in the 0.9.0.1 wheel's
+``_set_default_args_v1`` (the same per-chip figures), absent from 0.8.5's."""
 
 
 VLLM_A100_NAME_CHECK = (0, 9, 0, 0)
@@ -186,11 +190,11 @@ def _vllm_step_defaults(target: Target, release: str | None) -> tuple[int, int, 
     if target.vendor == "CPU":
         return 2048, 128, "max_num_batched_tokens 2048, max_num_seqs 128: vllm serve's defaults on its CPU backend"
     key = None if release is None else tuple(release_key(release))
-    if target.id in VLLM_TPU_STEP_TOKENS and (key is None or key >= VLLM_MEMORY_TIER_FROM):
-        tokens, seqs = VLLM_TPU_STEP_TOKENS[target.id], (1024 if _vllm_large_gpu(target, release) else 256)
-        return tokens, seqs, (
-            f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}: vllm serve's defaults on a TPU {target.id[4:]}"
-            " (its chip's own step budget; the sequences by memory, as on a GPU)"
+    if target.id in VLLM_TPU_STEP_TOKENS and (key is None or key >= VLLM_TPU_DEFAULTS_FROM):
+        tokens = VLLM_TPU_STEP_TOKENS[target.id]
+        return tokens, 256, (
+            f"max_num_batched_tokens {tokens}, max_num_seqs 256: vllm serve's defaults on a TPU {target.id[4:]} (its"
+            " chip's own step budget; 256 sequences, as vLLM reads no memory total on a TPU)"
         )  # fmt: skip
     if key is not None and key < VLLM_MEMORY_TIER_FROM:
         return _vllm_name_step_defaults(target, key)
