@@ -85,5 +85,24 @@ def test_check_and_kv_take_a_dynamic_scaling(cli, tmp_path):
                                          "max_position_embeddings": 32_768}))  # fmt: skip
     checked = cli.json("check", str(path), "--seq", "65536", "--target", "h100")
     assert not any("past the length derived" in warning for warning in checked["deployment_warnings"])
-    budget = cli.json("kv", str(path), "--target", "h100", "--seq", "65536")["memory"]["engine"]["budget"]
+    found = cli.json("kv", str(path), "--target", "h100", "--seq", "65536")
+    assert not any("rope_scaling type 'dynamic' is not modelled" in note for note in found["assumptions"])
+    budget = found["memory"]["engine"]["budget"]
     assert [line["bytes"] for line in budget if line["label"] == "RoPE cos/sin cache"] == [-(32_768 * 128 * 2)]
+    sglang = cli.json("kv", str(path), "--target", "h100", "--seq", "65536", "--engine", "sglang")["memory"]["engine"]
+    # SGLang's DynamicNTKScalingRotaryEmbedding holds max x factor rows, in fp32 (the review of this change)
+    assert [line["bytes"] for line in sglang["budget"] if line["label"] == "RoPE cos/sin cache"] == [
+        -(65_536 * 128 * 4)
+    ]
+
+
+def test_hunyuans_ntk_alpha_stays_unread_and_said():
+    """Hunyuan's rope_scaling {"type": "dynamic", "alpha": 1000, "factor": 1} is vLLM's DynamicNTKAlphaRotaryEmbedding
+    (base x alpha^(d/(d-2)) at every position), not the factor's NTK: read as not modelled, said (the review of this
+    change found it read as plain dynamic with factor 1)."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    imported = import_hf_config(config | {"rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}})
+    assert imported.model.rotary.scaling is None
+    assert "rope_scaling type 'dynamic' is not modelled: unscaled RoPE frequencies" in imported.assumptions

@@ -668,7 +668,8 @@ def _rope_block(r: ConfigReader, fam: Family, params: dict[str, Any]) -> dict[st
             " theta^(-2i / rotated width); no size depends on them"
         )
         return rope
-    if kind not in ("linear", "llama3", "yarn", "dynamic") or (kind == "dynamic" and params.get("factor") is None):
+    dynamic_unread = kind == "dynamic" and (params.get("factor") is None or params.get("alpha") is not None)
+    if kind not in ("linear", "llama3", "yarn", "dynamic") or dynamic_unread:  # Hunyuan's alpha: vLLM's own class
         r.assumptions.append(f"rope_scaling type {kind!r} is not modelled: unscaled RoPE frequencies")
         return rope
     scaling = {key: params[key] for key in _ROPE_SCALING_FIELDS if params.get(key) is not None}

@@ -11,7 +11,7 @@ tensor-parallel rank. The positions, per scaling type (``rotary_embedding/__init
 - ``linear``: max_position_embeddings x factor (``LinearScalingRotaryEmbedding._compute_cos_sin_cache``);
 - ``yarn``: original_max_position_embeddings x factor (``YaRNScalingRotaryEmbedding``, and DeepSeek's scaling);
 - ``dynamic``: max_position_embeddings (``DynamicNTKScalingRotaryEmbedding`` from 0.22.0; 0.21.0 held max x factor
-  rows, not told apart: a few MiB).
+  rows, not told apart: a few MiB). SGLang's (``rope_variant.py``) holds max x factor.
 
 rotary_dim: head_dim x partial_rotary_factor, an MLA model's qk_rope_head_dim. A model whose local layers rotate
 by another RoPE (Gemma 3: theta 10,000 unscaled) holds a second table.
@@ -25,10 +25,10 @@ head_dim x partial_rotary_factor. Read in vLLM 0.19.1 and 0.29.0 (0.18.0 has no 
 262,144 x 256 + 262,144 x 512 values, 0.375 GiB in bf16 (0.156 GiB if priced at the sliding head's width x 0.25).
 SGLang's Gemma 4 tables were not read: they keep the generic rule.
 
-SGLang (0.4.9 and 0.5.3, ``srt/layers/rotary_embedding.py``) builds the same tables with the same positions and shares
-them the same way (``_ROPE_DICT``), but on CUDA keeps them in fp32 ("cache needs to be in FP32 for numerical
-stability": the cast to the model's dtype is skipped), 4 B a value; its pool is sized from the memory free after the
-model is loaded, so the tables come out of it as the weights do. Pure Python.
+SGLang (0.4.9 and 0.5.3, ``srt/layers/rotary_embedding.py``) builds the same tables with the same positions (a
+dynamic one: max x factor) and shares them the same way (``_ROPE_DICT``), but on CUDA keeps them in fp32 ("cache needs
+to be in FP32 for numerical stability": the cast to the model's dtype is skipped), 4 B a value; its pool is sized from
+the memory free after the model is loaded, so the tables come out of it as the weights do. Pure Python.
 """
 
 from __future__ import annotations
@@ -45,9 +45,11 @@ ROPE_CACHE_LABEL = "RoPE cos/sin cache"
 """The memory plan's budget line for this buffer (every engine's)."""
 
 
-def _positions(rope: RopeSpec, max_position: int) -> int:
-    """Rows of the table: the positions vLLM precomputes for this RoPE."""
+def _positions(rope: RopeSpec, max_position: int, *, vllm: bool = True) -> int:
+    """Rows of the table: the positions vLLM (SGLang where ``vllm`` is false) precomputes for this RoPE."""
     scaling = rope.scaling
+    if scaling is not None and scaling.type == "dynamic" and not vllm:  # SGLang's, as vLLM 0.21's: max x factor
+        return int(max_position * scaling.factor)
     if scaling is None or scaling.type in ("llama3", "dynamic"):
         return max_position
     if scaling.type == "linear":
@@ -80,7 +82,9 @@ def rope_tables(model: ModelSpec, *, vllm: bool = True) -> list[tuple[int, int]]
         if model.attention.rope_local is None or model.attention.rope_local == rope
         else [rope, model.attention.rope_local]
     )
-    return [(_positions(each, model.context_length), _rotary_dim(model, each, vllm=vllm)) for each in distinct]
+    return [
+        (_positions(each, model.context_length, vllm=vllm), _rotary_dim(model, each, vllm=vllm)) for each in distinct
+    ]
 
 
 def rope_cache_bytes(model: ModelSpec, bytes_per_value: int = VLLM_BYTES_PER_VALUE, *, vllm: bool = True) -> int:
