@@ -562,9 +562,13 @@ def _verdict(
         return "tie", f"{figures}: the same GPUs serve the load either way (within {TIE:.0%})"
     if disagg > agg:
         return "disaggregated", (
-            f"{figures}: the decode pool's steps carry no prefill chunks, so it runs more requests at once within"
-            f" the targets{' (its ITL nearer the limit, not lower)' if pick.itl_ms > aggregated.itl_ms else ''}, and"
-            " each pool runs its own layout"
+            f"{figures}: the decode pool's steps carry no prefill chunks"
+            + (
+                " (its ITL is the higher here: the gain is tokens/s per GPU, not ITL)"
+                if pick.itl_ms > aggregated.itl_ms
+                else ""
+            )
+            + ", and each pool runs its own layout"
             f" (prefill {_described(pick.prefill)}, decode {_described(pick.decode)})"
         )
     larger = max(pick.prefill_pool_rps, pick.decode_pool_rps)
