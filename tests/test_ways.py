@@ -333,5 +333,5 @@ def test_mha025_names_the_rope_table_a_config_sizes(cli, tmp_path):
     path.write_text(json.dumps(config))
     found = cli.json("check", str(path), "--target", "h100", "--seq", "8192")["findings"]
     message = next(f["message"] for f in found if f["id"] == "MHA025")
-    assert "beside its RoPE cos/sin table of 64.0 GiB for the context's positions (sized by its context of" \
-        " 268,435,456 positions, max_position_embeddings with rope_scaling)" in message  # fmt: skip
+    assert "beside its RoPE cos/sin table of 64.0 GiB for the context's positions (sized by the model's context," \
+        " 268,435,456 positions: a config.json's max_position_embeddings)" in message  # fmt: skip

@@ -844,7 +844,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     load = (
         f"{p.concurrency:,} user(s) ({p.running_per_replica:,} running per {d.share})"
         if p.rate_rps is None  # an open loop has no users: its rate, and the requests in flight it keeps
-        else f"{p.rate_rps:g} req/s ({p.running_per_replica} running per {d.share} in the steady state)"
+        else f"{p.rate_rps:g} req/s ({p.running_per_replica:,} running per {d.share} in the steady state)"
     )
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"

@@ -484,7 +484,7 @@ def _table_sized_by(model: ModelSpec) -> str:
     """What sizes a design's RoPE table, for MHA025's words: its stated context, or (none stated) the context asked."""
     if model.context_length is None:
         return "a shorter --seq shrinks it"
-    return f"sized by its context of {model.context_length:,} positions, max_position_embeddings with rope_scaling"
+    return f"sized by the model's context, {model.context_length:,} positions: a config.json's max_position_embeddings"
 
 
 def flag_fit(

@@ -616,7 +616,9 @@ def launch_commands(
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
-    one_server_each = [name for name in lines if (copies and name == "vllm") or name == "trtllm"]  # no flag for them
+    one_server_each = [  # lines with no flag for the replicas (vLLM V0 has none at all: its own note says so)
+        name for name in lines if (copies and name == "vllm" and vllm_dp) or name == "trtllm"
+    ]
     if d.replicas > 1 and one_server_each and plan.nodes is None and not trays:  # several hosts: launch_nodes says
         pool = pool._replace(notes=[*pool.notes, replicas_note(d.replicas, d.tp * d.pp, one_server_each)])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])

@@ -454,7 +454,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA095", name="odd-rotary-width", topic="refusal", severity="hard", scope="check",
         condition="RoPE rotates an odd number of values a head: head_dim x partial_rotary_factor (as transformers "
-        "rounds it), or MLA's qk_rope_head_dim.",
+        "rounds it) of the global RoPE or of rope_local on the local layers, or MLA's qk_rope_head_dim (itself, and "
+        "x partial_rotary_factor).",
         action="Report it, exit 1, naming the width and the fields to change.",
         rationale="RoPE turns values in pairs (rotate-half splits the rotated width in two halves); an odd width "
         "has a value with no partner, so neither transformers nor mha verify can build the model.",
