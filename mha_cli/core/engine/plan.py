@@ -753,6 +753,14 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f"vLLM refuses max_model_len {kv.seq_len:,} above the model's {derived:,} ({how}) unless"
             " VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
         )
+    scaling = None if model.rotary is None else model.rotary.scaling
+    table_rows = model.context_length
+    if scaling is not None and scaling.type == "dynamic" and table_rows is not None and kv.seq_len > table_rows:
+        notes.append(  # rope_cache: DynamicNTKScalingRotaryEmbedding's table has max_position_embeddings rows
+            f"vLLM's dynamic NTK RoPE table holds {table_rows:,} positions (max_position_embeddings; from 0.22.0,"
+            f" 0.21 held x {scaling.factor:g}) while it derives a max_model_len {scaling.factor:g} times longer:"
+            f" positions past {table_rows:,} of this {kv.seq_len:,}-token context read past it (not checked on a GPU)"
+        )
     headroom = total - usable
     graphs_outside = inputs.graphs_outside_bytes
     if not cpu and headroom < graphs_outside + NON_TORCH_ONE_RANK:  # a CPU has neither graphs nor a CUDA context
