@@ -433,3 +433,26 @@ def test_a_vision_model_s_headers_count_its_tower_as_the_config_does(cli, tmp_pa
     tower = sum(p.numel() for name, p in built.named_parameters() if name.startswith("model.visual."))
     assert headers["total_bytes"] == 2 * sum(p.numel() for p in built.parameters())
     assert headers["by_kind"]["vision_tower"] == headers["config_by_kind"]["vision_tower"] == 2 * tower
+
+
+def test_a_tied_config_does_not_count_the_head_its_file_still_holds(tmp_path, cli):
+    """tie_word_embeddings true with lm_head.weight still in the file (a re-saved checkpoint): vLLM's loaders skip
+    lm_head.* when tied (skip_prefixes), so the plan prices the embedding once: 213,632 - 256 x 64 x 2 B = 180,864
+    (found by newuser trial 255: 18.7% over on a tiny model, about 0.5 GB on a real 1-3B one)."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA | {"tie_word_embeddings": True}))
+    save_torch(tmp_path / "model.safetensors", llama_shapes())
+    found = cli.json("kv", str(tmp_path))
+    assert found["weight_bytes"] == BF16_BYTES - EMBEDDING * 2 == 180_864
+    assert any(note.startswith("not counted: 32.0 KiB of an LM head the config ties") for note in found["assumptions"])
+
+
+def test_a_safetensors_file_of_no_tensors_prices_from_the_config(tmp_path, cli):
+    """A model.safetensors whose header is only its metadata priced the weights at 0 B and the plan "fits" (found by
+    newuser trial 255): the config's count, said."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    write_by_hand(tmp_path / "model.safetensors", {})
+    found = cli.json("kv", str(tmp_path))
+    assert found["weight_bytes"] == BF16_BYTES
+    assert any(
+        "its safetensors files hold no tensor an engine loads (0 in all)" in note for note in found["assumptions"]
+    )

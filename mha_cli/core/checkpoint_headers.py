@@ -75,8 +75,10 @@ KIND_PATTERNS: tuple[tuple[str, str], ...] = (
 vision-language models' towers), as regular expressions searched in the name; a name none matches is ``other``.
 Compiled on first use (``_compiled_kinds``): importing the module, which every command does, compiles none."""
 NOT_LOADED = {
-    "mtp": "multi-token-prediction layers (vLLM loads them only with --speculative-config)",
+    "mtp": "multi-token-prediction layers, or layers past the config's num_hidden_layers (vLLM loads MTP layers only"
+    " with --speculative-config)",
     "rotary": "saved rotary inv_freq buffers (engines compute them)",
+    "tied_head": "an LM head the config ties to the embedding (vLLM's loaders skip lm_head.* then)",
 }
 """Kinds an engine serving the model does not hold (vLLM loads MTP layers only with --speculative-config)."""
 KIND_NAMES = {

@@ -79,7 +79,13 @@ def read_header_weights(
         for path in found.files
         for tensor in read_header(path)
     )
-    return HeaderRead(summed_weights(tensors, len(found.files), model, deployment), [])
+    summed = summed_weights(tensors, len(found.files), model, deployment)
+    if summed.total_bytes == 0:  # a header alone, or only what no engine loads: not a checkpoint to price by
+        return HeaderRead(None, [
+            f"weights from the config, not the checkpoint headers: its safetensors files hold no tensor an engine"
+            f" loads ({summed.tensors:,} in all)"
+        ])  # fmt: skip
+    return HeaderRead(summed, [])
 
 
 def summed_weights(
@@ -94,7 +100,9 @@ def summed_weights(
     by_dtype: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     count = total = 0
+    tied = model.embeddings.tied
     for kind, dtype, numel, nbytes in tensors:
+        kind = "tied_head" if tied and kind == "head" else kind  # skip_prefixes=["lm_head."] when tied
         count += 1
         by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
         held = nbytes
