@@ -456,3 +456,17 @@ def test_a_safetensors_file_of_no_tensors_prices_from_the_config(tmp_path, cli):
     assert any(
         "its safetensors files hold no tensor an engine loads (0 in all)" in note for note in found["assumptions"]
     )
+
+
+def test_the_size_line_equates_parameters_and_bytes_only_where_they_agree(tmp_path, cli):
+    """ "1,627,392 parameters = 5,254,784 B in bf16" where the headers held more than the config's parameters (found by
+    newuser trial 255): the count and the headers' bytes are said apart then; equal, they keep the "=" form."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    extra = llama_shapes() | {"model.extra.weight": (VOCAB, HIDDEN)}  # 32,768 B the config does not count
+    save_torch(tmp_path / "model.safetensors", extra)
+    shown = " ".join(cli.run("kv", str(tmp_path)).output.split())
+    assert "parameters (the config's count); 246,400 B" in shown
+    checked = " ".join(cli.run("check", str(tmp_path)).output.split())
+    assert "parameters (the config's count); from the checkpoint headers 246,400 B" in checked
+    save_torch(tmp_path / "model.safetensors", llama_shapes())
+    assert f"parameters = {BF16_BYTES:,} B" in " ".join(cli.run("kv", str(tmp_path)).output.split())

@@ -163,7 +163,10 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     else:
         shares = (memory.replicas, memory.sequences_per_replica)
         console.print(kv_table(report.kv, *shares, dp_attention=memory.dp_attention, engine=memory.engine))
-    weights = f"{count_cell(report.params.total)} parameters = {bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
+    headers = report.deployment.checkpoint_headers
+    differ = report.weights_from != "config" and headers is not None and headers.total_bytes != headers.config_bytes
+    joined = " (the config's count); " if differ else " = "  # the headers' bytes are not the parameters' own
+    weights = f"{count_cell(report.params.total)} parameters{joined}{bytes_cell(report.weight_bytes)} in {report.deployment.weight_dtype}"
     if report.params.vision_tower:  # core.vision_tower: the encoder and projector, priced unquantised
         weights += f" (the vision tower and projector: {count_cell(report.params.vision_tower)}, not quantised)"
     if report.deployment.weight_scheme is not None:

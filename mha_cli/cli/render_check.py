@@ -14,6 +14,15 @@ from mha_cli.core.check import CheckResult
 from mha_cli.core.rules.engine import counted
 
 
+def _joined(result: CheckResult) -> str:
+    """`` = `` between the parameters and their bytes, or, where the checkpoint headers price other bytes than the
+    config counts, words that do not equate them."""
+    headers = result.deployment.checkpoint_headers
+    if result.weights_from != "config" and headers is not None and headers.total_bytes != headers.config_bytes:
+        return " (the config's count); from the checkpoint headers "
+    return " = "
+
+
 def render_check(console: Console, result: CheckResult) -> None:
     title = f"{escape(result.model.name)}  [dim]({result.source_kind}: {escape(result.source)})[/dim]"
     console.print(model_table(result.model, title))
@@ -30,7 +39,8 @@ def render_check(console: Console, result: CheckResult) -> None:
         else "no KV cache (attention-free: a fixed state)"
     )
     console.print(
-        f"[bold]size[/bold]  {count_cell(result.total_params)} parameters = {bytes_cell(result.weight_bytes)};"
+        f"[bold]size[/bold]  {count_cell(result.total_params)} parameters{_joined(result)}"
+        f"{bytes_cell(result.weight_bytes)};"
         f" {per_token}, {bytes_cell(result.kv.bytes_per_sequence)} per sequence"
     )
     if result.engine is not None:
