@@ -499,3 +499,9 @@ def test_a_moe_period_past_the_last_layer_is_said_not_a_crash(cli, tmp_path):
         shown.output.split()
     )
     assert cli.run("check", str(path)).exit_code in (0, 1)
+
+
+def test_a_pool_too_large_is_said_to_be_too_large(cli):
+    """--kv-cache-gib 1e30 said "give the pool in GiB, greater than 0" (found by newuser trial 255)."""
+    result = cli.run("kv", "llama-3-8b", "--target", "h100", "--kv-cache-gib", "1e30")
+    assert result.exit_code == 2 and "greater than 0 and at most 1,048,576 (1 PiB)" in result.output

@@ -245,7 +245,7 @@ KvCacheGibOpt = Annotated[
 
 
 def kv_cache_bytes(gib: float | None) -> int | None:
-    """``--kv-cache-gib`` in bytes (refused unless above 0)."""
+    """``--kv-cache-gib`` in bytes (refused unless above 0 and at most 1 PiB)."""
     from mha_cli.core.errors import BadInputError
 
     if gib is None:
@@ -253,7 +253,9 @@ def kv_cache_bytes(gib: float | None) -> int | None:
     from mha_cli.core.ways import gib_as_bytes
 
     if not 0 < gib <= 1 << 20:
-        raise BadInputError(f"--kv-cache-gib {gib:g}: give the pool in GiB, greater than 0")
+        raise BadInputError(
+            f"--kv-cache-gib {gib:g}: give the pool in GiB, greater than 0 and at most 1,048,576 (1 PiB)"
+        )
     return gib_as_bytes(gib)
 
 
