@@ -505,3 +505,13 @@ def test_a_pool_too_large_is_said_to_be_too_large(cli):
     """--kv-cache-gib 1e30 said "give the pool in GiB, greater than 0" (found by newuser trial 255)."""
     result = cli.run("kv", "llama-3-8b", "--target", "h100", "--kv-cache-gib", "1e30")
     assert result.exit_code == 2 and "greater than 0 and at most 1,048,576 (1 PiB)" in result.output
+
+
+def test_an_empty_config_json_is_said_in_hugging_faces_words(cli, tmp_path):
+    """A config.json of {} said "model: missing (required)", mha's own schema's words (found by newuser trial 255)."""
+    (tmp_path / "config.json").write_text("{}")
+    result = cli.run("kv", str(tmp_path))
+    assert result.exit_code == 2
+    assert "a config.json without model_type, architectures or hidden_size (nor mha's own model:): it is empty" in (
+        " ".join(result.output.split())
+    )

@@ -200,6 +200,11 @@ def _load_file(
             source = source.model_copy(update={"assumptions": [*source.assumptions, fallback]})
         source = _with_float16_checkpoint(source, data)
         return _with_header_weights(source, path, data) if path.name == "config.json" else source
+    if path.name == "config.json" and "model" not in data and "d_model" not in data:  # neither format's keys
+        raise BadInputError(
+            f"{shown_path(path)}: a config.json without model_type, architectures or hidden_size (nor mha's own"
+            f" model:): {'it is empty' if not data else 'not a model config'}; give a Hugging Face config.json"
+        )
     if "model" not in data and "d_model" in data:  # a bare model spec; its schema_version, if any, is the file's
         wrapped = {"model": dict(data)}
         if "schema_version" in data:
