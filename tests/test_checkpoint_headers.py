@@ -470,3 +470,17 @@ def test_the_size_line_equates_parameters_and_bytes_only_where_they_agree(tmp_pa
     assert "parameters (the config's count); from the checkpoint headers 246,400 B" in checked
     save_torch(tmp_path / "model.safetensors", llama_shapes())
     assert f"parameters = {BF16_BYTES:,} B" in " ".join(cli.run("kv", str(tmp_path)).output.split())
+
+
+def test_a_tensor_two_shards_both_store_is_one_parameter(tmp_path, cli):
+    """A tensor written in two shards was counted twice (found by newuser trial 255): the engine holds one parameter,
+    the later load overwriting it."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    shapes = llama_shapes()
+    names = sorted(shapes)
+    first, second = dict.fromkeys(names[: len(names) // 2]), dict.fromkeys(names[len(names) // 2 :])
+    save_torch(
+        tmp_path / "model-00001-of-00002.safetensors", {n: shapes[n] for n in first} | {names[-1]: shapes[names[-1]]}
+    )
+    save_torch(tmp_path / "model-00002-of-00002.safetensors", {n: shapes[n] for n in second})
+    assert cli.json("kv", str(tmp_path))["weight_bytes"] == BF16_BYTES

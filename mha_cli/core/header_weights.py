@@ -9,7 +9,7 @@ bytes there are. ``header_notes`` says so, and names a total that disagrees with
 rounding (``disagrees``) with the kind that differs most. Pure Python.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,6 +17,7 @@ from mha_cli.core.checkpoint_headers import (
     FLOAT_DTYPES,
     KIND_NAMES,
     NOT_LOADED,
+    HeaderTensor,
     HeaderWeights,
     checkpoint_files,
     read_header,
@@ -76,8 +77,7 @@ def read_header_weights(
     layers = model.n_layers if n_layers is None else n_layers
     tensors = (
         (tensor_kind(tensor.name, layers), tensor.dtype, tensor.numel, tensor.nbytes)
-        for path in found.files
-        for tensor in read_header(path)
+        for tensor in _each_name_once(found.files)
     )
     summed = summed_weights(tensors, len(found.files), model, deployment)
     if summed.total_bytes == 0:  # a header alone, or only what no engine loads: not a checkpoint to price by
@@ -86,6 +86,17 @@ def read_header_weights(
             f" loads ({summed.tensors:,} in all)"
         ])  # fmt: skip
     return HeaderRead(summed, [])
+
+
+def _each_name_once(files: list[Path]) -> Iterator[HeaderTensor]:
+    """Every tensor of ``files`` in order, a name stored in two shards once: the engine's parameter is one tensor
+    however many files write it (the later load overwrites it)."""
+    seen: set[str] = set()
+    for path in files:
+        for tensor in read_header(path):
+            if tensor.name not in seen:
+                seen.add(tensor.name)
+                yield tensor
 
 
 def summed_weights(
