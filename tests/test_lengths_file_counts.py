@@ -43,3 +43,14 @@ def test_the_cli_answers_infinity_with_exit_2(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "entry 0: give two token counts" in result.output
+
+
+def test_requests_past_the_models_context_are_said_so(cli, tmp_path):
+    """A lengths file of one 300,000 + 100 request on Llama-3.1-8B: the note said the engine's max_model_len was sized
+    for --isl + --osl, not that 300,100 tokens is also past the 131,072 the engines derive (found by newuser trial
+    254)."""
+    lengths = tmp_path / "big.txt"
+    lengths.write_text("300000 100\n")
+    found = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--lengths-file", str(lengths))
+    note = next(note for note in found["notes"] if "lengths file" in note)
+    assert "past the length derived from llama-3.1-8b's config.json" in note and "vLLM derives 131,072" in note
