@@ -306,7 +306,8 @@ others keep fp32 only."""
 
 
 def refuse_unbuilt_layers(model: ModelSpec) -> None:
-    """The torch ring builds global and sliding-window attention (MHA/GQA/MQA/MLA), Gated DeltaNet, Mamba, Mamba-2,
+    """The torch ring builds global attention (MHA/GQA/MQA/MLA) and sliding-window MHA/GQA/MQA (MLA layers take no
+    window: refused, as the cache priced for them is a window's), Gated DeltaNet, Mamba, Mamba-2,
     lightning, KDA and short-conv ``linear`` layers, and Mamba-2 beside attention (Falcon-H1): refuse, in one line, a
     model with chunked, other linear-attention / state-space, other parallel-hybrid, KV-sharing or indexer layers,
     or global layers at their own head geometry (``mha kv`` prices them)."""
@@ -328,6 +329,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append("shared K/V")
     if model.attention.mla is not None and model.attention.mla.indexer is not None:
         unbuilt.append("indexer")
+    if model.attention.mla is not None and "local" in kinds:  # the MLA module has no window: it would cache all
+        unbuilt.append("sliding-window MLA")
     if model.attention.per_kind_geometry:  # Gemma 4: the decoder builds one head geometry
         unbuilt.append("per-kind head geometry")
     with_mlp = {model.has_mlp(i) for i in range(model.n_layers)}
