@@ -503,3 +503,21 @@ def test_a_shard_with_replicated_kv_heads_is_an_mqa_shape():
     assert shard.block.d_ff == 28672 // 16
     plan = make_plan(get_preset("llama-3-70b"), DeploymentSpec(seq_len=1024, tp=16), device_type="cpu", layers=1)
     assert plan.predicted_cache_bytes == 1024 * 2 * 1 * 128 * 2  # one layer, one KV head, K and V, bf16
+
+
+def test_the_numerics_comparison_runs_past_a_window_within_reach():
+    """The cached-decode comparison ran 16 tokens whatever the window, so a window of 16 or more (Gemma's, Qwen3's)
+    and its ring's wrap-around were never compared (found by newuser trial 258): window + 8 where the run's seq passes
+    it and it is at most 1,024; 16 otherwise."""
+    from mha_cli.core.presets import get_preset
+    from mha_cli.verify.rank import numerics_tokens
+
+    llama = get_preset("llama-3-8b")
+    windowed = llama.model_copy(update={"layers": llama.layers.model_copy(update={"pattern": ["local", "global"],
+                                                                                   "sliding_window": 64})})  # fmt: skip
+    assert numerics_tokens(windowed, 512) == 72 and numerics_tokens(windowed, 70) == 16
+    assert numerics_tokens(llama, 512) == 16
+    gemma = get_preset("gemma-3-27b")  # a 1,024 window: reached from seq 1,032
+    assert numerics_tokens(gemma, 8192) == numerics_tokens(gemma, 1032) == 1032 and numerics_tokens(gemma, 1031) == 16
+    wide = windowed.model_copy(update={"layers": windowed.layers.model_copy(update={"sliding_window": 4096})})
+    assert numerics_tokens(wide, 8192) == 16  # past WINDOW_REACH

@@ -91,7 +91,12 @@ def measure_rank(
     on_stage("numerics")
     with record_sdpa_backends() as numerics_backends:
         numerics = check_cached_decode(
-            model, vocab_size=plan.model.embeddings.vocab_size, dtype=dtype, device=device, tolerance=tolerance
+            model,
+            vocab_size=plan.model.embeddings.vocab_size,
+            dtype=dtype,
+            device=device,
+            tolerance=tolerance,
+            tokens=numerics_tokens(plan.model, seq),
         )
 
     allocator = None
@@ -171,6 +176,23 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
     if has_state_layers(plan.model):
         how += "; the linear layers' fixed state (no positions) updated in place by the prefill and every step"
     return CacheFill(prefilled_tokens=prefilled, decode_position=seq - 1, unwritten_tokens=unwritten, how=how)
+
+
+NUMERICS_TOKENS = 16
+"""The cached-decode comparison's length when no sliding window is within reach (``numerics_tokens``)."""
+WINDOW_REACH = 1024
+"""The widest window the comparison runs past (a full forward of window + 8 tokens on the built layers: up to 1,032
+positions' scores a head, cheap at any width verify builds)."""
+
+
+def numerics_tokens(model: ModelSpec, seq: int) -> int:
+    """The cached-decode comparison's length: 16 tokens, or past the sliding window (window + 8, its last 4 decoded
+    one at a time) where the run's own ``seq`` passes it and it is at most ``WINDOW_REACH``, so the window's mask and
+    its ring cache's wrap-around are compared too (a window of 16 or more never was: trial 258)."""
+    window = model.layers.sliding_window
+    if window is None or window + 8 <= NUMERICS_TOKENS or window + 8 > seq or window > WINDOW_REACH:
+        return NUMERICS_TOKENS
+    return window + 8
 
 
 def _attended(model: ModelSpec, seq: int) -> str:
