@@ -361,3 +361,17 @@ def test_a_quantised_checkpoints_whole_model_says_its_weights_are_the_ones_built
     report = cli.json("verify", str(path), "--device", "cpu", "--seq", "256")
     assert report["whole_model"]["covers"].endswith("the deployment, its weights as built in bf16, not its awq")
     assert report["whole_model"]["weight_bytes"] == report["whole_model"]["predicted_weight_bytes"]  # both bf16
+
+
+def test_the_sources_assumptions_are_in_the_report(cli, tmp_path):
+    """kv said "model_type 'nonsense_model' is not a family mha knows: read as 'llama'" where verify built and passed
+    the same file with no word of it (found by newuser trial 258): its assumptions lead the report's notes."""
+    config = json.loads(reference_hf_config("qwen3-0.6b").read_text()) | {"model_type": "nonsense_model",
+                                                                          "architectures": ["LlamaForCausalLM"]}  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, data = run_json(cli, str(path), "--seq", "32", "--layers", "1")
+    assert code in (0, 1)
+    assert any(
+        note.startswith("assumed: model_type 'nonsense_model' is not a family mha knows") for note in data["notes"]
+    )

@@ -159,18 +159,26 @@ def build_report(
         sdpa_backends=rank.sdpa_backends, numerics=rank.numerics, thresholds=thresholds, checks=checks,
         check_details=_check_details(checks, plan, rank, whole, thresholds, predicted_state),
         passed=all(checks.values()),
-        notes=_notes(plan, rank, per_rank) + _prediction_notes(prediction, profile, rank),
+        notes=[*(f"assumed: {note}" for note in loaded.assumptions), *_notes(plan, rank, per_rank),
+               *_prediction_notes(prediction, profile, rank, plan.dtype)],
     )  # fmt: skip
 
 
 def _prediction_notes(
-    prediction: Prediction | None, profile: tuple[DeviceProfile | None, str], rank: RankResult
+    prediction: Prediction | None, profile: tuple[DeviceProfile | None, str], rank: RankResult, built_dtype: str
 ) -> list[str]:
-    """Why there is no prediction; or, when a measured time falls outside the profile's band, that it did."""
+    """Why there is no prediction; that the profile was measured in another dtype than the model is built in (its
+    rates then stand for the built dtype's: trial 258, an fp32 profile on a bf16 build); or, when a measured time
+    falls outside the profile's band, that it did."""
     if prediction is None or profile[0] is None:
         return [f"predicted times: {profile[1]}"]
     band = profile[0].relative_error
     notes = []
+    if profile[0].dtype != built_dtype and built_dtype not in profile[0].matmul_by_dtype:
+        notes.append(
+            f"{prediction.profile} was measured in {profile[0].dtype}, the model is built in {built_dtype}: its"
+            f" {profile[0].dtype} rates price the {built_dtype} steps (calibrate in {built_dtype} for this build)"
+        )
     for phase, measured, predicted in (("decode", rank.decode.median_ms, prediction.decode_ms),
                                        ("prefill", rank.prefill.median_ms, prediction.prefill_ms)):  # fmt: skip
         ratio = measured / predicted
