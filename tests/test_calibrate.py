@@ -264,7 +264,8 @@ def test_calibrate_refuses_an_unstable_machine_after_retrying_and_writes_nothing
 
     fake_measurement.update(queue=[_passes() for _ in range(3)], calls=0, ratios=(18.4, 1.0))
     held_out = cli.run("calibrate", "--device", "cpu", "--name", "t1", "--json")
-    assert held_out.exit_code == 1 and fake_measurement["calls"] == 3 and held_out.stdout == ""
+    assert held_out.exit_code == 1 and fake_measurement["calls"] == 3
+    assert json.loads(held_out.stdout)["written"] is False  # --json: the verdict's object (exit-codes.md)
     assert "the held-out decoder ran at x18.40 decode, x1.00 prefill of its prediction, outside 0.67-1.5" in (
         held_out.stderr
     )
@@ -290,3 +291,26 @@ def test_allow_unstable_keeps_one_attempt_and_says_so(cli, tmp_path, fake_measur
     assert profile.relative_error == pytest.approx(17.4)  # its band is the error it measured
     mixed = cli.run("calibrate", "--from", str(tmp_path), "--allow-unstable")
     assert mixed.exit_code == 2 and "--allow-unstable goes with measuring this machine" in mixed.output
+
+
+def test_an_unstable_machine_still_gets_its_json_object(cli, tmp_path, monkeypatch):
+    """Every attempt unstable: exit 1 with one line, and under --json stdout was empty where exit-codes.md promises a
+    verdict's object (found by newuser trials 257, 258): now {written: false, error, attempts}."""
+    import mha_cli.calibrate.run as run
+    from mha_cli.calibrate.stability import Stability, UnstableCalibrationError
+
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    busy = Stability(stable=False, worst=None, over_limit=3, held_out={}, max_spread=1.5, band=(0.8, 1.2),
+                     summary="3 rates spread past 1.5x")  # fmt: skip
+
+    def unstable(**_: object) -> None:
+        raise UnstableCalibrationError(busy, 3, [busy, busy, busy])
+
+    monkeypatch.setattr(run, "run_calibration", unstable)
+    result = cli.run("calibrate", "--device", "cpu", "--dtype", "fp32", "--json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["written"] is False and len(data["attempts"]) == 3
+    assert data["error"].startswith("this machine was too busy to calibrate in 3 attempts")
+    plain = cli.run("calibrate", "--device", "cpu", "--dtype", "fp32")
+    assert plain.exit_code == 1 and plain.stdout == ""

@@ -49,6 +49,16 @@ CHECK_MODEL = ModelSpec(
 CHECK_CONTEXT, CHECK_PROMPT = 512, 128
 
 
+class UnstableCalibration(Record):
+    """``mha calibrate --json``'s object when every attempt was unstable (exit 1, no profile written)."""
+
+    written: bool = False
+    error: str
+    """The one line the command also prints on stderr."""
+    attempts: list[Stability]
+    """The verdict on each attempt, in order."""
+
+
 class CalibrationResult(Record):
     profile: DeviceProfile
     check: list[CheckRow]
@@ -175,7 +185,7 @@ def run_calibration(
         if verdict.stable or allow_unstable:
             break
         if len(verdicts) == attempts:
-            raise UnstableCalibrationError(verdict, attempts)
+            raise UnstableCalibrationError(verdict, attempts, verdicts)
         on_retry(f"calibrate: attempt {len(verdicts)} of {attempts} was unstable, measuring again: {verdict.summary}")
     kept = "stable" if verdict.stable else "UNSTABLE, kept by --allow-unstable"
     tries = f", attempt {len(verdicts)} of {attempts}" if len(verdicts) > 1 else ""

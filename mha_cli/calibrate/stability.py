@@ -152,7 +152,9 @@ class UnstableCalibrationError(MhaError):
 
     exit_code = EXIT_CHECK_FAILED
 
-    def __init__(self, verdict: Stability, attempts: int) -> None:
+    def __init__(self, verdict: Stability, attempts: int, verdicts: list[Stability] | None = None) -> None:
+        self.verdicts = verdicts or [verdict]
+        """Every attempt's verdict, in order (what ``--json`` lists under ``attempts``)."""
         tries = f"{attempts} attempts" if attempts > 1 else "1 attempt"
         super().__init__(
             f"this machine was too busy to calibrate in {tries}, no profile written. The last: {verdict.summary}."

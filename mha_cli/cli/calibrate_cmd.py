@@ -169,16 +169,29 @@ def calibrate(
         path = profile_path(chosen)
         if path.exists() and not force:  # before a minute of measuring
             raise BadInputError(f"profile {chosen} exists ({path}): pass --force to replace it, or --name another")
-        result = run_calibration(
-            device=device, dtype=dtype, tp=tp, name=chosen, allow_unstable=allow_unstable, on_stage=on_stage,
-            on_retry=_retry_note,
-        )  # fmt: skip
+        from mha_cli.calibrate.stability import UnstableCalibrationError
+
+        try:
+            result = run_calibration(
+                device=device, dtype=dtype, tp=tp, name=chosen, allow_unstable=allow_unstable, on_stage=on_stage,
+                on_retry=_retry_note,
+            )  # fmt: skip
+        except UnstableCalibrationError as unstable:  # a verdict (exit 1): under --json, its object, as documented
+            if json:
+                from mha_cli.calibrate.run import UnstableCalibration
+
+                Output(json).emit(UnstableCalibration(error=unstable.message, attempts=unstable.verdicts), _no_text)
+            raise
     from mha_cli.core.config_io import write_text_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, result.profile.model_dump_json(indent=1) + "\n", force=force)
     result = result.model_copy(update={"path": str(path)})
     Output(json).emit(result, render_calibration)
+
+
+def _no_text(console: object, result: object) -> None:
+    """Nothing on stdout without --json: the error line says it."""
 
 
 def _retry_note(message: str) -> None:
