@@ -127,3 +127,14 @@ def test_the_two_formats_of_one_recommendation_are_the_same_model(cli, tmp_path,
     fields = {"name", "source", "family"} | ({"block"} if model_type == "deepseek_v3" else set())
     a, b = load_source(str(ours)).model, load_source(str(theirs)).model
     assert a.rotary.theta == 500_000.0 and a.model_dump(exclude=fields) == b.model_dump(exclude=fields), model_type
+
+
+def test_a_hf_design_asked_as_mha_keeps_its_request_for_check(cli, tmp_path):
+    """recommend --variant MHA --format hf wrote a config.json that check failed on MHA091 (hard), where the YAML's
+    notes record the request and check downgrades it (found by newuser trial 257): the notes go under mha_notes."""
+    out = tmp_path / "hf13.json"
+    cli.json("recommend", "--params", "13B", "--seq", "64k", "--variant", "MHA", "--out", str(out), "--format", "hf")
+    assert any(note.startswith("explicit: variant MHA") for note in json.loads(out.read_text())["mha_notes"])
+    checked = cli.json("check", str(out))
+    assert checked["explicit_variant"] == "MHA" and checked["passed"]
+    assert not any("mha_notes" in note for note in cli.json("kv", str(out))["assumptions"])  # read, not "not read"

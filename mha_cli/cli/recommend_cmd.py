@@ -40,7 +40,7 @@ from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_w
 from mha_cli.core.config_io import config_text, write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
-from mha_cli.core.recommend.hf_config import hf_config
+from mha_cli.core.recommend.hf_config import HF_NOTES_KEY, hf_config
 
 OUT_FORMATS = ("mha", "hf")
 
@@ -249,7 +249,10 @@ def recommend_command(
         if format == "hf":
             import json as json_module  # only for --format hf
 
-            text = json_module.dumps(hf_config(result.config.model, max_position_embeddings=request.seq_len), indent=2)
+            written_hf = hf_config(result.config.model, max_position_embeddings=request.seq_len)
+            if result.config.notes:  # what check reads back (an explicit --variant): a key transformers keeps as is
+                written_hf[HF_NOTES_KEY] = list(result.config.notes)
+            text = json_module.dumps(written_hf, indent=2)
             write_text_atomic(out, text + "\n", force=force)
         else:
             header = "written by: " + command_line(

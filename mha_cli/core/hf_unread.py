@@ -33,6 +33,7 @@ NO_FIGURE_DEPENDS_ON = frozenset({
     "torchscript", "pruned_heads", "chunk_size_feed_forward", "num_labels", "_commit_hash", "base_model_tp_plan",
     "use_bfloat16", "tf_legacy_loss", "_from_model_config",
     "base_model_pp_plan", "transformers.js_config", "keys_to_ignore_at_inference",
+    "mha_notes",  # recommend --format hf's own notes, read by core.sources
     # read by its own reader (core.hf_quantization): the weight format
     "quantization_config",
     # training only

@@ -175,12 +175,15 @@ def _load_file(
     from mha_cli.core.hf_import import looks_like_hf_config
     from mha_cli.core.hf_quantization import declared_kv_cache, read_checkpoint_weights
     from mha_cli.core.mtp_layers import declared_mtp_layers
+    from mha_cli.core.recommend.hf_config import HF_NOTES_KEY
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
         imported = _import_untrusted(data, path, name)
+        written_notes = data.get(HF_NOTES_KEY)  # recommend --format hf's notes (an explicit --variant)
         source = ModelSource(
             kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
+            notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
         quantised = _with_modelopt_sidecar(data, path)  # read once: the weights and the KV format both come from it
