@@ -69,9 +69,10 @@ def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object
         return
     named = plan_flags_given(**given)
     if named:
+        verb, pronoun = ("sizes or judges", "it") if len(named) == 1 else ("size or judge", "them")
         raise BadInputError(
-            f"{', '.join(named)} size or judge the engine's memory plan on a device: add --target (e.g."
-            " h100), or leave them out"
+            f"{', '.join(named)} {verb} the engine's memory plan on a device: add --target (e.g. h100), or leave"
+            f" {pronoun} out"
         )
 
 
