@@ -335,3 +335,11 @@ def test_mha025_names_the_rope_table_a_config_sizes(cli, tmp_path):
     message = next(f["message"] for f in found if f["id"] == "MHA025")
     assert "beside its RoPE cos/sin table of 64.0 GiB for the context's positions (sized by the model's context," \
         " 268,435,456 positions: a config.json's max_position_embeddings)" in message  # fmt: skip
+
+
+def test_a_search_way_out_without_targets_does_not_claim_to_meet_them(cli):
+    """DeepSeek-V3 on 8 x H100 (its weights do not fit) offered a way out that "at 4096 user(s) meets them" with no
+    --ttft-ms or --itl-ms given (found by newuser trials 254, 257)."""
+    refused = cli.run("plan", str(reference_hf_config("deepseek-v3")), "--target", "8xh100", "--closed-form")
+    text = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "meets them" not in text and "user(s) is picked" in text

@@ -450,8 +450,9 @@ def found_pick(found: SearchResult) -> str:
     """The pick of a search, in a way out's words: ``tp 1 x pp 1 x 2 replica(s) at 8 user(s) meets them (...)``."""
     assert found.chosen is not None
     c = found.candidates[found.chosen]
+    verb = "meets them" if found.ttft_ms is not None or found.itl_ms is not None else "is picked"  # no targets given
     return (
-        f"{c.deployment.describe()} at {c.concurrency} user(s) meets them"
+        f"{c.deployment.describe()} at {c.concurrency:,} user(s) {verb}"
         f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
     )
 
