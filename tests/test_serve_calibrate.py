@@ -219,3 +219,24 @@ def test_a_fit_never_prices_a_gpu_past_its_datasheet(tmp_path):
     assert plan.exit_code == 0, plan.output
     data = json.loads(plan.stdout)
     assert data["ttft_ms"] >= data["bounds"]["ttft_ms"]
+
+
+def test_a_fit_from_an_unstable_measured_profile_says_so(tmp_path):
+    """calibrate --from started from a CPU profile kept by --allow-unstable and said only "starting from cpu-fp32",
+    its held-out band then far wider than the docs' (found by newuser trial 258): the notes say the base was kept
+    unstable."""
+    from mha_cli.core.serve.fit import nominal_cpu_profile
+
+    base = nominal_cpu_profile("fp32").model_copy(
+        update={"name": "cpu-fp32", "kind": "calibrated", "source": "mha calibrate --device cpu (a test's)",
+                "constants": {"stability": "UNSTABLE, kept by --allow-unstable: GEMV varied 3.1x"}}
+    )  # fmt: skip
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "cpu-fp32.json").write_text(base.model_dump_json(indent=1))
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    small = REPO / "benchmarks" / "vllm_cpu" / "models" / "small-llama" / "config.json"
+    args = ["calibrate", "--from", str(RESULTS / "small-llama_*.json"), "--model", str(small), "--target", "cpu",
+            *SERVER, "--name", "fromunstable", "--json"]  # fmt: skip
+    found = json.loads(runner.invoke(app, args).stdout)
+    assert found["profile"]["source"].endswith("starting from cpu-fp32")
+    assert any("cpu-fp32, was kept unstable: UNSTABLE, kept by --allow-unstable" in note for note in found["notes"])

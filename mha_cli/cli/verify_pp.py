@@ -89,7 +89,8 @@ def render_pipeline(console: Console, report: PpVerifyReport) -> None:
         f"stage {s.stage}: {s.n_layers} layers, {format_bytes(s.weight_bytes)} weights, {format_bytes(s.cache_bytes)} cache"
         for s in report.deployment_stages
     )
-    console.print(f"[dim]the whole model in {report.pp} stages (predicted): {whole}[/dim]")
+    rank = f", one rank of tp {report.tp} each" if report.tp > 1 else ""  # a stage's figures are one rank's
+    console.print(f"[dim]the whole model in {report.pp} stages (predicted{rank}): {whole}[/dim]")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
     checks = "  ".join(
