@@ -484,3 +484,17 @@ def test_a_tensor_two_shards_both_store_is_one_parameter(tmp_path, cli):
     )
     save_torch(tmp_path / "model-00002-of-00002.safetensors", {n: shapes[n] for n in second})
     assert cli.json("kv", str(tmp_path))["weight_bytes"] == BF16_BYTES
+
+
+def test_only_a_top_level_head_beside_an_embedding_is_the_tied_head_skipped(tmp_path, cli):
+    """The review of this change: a layer's ``...layers.0.output.dense.weight`` (BERT's down-projection, which the head
+    kind's pattern matches) was dropped as a tied head, and a tied checkpoint storing lm_head.weight without the
+    embedding lost its one copy. Now: 64 x 64 x 2 B of that layer tensor counted; the lone head counted as the
+    embedding it stands for (180,864 B, as with the embedding alone)."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA | {"tie_word_embeddings": True}))
+    shapes = llama_shapes() | {"model.layers.0.output.dense.weight": (64, 64)}
+    save_torch(tmp_path / "model.safetensors", shapes)
+    assert cli.json("kv", str(tmp_path))["weight_bytes"] == BF16_BYTES - EMBEDDING * 2 + 64 * 64 * 2
+    head_only = {name: shape for name, shape in llama_shapes().items() if name != "model.embed_tokens.weight"}
+    save_torch(tmp_path / "model.safetensors", head_only)
+    assert cli.json("kv", str(tmp_path))["weight_bytes"] == BF16_BYTES - EMBEDDING * 2 == 180_864

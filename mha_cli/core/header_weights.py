@@ -9,6 +9,7 @@ bytes there are. ``header_notes`` says so, and names a total that disagrees with
 rounding (``disagrees``) with the kind that differs most. Pure Python.
 """
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -75,9 +76,14 @@ def read_header_weights(
     if not found.files:
         return HeaderRead(None, [])
     layers = model.n_layers if n_layers is None else n_layers
-    tensors = (
-        (tensor_kind(tensor.name, layers), tensor.dtype, tensor.numel, tensor.nbytes)
+    kinds = [
+        (tensor_kind(tensor.name, layers), tensor.name, tensor.dtype, tensor.numel, tensor.nbytes)
         for tensor in _each_name_once(found.files)
+    ]
+    has_embedding = any(kind == "embedding" for kind, *_ in kinds)
+    tensors = (
+        (_tied_head(kind, name, model, has_embedding), dtype, numel, nbytes)
+        for kind, name, dtype, numel, nbytes in kinds
     )
     summed = summed_weights(tensors, len(found.files), model, deployment)
     if summed.total_bytes == 0:  # a header alone, or only what no engine loads: not a checkpoint to price by
@@ -88,15 +94,29 @@ def read_header_weights(
     return HeaderRead(summed, [])
 
 
+_TOP_LEVEL_HEAD = re.compile(r"^(?:[A-Za-z_]+\.)*(?:lm_head|output|embed_out)\.weight$")
+"""The model's own output head (``lm_head.weight``, ``model.output.weight``), not a layer's ``...layer.3.output.dense``
+that the same kind's pattern also matches (BERT's per-layer down-projection): no layer index in the name."""
+
+
+def _tied_head(kind: str, name: str, model: ModelSpec, has_embedding: bool) -> str:
+    """``tied_head`` (not loaded) for the output head of a tied config whose checkpoint also stores the embedding:
+    vLLM's loaders skip ``lm_head.*`` then (``skip_prefixes``); ``kind`` otherwise, a head stored in place of the
+    embedding included (it is the one tensor the tie reads)."""
+    if kind == "head" and model.embeddings.tied and has_embedding and _TOP_LEVEL_HEAD.match(name):
+        return "tied_head"
+    return kind
+
+
 def _each_name_once(files: list[Path]) -> Iterator[HeaderTensor]:
-    """Every tensor of ``files`` in order, a name stored in two shards once: the engine's parameter is one tensor
-    however many files write it (the later load overwrites it)."""
-    seen: set[str] = set()
+    """Every tensor of ``files``, a name stored in two shards once, its last copy: the engine's parameter is one
+    tensor however many files write it, and the later load overwrites it."""
+    last: dict[str, HeaderTensor] = {}
     for path in files:
         for tensor in read_header(path):
-            if tensor.name not in seen:
-                seen.add(tensor.name)
-                yield tensor
+            last.pop(tensor.name, None)  # re-inserted: the order of the last copies
+            last[tensor.name] = tensor
+    yield from last.values()
 
 
 def summed_weights(
@@ -111,9 +131,7 @@ def summed_weights(
     by_dtype: dict[str, int] = {}
     by_kind: dict[str, int] = {}
     count = total = 0
-    tied = model.embeddings.tied
     for kind, dtype, numel, nbytes in tensors:
-        kind = "tied_head" if tied and kind == "head" else kind  # skip_prefixes=["lm_head."] when tied
         count += 1
         by_dtype[dtype] = by_dtype.get(dtype, 0) + nbytes
         held = nbytes
