@@ -91,6 +91,8 @@ def test_check_and_kv_take_a_dynamic_scaling(cli, tmp_path):
     assert [line["bytes"] for line in budget if line["label"] == "RoPE cos/sin cache"] == [-(32_768 * 128 * 2)]
     # vLLM derives 65,536 but its table holds 32,768 rows: said (the review of this change)
     assert any("dynamic NTK RoPE table holds 32,768 positions" in note for note in found["memory"]["engine"]["notes"])
+    older = cli.json("kv", str(path), "--target", "h100", "--seq", "65536", "--engine", "vllm@0.21.0")["memory"]
+    assert not any("dynamic NTK" in note for note in older["engine"]["notes"])  # 0.21 held max x factor rows
     sglang = cli.json("kv", str(path), "--target", "h100", "--seq", "65536", "--engine", "sglang")["memory"]["engine"]
     # SGLang's DynamicNTKScalingRotaryEmbedding holds max x factor rows, in fp32 (the review of this change)
     assert [line["bytes"] for line in sglang["budget"] if line["label"] == "RoPE cos/sin cache"] == [

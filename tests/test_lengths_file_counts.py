@@ -54,3 +54,8 @@ def test_requests_past_the_models_context_are_said_so(cli, tmp_path):
     found = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--lengths-file", str(lengths))
     note = next(note for note in found["notes"] if "lengths file" in note)
     assert "past the length derived from llama-3.1-8b's config.json" in note and "vLLM derives 131,072" in note
+
+    sglang = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--lengths-file", str(lengths),
+                      "--engine", "sglang")  # fmt: skip
+    note = next(note for note in sglang["notes"] if "lengths file" in note)  # its engine's words alone (review 259)
+    assert "SGLang derives 131,072" in note and "vLLM derives" not in note

@@ -60,6 +60,8 @@ class UnstableCalibration(Record):
 
 
 class CalibrationResult(Record):
+    written: bool = True
+    """A profile was written (``UnstableCalibration``'s is false)."""
     profile: DeviceProfile
     check: list[CheckRow]
     samples: list[Sample]

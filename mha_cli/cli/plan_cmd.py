@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.search import SearchResult
     from mha_cli.core.cost.serving import Deployment
     from mha_cli.core.cost.speculative import SpeculativeComparison
-    from mha_cli.core.schemas import ModelSpec, MoeA2aBackend, SpeculativeSpec
+    from mha_cli.core.schemas import DeploymentSpec, ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
@@ -500,7 +500,7 @@ def plan(
                 f"--shared-prefix {shared_prefix:,}: the lengths file has a prompt of {shortest:,} tokens; the prefix"
                 f" is part of every prompt: give 0 to {shortest:,}"
             )
-    long_requests = None if client is None else longest_request_note(client, isl, osl, loaded.model)
+    long_requests = None if client is None else longest_request_note(client, isl, osl, loaded.model, deployment)
     if slo_percentile not in (0, 50, 90, 99):
         raise BadInputError(f"--slo-percentile {slo_percentile:g}: give 50, 90 or 99 (or 0 for the mean)")
     past_read = notice_past_newest_read(deployment.engine, deployment.engine_version, output)
@@ -759,7 +759,9 @@ def _check_max_model_len(max_model_len: str | None, context: int) -> None:
         )
 
 
-def longest_request_note(client: ClientSpec, isl: int, osl: int, model: ModelSpec | None = None) -> str | None:
+def longest_request_note(
+    client: ClientSpec, isl: int, osl: int, model: ModelSpec | None = None, deployment: DeploymentSpec | None = None
+) -> str | None:
     """Where the simulated client's requests (a lengths file, or --random-range-ratio's draws) run past --isl + --osl,
     the context the memory plan and the launch lines' --max-model-len are sized for: what the engine would refuse and
     the flag that admits them, and where they run past what the engines derive from ``model``'s config too. None:
@@ -781,16 +783,21 @@ def longest_request_note(client: ClientSpec, isl: int, osl: int, model: ModelSpe
         f" engine's max_model_len (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's --max_seq_len, as"
         f" a launch line writes it) are sized for {isl + osl:,}, and the engine refuses a longer request; start it"
         f" with {longest:,} there, or give --isl and --osl whose sum holds it (the closed form prices --isl and --osl,"
-        " the simulated loop the requests drawn)" + _past_model_context(model, longest)
+        " the simulated loop the requests drawn)" + _past_model_context(model, longest, deployment)
     )
 
 
-def _past_model_context(model: ModelSpec | None, longest: int) -> str:
-    """``; and past the model's context ...`` where the longest request exceeds what an engine derives (trial 254: a
-    300,100-token request simulated on Llama-3.1-8B's 131,072)."""
-    from mha_cli.core.engine.context_limit import past_derived_length
+def _past_model_context(model: ModelSpec | None, longest: int, deployment: DeploymentSpec | None) -> str:
+    """``; and past the model's context ...`` where the longest request exceeds what the deployment's engine derives
+    (vLLM's at its release; trial 254: a 300,100-token request simulated on Llama-3.1-8B's 131,072)."""
+    from mha_cli.core.engine.context_limit import OVERRIDES, past_derived_length
+    from mha_cli.core.engine.settings import release_in_force
 
-    past = None if model is None else past_derived_length(model, longest)
+    engine = "vllm" if deployment is None else deployment.engine or "vllm"
+    if model is None or engine not in OVERRIDES:  # TensorRT-LLM's own length is not modelled
+        return ""
+    release = release_in_force(deployment) if deployment is not None and engine == "vllm" else None
+    past = past_derived_length(model, longest, (engine,), release)
     return "" if past is None else f"; {past}"
 
 

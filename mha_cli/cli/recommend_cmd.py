@@ -250,7 +250,9 @@ def recommend_command(
             import json as json_module  # only for --format hf
 
             written_hf = hf_config(result.config.model, max_position_embeddings=request.seq_len)
-            if result.config.notes:  # what check reads back (an explicit --variant): a key transformers keeps as is
+            if (
+                result.config.notes
+            ):  # the YAML's notes (check reads an explicit --variant back): a key transformers keeps
                 written_hf[HF_NOTES_KEY] = list(result.config.notes)
             text = json_module.dumps(written_hf, indent=2)
             write_text_atomic(out, text + "\n", force=force)

@@ -341,7 +341,8 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
         unbuilt.append(family.unbuilt)
     if unbuilt:
         raise BadInputError(
-            "mha verify builds global and sliding-window attention and Gated DeltaNet / Mamba / Mamba-2 / lightning /"
+            "mha verify builds global attention, sliding-window attention (not on MLA layers) and Gated DeltaNet /"
+            " Mamba / Mamba-2 / lightning /"
             f" KDA / short-conv layers only; {model.name} has {', '.join(unbuilt)} layers: price its cache with `mha kv` instead"
         )
 

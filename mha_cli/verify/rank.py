@@ -181,16 +181,22 @@ def cache_fill(plan: VerifyPlan) -> CacheFill:
 NUMERICS_TOKENS = 16
 """The cached-decode comparison's length when no sliding window is within reach (``numerics_tokens``)."""
 WINDOW_REACH = 1024
-"""The widest window the comparison runs past (a full forward of window + 8 tokens on the built layers: up to 1,032
-positions' scores a head, cheap at any width verify builds)."""
+"""The widest window the comparison runs past (a full forward of window + 8 tokens on the built layers)."""
+LOGITS_REACH = 1 << 25
+"""The most logits (tokens x vocabulary) the comparison holds when it runs past a window: it keeps both paths'
+logits and their fp32 copies, about 0.5 GiB at this many (Gemma 3's 1,024 window over its 262,144-token vocabulary
+would be 4 times that: the review of this change measured 6.9 GB RSS against 2.2); past it, 16 tokens."""
 
 
 def numerics_tokens(model: ModelSpec, seq: int) -> int:
     """The cached-decode comparison's length: 16 tokens, or past the sliding window (window + 8, its last 4 decoded
-    one at a time) where the run's own ``seq`` passes it and it is at most ``WINDOW_REACH``, so the window's mask and
-    its ring cache's wrap-around are compared too (a window of 16 or more never was: trial 258)."""
+    one at a time) where the run's own ``seq`` passes it, it is at most ``WINDOW_REACH`` and its logits at most
+    ``LOGITS_REACH``, so the window's mask and its ring cache's wrap-around are compared too (a window of 16 or more
+    never was: trial 258)."""
     window = model.layers.sliding_window
     if window is None or window + 8 <= NUMERICS_TOKENS or window + 8 > seq or window > WINDOW_REACH:
+        return NUMERICS_TOKENS
+    if (window + 8) * model.embeddings.vocab_size > LOGITS_REACH:
         return NUMERICS_TOKENS
     return window + 8
 

@@ -234,6 +234,9 @@ TRTLLM_PYTORCH_KV_FORMATS = ("fp32", "fp16", "bf16", "fp8")
 is the C++ runtime's, built into a TensorRT engine from a checkpoint quantised with kv_cache_quant_algo INT8."""
 
 
+DYNAMIC_TABLE_SHORT_FROM: Version = (0, 22)
+"""vLLM's first release whose dynamic-NTK RoPE table holds max_position_embeddings rows, not x factor
+(``core.engine.rope_cache``)."""
 FORMAT_LACKING = " these figures are that format's bytes, not a deployment it runs"
 """The tail of every ``kv_format_note``, after a colon: a refusal keeps what comes before it."""
 
@@ -755,7 +758,9 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     scaling = None if model.rotary is None else model.rotary.scaling
     table_rows = model.context_length
-    if scaling is not None and scaling.type == "dynamic" and table_rows is not None and kv.seq_len > table_rows:
+    short_table = settings.release is None or settings.release[:2] >= DYNAMIC_TABLE_SHORT_FROM
+    if scaling is not None and scaling.type == "dynamic" and table_rows is not None and kv.seq_len > table_rows \
+            and short_table:  # fmt: skip
         notes.append(  # rope_cache: DynamicNTKScalingRotaryEmbedding's table has max_position_embeddings rows
             f"vLLM's dynamic NTK RoPE table holds {table_rows:,} positions (max_position_embeddings; from 0.22.0,"
             f" 0.21 held x {scaling.factor:g}) while it derives a max_model_len {scaling.factor:g} times longer:"

@@ -24,8 +24,8 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 
 HF_NOTES_KEY = "mha_notes"
-"""The key a written config.json keeps recommend's notes under (the YAML's ``notes``: an explicit ``--variant`` that
-check then judges as asked, MHA091 a warning). transformers keeps an unknown key as an attribute and vLLM ignores
+"""The key a written config.json keeps recommend's notes under (the YAML's ``notes``: the rules fired, and an explicit
+``--variant`` that check then judges as asked, MHA091 a warning). transformers keeps an unknown key as an attribute and vLLM ignores
 it; mha reads it back (``core.sources``)."""
 RMS_NORM_EPS = 1e-5
 TRANSFORMERS_LAYER_TYPES = {"global": "full_attention", "local": "sliding_attention"}
