@@ -102,3 +102,16 @@ def test_the_check_runs_one_layer_of_each_kind_and_one_per_stage(tmp_path, dense
     data["model"]["moe"]["n_dense_layers"] = dense
     model = load_source(_config(tmp_path, data)).model
     assert _check_layers(model, pp, built) == check
+
+
+def test_the_sources_assumptions_reach_the_pipeline_job(tmp_path):
+    """verify --pp built its notes without the source's assumptions (an unknown model_type read as llama passed
+    silently under --pp; the review of this change): the job carries them to the report's notes."""
+    from mha_cli.core.deployment import merge_deployment
+    from mha_cli.parallel.pipeline_plan import make_pp_job
+
+    loaded = load_source(_config(tmp_path, TINY))
+    loaded = loaded.model_copy(update={"assumptions": ["model_type 'nonsense' is not a family mha knows"]})
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=32, kv_dtype="fp32")
+    job = make_pp_job(loaded, deployment, pp=2, device_type="cpu", layers=4, reps=1, timeout_s=120)
+    assert job.assumptions == ["model_type 'nonsense' is not a family mha knows"]

@@ -135,4 +135,5 @@ def make_pp_job(
         source=loaded.origin, model=model, deployment=deployment, pp=pp, tp=tp, device_type=device_type,
         n_layers_built=layers, check_layers=_check_layers(model, pp, layers), prefill_tokens=prompt, reps=reps,
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance, timeout_s=timeout_s,
+        assumptions=list(loaded.assumptions),
     )  # fmt: skip

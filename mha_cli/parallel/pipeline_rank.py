@@ -267,6 +267,7 @@ def _report(job: PpJob, outcomes: list[PpOutcome], device: torch.device, *, pref
                                                  weight_bytes=stage_params(job.model, layout, job.tp) * value,
                                                  cache_bytes=cache))  # fmt: skip
     notes = [
+        *(f"assumed: {note}" for note in job.assumptions),
         f"built {job.n_layers_built} of {job.model.n_layers} layers,"
         f" {'/'.join(map(str, stage_sizes(job.n_layers_built, job.pp)))} per stage (vLLM's split);"
         " deployment_stages predicts every layer's split",

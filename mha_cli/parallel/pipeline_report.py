@@ -38,6 +38,8 @@ class PpJob(BaseModel):
     tolerance: float
     seed: int = 0
     timeout_s: float
+    assumptions: list[str] = []
+    """What loading the source assumed (an unknown model_type read as llama ...), at the head of the report's notes."""
 
 
 class PpBatch(BaseModel):
