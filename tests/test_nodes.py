@@ -306,3 +306,12 @@ def test_an_nvl72_racks_disaggregated_and_trtllm_lines_keep_to_trays_of_4():
     trtllm = plan("llama-3.1-8b", "--engine", "trtllm")
     assert "CUDA_VISIBLE_DEVICES=4" not in trtllm["launch_note"]
     assert "a server spans trays" not in trtllm["launch_note"]  # tp 1 replicas: each on one tray
+
+
+def test_the_search_leaves_out_layouts_no_engine_launches(cli):
+    """llama-3.1-70b on 12xh100 (8 + 4 GPUs) picked tp 2 x pp 3 x 2, whose replicas straddle the nodes unevenly:
+    launch {} (found by newuser trial 257). Such layouts are left out of the search, saying why; the pick has lines."""
+    found = cli.json("plan", "llama-3.1-70b", "--target", "12xh100", "--closed-form")
+    pick = found["candidates"][found["chosen"]]["deployment"]
+    assert found["launch"].get("vllm") and (pick["tp"], pick["pp"]) != (2, 3)
+    assert any(line.startswith("tp 2 x pp 3 x 2 replica(s): left out (no launch line") for line in found["layouts"])

@@ -28,6 +28,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from mha_cli.core.cost.launch_nodes import STRADDLING
 from mha_cli.core.cost.launch_settings import kv_cache_dtype_words
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
@@ -254,6 +255,9 @@ def _search(
             variant = variant.model_copy(update={"dp": replicas})
         shares = _shares_experts(model, tp, replicas, variant)
         label = _label(tp, pp, replicas, variant, shares_experts=shares)
+        if _straddles(target, tp, pp, replicas):  # no engine launches it: never the pick (trial 257)
+            tried.append(f"{label}: left out ({STRADDLING})")
+            continue
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
@@ -271,6 +275,18 @@ def _search(
             plan = first if users == 1 else plans.at(users)
             candidates.append(as_candidate(plan, ttft_ms, itl_ms))
     return candidates, tried
+
+
+def _straddles(target: ResolvedTarget, tp: int, pp: int, replicas: int) -> bool:
+    """Whether a replica of tp x pp GPUs straddles two of ``target``'s nodes unevenly (``12xh100``'s 8 + 4 at tp 2 x
+    pp 3), which no engine's multi-node launch runs (``core.cost.launch_nodes.NodeShape.straddles``): the search
+    leaves such a layout out, as it leaves out one whose engine would not start, rather than pick a deployment it
+    cannot print a launch line for."""
+    if target.n_nodes <= 1:
+        return False
+    from mha_cli.core.cost.launch_nodes import node_shape
+
+    return node_shape(target.n_nodes, target.devices_per_node, tp, pp, replicas, None).straddles
 
 
 def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> Candidate:
