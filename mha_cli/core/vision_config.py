@@ -91,6 +91,15 @@ Value = Callable[..., int]
 """``read_vision_tower``'s reader of one vision_config count: its first key present, else transformers' default."""
 
 
+def _vit_fields(value: Value, image: int, patch: int) -> dict[str, int]:
+    """The fields a ViT tower (SigLIP, Llama 4's, Pixtral) states under Hugging Face's usual names."""
+    return {
+        "d_model": value("hidden_size"), "n_layers": value("num_hidden_layers"),
+        "n_heads": value("num_attention_heads"), "d_ff": value("intermediate_size"), "patch_size": patch,
+        "in_channels": value("num_channels"), "image_size": image,
+    }  # fmt: skip
+
+
 def _siglip_tower(
     kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
 ) -> VisionTowerSpec:
@@ -105,9 +114,7 @@ def _siglip_tower(
     if not config.get("mm_tokens_per_image"):
         assumed.append("mm_tokens_per_image absent: 256, transformers' Gemma3Config default")
     return VisionTowerSpec(
-        kind="siglip", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
-        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
-        in_channels=value("num_channels"), image_size=image, projector_width=text_width,
+        kind="siglip", **_vit_fields(value, image, patch), projector_width=text_width,
         tokens_per_image=int(tokens), patches_per_image=(image // patch) ** 2,
     )  # fmt: skip
 
@@ -176,9 +183,7 @@ def _llama4_tower(
         " image processor max_patches (not in config.json)"
     )
     return VisionTowerSpec(
-        kind="llama4", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
-        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
-        in_channels=value("num_channels"), image_size=image, projector_width=text_width, tokens_per_image=tokens,
+        kind="llama4", **_vit_fields(value, image, patch), projector_width=text_width, tokens_per_image=tokens,
         patches_per_image=tiles * (per_tile + 1), adapter_width=value("projector_input_dim"),
         adapter_output=value("projector_output_dim"), positions=per_tile + 1,
     )  # fmt: skip
@@ -206,8 +211,6 @@ def _pixtral_tower(
         " the processor's size.longest_edge (not in config.json)"
     )
     return VisionTowerSpec(
-        kind="pixtral", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
-        n_heads=value("num_attention_heads"), d_ff=value("intermediate_size"), patch_size=patch,
-        in_channels=value("num_channels"), image_size=image, spatial_merge_size=merge, projector_width=text_width,
+        kind="pixtral", **_vit_fields(value, image, patch), spatial_merge_size=merge, projector_width=text_width,
         tokens_per_image=side * side, patches_per_image=side * side * merge * merge,
     )  # fmt: skip

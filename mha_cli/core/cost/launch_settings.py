@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mha_cli.core.byte_units import GIB
+from mha_cli.core.cost.launch_nodes import COPIES_WHY
 from mha_cli.core.engine.mxfp4_moe import MARLIN_VARIABLE
 from mha_cli.core.engine.settings import VLLM_BLOCK_SIZES
 from mha_cli.core.schemas import DeploymentSpec
@@ -181,8 +182,7 @@ def replicas_note(replicas: int, gpus_per_replica: int, engines: list[str]) -> s
     named = f"the {engines[0]} line" if len(engines) == 1 else f"the {', '.join(engines[:-1])} and {engines[-1]} lines"
     reasons = []
     if "vllm" in engines:
-        reasons.append("each replica holds its own experts, which vLLM's data parallelism would spread over every"
-                       " replica's GPUs")  # fmt: skip
+        reasons.append(COPIES_WHY)
     if "trtllm" in engines:
         reasons.append("trtllm-serve has no data-parallel flag")
     return (
