@@ -36,6 +36,16 @@ class Cli:
         return json.loads(result.stdout)
 
 
+@pytest.fixture(autouse=True)
+def fresh_consoles():
+    """Each test's consoles read its own environment: rich fixes a console's width (``COLUMNS``) when it is made,
+    and the CLI makes one per process, so a console kept from an earlier test would wrap at that test's width."""
+    from mha_cli.cli.output import stderr_console, stdout_console
+
+    stdout_console.cache_clear()
+    stderr_console.cache_clear()
+
+
 @pytest.fixture
 def cli() -> Cli:
     return Cli()
