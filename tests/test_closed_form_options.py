@@ -18,10 +18,12 @@ ONE = ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "512", "-
 @pytest.mark.parametrize(
     "option",
     [["--num-prompts", "50"], ["--lengths-file", "{lengths}"], ["--random-range-ratio", "0.5"],
-     ["--burstiness", "-1"], ["--seed", "3"], ["--slo-percentile", "50"]],
-    ids=lambda option: option[0],
+     ["--burstiness", "-1"], ["--seed", "3"], ["--slo-percentile", "50"],
+     ["--seed", "0"], ["--burstiness", "1"], ["--slo-percentile", "99"], ["--random-range-ratio", "0"]],
+    ids=" ".join,
 )  # fmt: skip
 def test_a_loop_option_with_closed_form_is_refused(tmp_path, option):
+    """The last four are the defaults, named: they passed (trial 257), as if the loop had read them."""
     lengths = tmp_path / "lengths.txt"
     lengths.write_text("100 50\n")
     args = [*ONE, "--closed-form", "--rate", "2", *(word.format(lengths=lengths) for word in option)]

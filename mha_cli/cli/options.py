@@ -383,3 +383,10 @@ def check_latency_targets(ttft_ms: float | None, itl_ms: float | None) -> None:
     for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
         if value is not None and not 0 < value < 1e9:
             raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
+
+
+def named(ctx: typer.Context, parameter: str) -> bool:
+    """Whether the command's option ``parameter`` (its Python name: ``seed``) was given on the command line or in its
+    environment variable, not left at its default: ``--seed 0`` is named though 0 is the default."""
+    source = ctx.get_parameter_source(parameter)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")

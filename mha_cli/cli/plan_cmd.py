@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
     WeightDtypeOpt,
     check_latency_targets,
     kv_cache_bytes,
+    named,
     named_path,
     one_or_more,
 )  # fmt: skip
@@ -71,6 +72,7 @@ def _count(value: int, what: str, high: int) -> int:
 
 
 def plan(
+    ctx: typer.Context,
     source: SourceArg,
     target: Annotated[
         str,
@@ -383,8 +385,9 @@ def plan(
     if itl_ms is not None and osl == 1:  # the closed form printed a decode step there, the simulated run 0 ms
         raise BadInputError("--itl-ms with --osl 1: one output token has no gap after it: leave --itl-ms out")
     simulated = {"--num-prompts": num_prompts, "--lengths-file": lengths_file,
-                 "--random-range-ratio": random_range_ratio or None, "--slo-percentile": None if slo_percentile == 99 else slo_percentile,
-                 "--burstiness": None if burstiness == 1 else burstiness, "--seed": seed or None,
+                 "--random-range-ratio": random_range_ratio if named(ctx, "random_range_ratio") else None,
+                 "--slo-percentile": slo_percentile if named(ctx, "slo_percentile") else None,
+                 "--burstiness": burstiness if named(ctx, "burstiness") else None, "--seed": seed if named(ctx, "seed") else None,
                  "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
                  "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
