@@ -72,6 +72,36 @@ def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_tab
     assert all(len(line) <= 80 for line in text.splitlines())
 
 
+def test_a_speedup_beyond_what_its_bytes_allow_is_flagged() -> None:
+    """A busy CPU printed MQA 1,064x faster than MHA with no flag (trial 258): MHA's steps (p25 1,000 ms) against
+    MQA's (p75 1.25 ms) reading 0.3 of MHA's bytes: 800x at the low end, 240x what 1 / 0.3 allows (over 16x)."""
+    from rich.console import Console
+
+    from mha_cli.cli.bench_cmd import render_bench
+    from mha_cli.nn.bench import BenchResult, Quartiles, bench_row, noise_warnings
+
+    mha = Quartiles.of([0.9, 1.0, 1.05, 1.1, 1.2])  # ms: p25 1000, p75 1100
+    mqa = Quartiles.of([0.0009, 0.001, 0.00105, 0.00125, 0.0013])  # p25 1.0, p75 1.25
+    gqa = Quartiles.of([0.2, 0.21, 0.22, 0.23, 0.24])  # p25 210: 4.8x at 0.5 of the bytes, 2.4x what they allow
+    rows = [bench_row("MHA", 16, 64, 0, 1000, mha, mha, 1000, "flash (cpu)"),
+            bench_row("MQA", 1, 64, 0, 300, mqa, mha, 1000, "flash (cpu)"),
+            bench_row("GQA-8", 8, 64, 0, 500, gqa, mha, 1000, "flash (cpu)")]  # fmt: skip
+    assert [row.beyond_its_bytes for row in rows] == [False, True, False]
+    warnings = noise_warnings(rows, reps=5)
+    assert warnings == [
+        "beyond what the bytes allow (over 16x 1 / bytes ratio): MQA 1,000.00x reading 0.30 of MHA's bytes; MHA's"
+        " steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
+    ]
+    result = BenchResult(
+        device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
+        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
+    )  # fmt: skip
+    console = Console(record=True, width=100)
+    render_bench(console, result)
+    text = console.export_text()
+    assert "1,000.00x!" in text and "! warning: beyond what the bytes allow" in text and "4.77x " in text
+
+
 def test_an_unknown_device_is_a_one_line_error() -> None:
     result = runner.invoke(app, ["bench", "--device", "tpu"])
     assert result.exit_code == 2 and "unknown device 'tpu'" in result.output

@@ -83,6 +83,8 @@ VARIANTS_TIMED = 5
 """Rows ``run_decode_bench`` times: MHA, GQA-k, MQA, MLA absorbed, MLA naive (the progress bar's steps)."""
 NOISE_MARK = "~"
 """After a speedup whose interquartile range overlaps MHA's: not distinguishable from 1x in this run."""
+BEYOND_MARK = "!"
+"""After a speedup far beyond what its bytes allow (``BenchRow.beyond_its_bytes``): MHA's steps were slowed."""
 COLUMNS = (
     ("variant", "left"), ("KV\nheads", "right"), ("cache\nB/token", "right"), ("read\nper step", "right"),
     ("median\nms", "right"), ("IQR\nms", "right"), ("speedup\nvs MHA", "right"), ("bytes\nvs MHA", "right"),
@@ -104,10 +106,11 @@ def render_bench(console: Console, result: BenchResult) -> None:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
-        mark = f"[yellow]{NOISE_MARK}[/yellow]" if row.within_noise else " "
+        mark = BEYOND_MARK if row.beyond_its_bytes else NOISE_MARK if row.within_noise else ""
+        mark = f"[yellow]{mark}[/yellow]" if mark else " "
         table.add_row(
             row.label, str(row.n_kv_heads), f"{row.cache_bytes_per_token:,}", format_bytes(row.bytes_read),
-            f"{row.median_ms:.3f}", f"{row.iqr_ms:.3f}", f"{row.speedup_vs_mha:.2f}x{mark}", f"{row.bytes_vs_mha:.3f}",
+            f"{row.median_ms:.3f}", f"{row.iqr_ms:.3f}", f"{row.speedup_vs_mha:,.2f}x{mark}", f"{row.bytes_vs_mha:.3f}",
             f"{row.effective_gb_per_s:.1f}",
         )  # fmt: skip
     console.print(table)
@@ -124,7 +127,8 @@ def render_bench(console: Console, result: BenchResult) -> None:
     else:
         console.print(f"[dim]predicted times: {escape(result.prediction_profile)}[/dim]")
     for warning in result.warnings:
-        console.print(f"[yellow]{NOISE_MARK} warning: {escape(warning)}[/yellow]")
+        mark = BEYOND_MARK if warning.startswith("beyond") else NOISE_MARK
+        console.print(f"[yellow]{mark} warning: {escape(warning)}[/yellow]")
 
 
 def backends_text(result: BenchResult) -> str:

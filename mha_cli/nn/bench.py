@@ -63,6 +63,10 @@ class BenchRow(Record):
     within_noise: bool
     """True when this row's and MHA's interquartile ranges overlap, either range is over half its median, or
     there is one repetition: the speedup is not distinguishable from 1 in this run. False for the MHA row."""
+    beyond_its_bytes: bool = False
+    """True when even the ratio's low end is over ``IMPLAUSIBLE_BYTES_FACTOR`` times what the bytes read allow
+    (1 / bytes_vs_mha): no cache level is that much faster than memory, so MHA's steps were slowed by something
+    else (a busy machine, swapping). False for the MHA row."""
     bytes_vs_mha: float
     """This row's bytes_read / MHA's (exact: no spread)."""
     effective_gb_per_s: float
@@ -142,6 +146,11 @@ def _variant_spec(label: str, n_kv: int, d_model: int, n_heads: int, head_dim: i
     return ModelSpec.model_validate(fields)
 
 
+IMPLAUSIBLE_BYTES_FACTOR = 16.0
+"""A speedup over this many times 1 / bytes_vs_mha is not the bytes: a step that reads a quarter of MHA's bytes is
+at most about 4x faster from memory traffic, and a working set that drops into a cache level gains about an order of
+magnitude at most (an L1 or L2 cache against DRAM). A busy CPU printed 1,064x for MQA (trial 258)."""
+
 UNSTABLE_IQR_FRACTION = 0.5
 """A timing whose interquartile range exceeds this fraction of its median makes every ratio with it noise."""
 
@@ -182,12 +191,14 @@ def bench_row(
     read = weight_bytes + kv_bytes
     is_mha = times is mha
     noisy = not is_mha and (times.p75 == times.p25 or times.overlaps(mha) or times.unstable or mha.unstable)
+    beyond = not is_mha and (mha.p25 / times.p75) * (read / mha_bytes) > IMPLAUSIBLE_BYTES_FACTOR
     return BenchRow(
         label=label, n_kv_heads=n_kv, cache_bytes_per_token=per_token, weight_bytes=weight_bytes,
         kv_bytes_read=kv_bytes, bytes_read=read, median_ms=round(times.median, 4), min_ms=round(times.low, 4),
         max_ms=round(times.high, 4), p25_ms=round(times.p25, 4), p75_ms=round(times.p75, 4),
         iqr_ms=round(times.p75 - times.p25, 4), speedup_vs_mha=round(mha.median / times.median, 3),
         speedup_low=round(mha.p25 / times.p75, 3), speedup_high=round(mha.p75 / times.p25, 3), within_noise=noisy,
+        beyond_its_bytes=beyond,
         bytes_vs_mha=round(read / mha_bytes, 4), effective_gb_per_s=round(read / times.median / 1e6, 2),
         gb_per_s_low=round(read / times.p75 / 1e6, 2), gb_per_s_high=round(read / times.p25 / 1e6, 2),
         sdpa_backend=backend,
@@ -195,17 +206,26 @@ def bench_row(
 
 
 def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
-    """What the table cannot show: no spread with one repetition; speedups whose quartile ranges overlap MHA's."""
+    """What the table cannot show: no spread with one repetition; speedups whose quartile ranges overlap MHA's;
+    speedups far beyond what the bytes read allow."""
+    warnings = []
     if reps < 2:
-        return ["1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more"]
+        warnings.append("1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more")
     noisy = [f"{row.label} {row.speedup_vs_mha:.2f}x ({row.speedup_low:.2f}-{row.speedup_high:.2f}x)"
-             for row in rows if row.within_noise]  # fmt: skip
-    if not noisy:
-        return []
-    return [
-        f"within the noise (interquartile range overlapping MHA's, or wider than half the median): {', '.join(noisy)};"
-        " these speedups may be 1x: rerun with more --reps, on an idle machine"
-    ]
+             for row in rows if row.within_noise and reps >= 2]  # fmt: skip
+    if noisy:
+        warnings.append(
+            "within the noise (interquartile range overlapping MHA's, or wider than half the median):"
+            f" {', '.join(noisy)}; these speedups may be 1x: rerun with more --reps, on an idle machine"
+        )
+    beyond = [f"{row.label} {row.speedup_vs_mha:,.2f}x reading {row.bytes_vs_mha:.2f} of MHA's bytes"
+              for row in rows if row.beyond_its_bytes]  # fmt: skip
+    if beyond:
+        warnings.append(
+            f"beyond what the bytes allow (over {IMPLAUSIBLE_BYTES_FACTOR:.0f}x 1 / bytes ratio): {', '.join(beyond)};"
+            " MHA's steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
+        )
+    return warnings
 
 
 def run_decode_bench(
