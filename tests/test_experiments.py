@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha_cli.core.errors import EXIT_BAD_INPUT
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED
 from mha_cli.core.params import count_params
 from mha_cli.core.schemas import MLASpec, ModelSpec
 from mha_cli.experiments.common import command_line, typed_command
@@ -189,3 +189,23 @@ def test_mqa_plot_units_come_from_the_data_and_the_table_fits_80_columns(cli, tm
     text = console.export_text()
     assert "…" not in text and "1,048,576" in text
     assert all(len(line.rstrip()) <= 80 for line in text.splitlines())
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError], ids=["interrupted", "failed"])
+def test_a_run_that_stops_removes_the_folders_it_made(cli, tmp_path, monkeypatch, stop):
+    """An interrupted or failed run left its empty --out-dir (and any parent it made) behind (noted last session); a
+    folder that was there before stays, and so does anything the run wrote."""
+    import mha_cli.experiments.mqa as mqa
+
+    def stops(**_: object) -> None:
+        raise stop()
+
+    monkeypatch.setattr(mqa, "run_mqa", stops)
+    made = tmp_path / "new" / "deeper"
+    result = cli.run("experiment", "mqa", "--quick", "--device", "cpu", "--out-dir", str(made))
+    assert result.exit_code in (EXIT_INTERRUPTED, EXIT_INTERNAL), result.output
+    assert list(tmp_path.iterdir()) == []  # new/ and new/deeper/ removed; tmp_path, there before, kept
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert cli.run("experiment", "mqa", "--quick", "--out-dir", str(kept / "sub")).exit_code != 0
+    assert [path.name for path in tmp_path.iterdir()] == ["kept"] and list(kept.iterdir()) == []

@@ -73,9 +73,14 @@ def experiment_command(runner: str, render: Callable[[Console, Any], None], summ
     ) -> None:
         module, function = runner.split(":")
         check_device_option(device)  # the refusals that need no torch come first: torch takes seconds to import
-        ExperimentOutputs(module.rsplit(".", 1)[-1], out_dir, force=force).check_writable()
-        run = getattr(importlib.import_module(module), function)  # torch is imported here, only for this command
-        result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force, workers=workers)
+        outputs = ExperimentOutputs(module.rsplit(".", 1)[-1], out_dir, force=force)
+        outputs.check_writable()
+        try:
+            run = getattr(importlib.import_module(module), function)  # torch is imported here, only for this command
+            result = run(quick=quick, seed=seed, device=device, out_dir=out_dir, force=force, workers=workers)
+        except BaseException:  # an error, Ctrl-C or SIGTERM: the folder made for the files goes with it
+            outputs.remove_made_if_empty()
+            raise
         Output(json).emit(result, render)
 
     command.__doc__ = summary

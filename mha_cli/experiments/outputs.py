@@ -37,6 +37,8 @@ class ExperimentOutputs:
         self.report = self.folder / "report.md"
         self.plot = self.folder / f"{name}.png"
         self.results = self.folder / "results.json"
+        self.made: list[Path] = []
+        """The folders ``check_writable`` created, deepest last: removed again by ``remove_made_if_empty``."""
 
     @property
     def files(self) -> OutputFiles:
@@ -45,11 +47,14 @@ class ExperimentOutputs:
     def check_writable(self) -> None:
         """Fail before minutes of training, not after: the folder cannot be made, or a file exists without ``--force``.
 
-        Creates the folder (an empty one is left behind if the run then fails; never a partial file).
+        Creates the folder and any missing parent; a run that then fails or is interrupted removes those it made
+        with ``remove_made_if_empty`` (never a partial file).
         """
         with looking_at_output(self.folder):
             if self.folder.exists() and not self.folder.is_dir():
                 raise BadInputError(f"--out-dir {self.folder} is a file, not a folder: pass a folder")
+            missing = [folder for folder in (self.folder, *self.folder.parents) if not folder.exists()]
+        self.made = missing[::-1]
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -59,6 +64,15 @@ class ExperimentOutputs:
             for path in (self.report, self.plot, self.results):
                 if path.exists():
                     raise BadInputError(f"{path} exists: pass --force to overwrite it, or another --out-dir")
+
+    def remove_made_if_empty(self) -> None:
+        """Remove the folders ``check_writable`` made, deepest first, while each is still empty: a failed or
+        interrupted run leaves the disk as it found it."""
+        for folder in reversed(self.made):
+            try:
+                folder.rmdir()  # only an empty folder: anything written into it stays
+            except OSError:
+                return
 
     def write(self, report: str, figure: Figure, result: Record) -> None:
         """Write the plot, the results and the report, each whole or not at all."""
