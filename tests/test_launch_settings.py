@@ -266,3 +266,19 @@ def test_a_tpu_takes_vllms_chip_step_budget(cli, target, tokens):
     assert value(v4["launch"]["vllm"], "--max-num-batched-tokens") == "2048"
     older = cli.json("plan", "llama-3.2-1b", "--target", target, "--tp", "1", "--closed-form", "--engine", "vllm@0.8.5")
     assert value(older["launch"]["vllm"], "--max-num-batched-tokens") != str(tokens)  # the TPU branch came in 0.9.0
+
+
+def test_a_tpu_has_no_sglang_line_and_refuses_sglang(cli):
+    """Mainline SGLang has no TPU backend (its TPU page points to SGLang-JAX, a separate engine): a TPU plan printed a
+    `sglang.launch_server` line (noted last session) and priced --engine sglang with mainline SGLang's rules."""
+    found = cli.json("plan", "llama-3.2-1b", "--target", "tpu-v6e", "--tp", "1", "--closed-form")
+    assert list(found["launch"]) == ["vllm"]
+    assert "sglang" in cli.json("plan", "llama-3.2-1b", "--target", "l4", "--tp", "1", "--closed-form")["launch"]
+    for command in ("plan", "kv"):
+        refused = cli.run(command, "llama-3.2-1b", "--target", "tpu-v6e", "--engine", "sglang")
+        assert refused.exit_code == 2, refused.output
+        assert refused.output == (
+            "error: SGLang runs on TPUs through SGLang-JAX, a separate JAX engine (sgl-project/sglang-jax,"
+            " https://docs.sglang.io/platforms/tpu.html) whose memory and launch mha does not model: use --engine vllm"
+            " on tpu-v6e\n"
+        )

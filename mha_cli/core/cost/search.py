@@ -39,7 +39,7 @@ from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, resolve_settings
+from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, on_tpu, resolve_settings
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -612,8 +612,9 @@ def launch_commands(
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
-    # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there
-    if served.named_by != "gguf-file" and plan.target_id != "cpu":
+    # a GGUF file: vLLM's loader (its launch note says how), SGLang's not priced; the CPU: SGLang's not modelled there;
+    # a TPU: mainline SGLang has no backend for it (SGLANG_ON_TPU)
+    if served.named_by != "gguf-file" and plan.target_id != "cpu" and not on_tpu(plan.target_id):
         lines["sglang"] = sglang
     # an engine not priced that cannot load the model: no line that would not start
     from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as

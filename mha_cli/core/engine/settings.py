@@ -13,7 +13,7 @@ from mha_cli.core.engine.sglang_running import Requested, ceiling, requested_per
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
-from mha_cli.core.targets import Target
+from mha_cli.core.targets import Target, load_targets
 
 VLLM_UTILISATION = 0.90
 """vLLM ``CacheConfig.gpu_memory_utilization`` default (``vllm/config/cache.py``)."""
@@ -407,11 +407,27 @@ def deployment_generation(deployment: DeploymentSpec) -> Generation:
     return chosen
 
 
+SGLANG_ON_TPU = (
+    "SGLang runs on TPUs through SGLang-JAX, a separate JAX engine (sgl-project/sglang-jax,"
+    " https://docs.sglang.io/platforms/tpu.html) whose memory and launch mha does not model"
+)
+"""Why a TPU target has no SGLang plan nor line: mainline SGLang has no TPU backend."""
+TPU_VENDOR = "Google"
+
+
+def on_tpu(target_id: str) -> bool:
+    """Whether ``target_id`` names one of the shipped TPU targets."""
+    target = load_targets().get(target_id)
+    return target is not None and target.vendor == TPU_VENDOR
+
+
 def check_engine_runs_on(engine: EngineName, target: Target) -> None:
     """Refuse in one line an engine that does not run on ``target``: the cpu target is vLLM's CPU backend alone;
-    TensorRT-LLM runs on NVIDIA GPUs alone (``TRTLLM_VENDOR``)."""
+    TensorRT-LLM runs on NVIDIA GPUs alone (``TRTLLM_VENDOR``); SGLang not on a TPU (``SGLANG_ON_TPU``)."""
     if target.vendor == "CPU" and engine != "vllm":
         raise BadInputError(f"the cpu target is vLLM's CPU backend: {engine} is not modelled there; use --engine vllm")
+    if engine == "sglang" and target.vendor == TPU_VENDOR:
+        raise BadInputError(f"{SGLANG_ON_TPU}: use --engine vllm on {target.id}")
     if engine == "trtllm" and target.vendor != TRTLLM_VENDOR:
         raise BadInputError(
             f"TensorRT-LLM runs on NVIDIA GPUs only; {target.id} is {target.vendor}'s: use --engine vllm or sglang"
