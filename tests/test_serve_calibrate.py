@@ -243,3 +243,44 @@ def test_a_fit_from_an_unstable_measured_profile_says_so(tmp_path):
         note == "the profile it starts from, cpu-fp32, was measured unstable: GEMV varied 3.1x"
         for note in found["notes"]
     )
+
+
+def test_an_sglang_clients_run_is_fitted_with_sglangs_rules_unless_engine_says_otherwise(tmp_path):
+    """SGLang's bench_serving --backend sglang-oai measured an SGLang server; without --engine the fit priced it with
+    vLLM's memory rules, recorded engine vllm and its "use it" line planned vLLM (trial 258). vLLM's own client
+    (backend openai or vllm, one OpenAI client for any server) names no engine; files naming two engines are
+    refused. (On this light load, 8 users of 640 tokens on an H100, either engine's replay fits the same constants.)"""
+    from mha_cli.core.serve.bench_results import server_of
+
+    assert [server_of("SGLang bench_serving", b) for b in ("sglang-oai", "sglang", "vllm-chat", "trt", "lmdeploy")] == [
+        "sglang",
+        "sglang",
+        "vllm",
+        "trtllm",
+        None,
+    ]
+    assert [server_of("vllm bench serve", b) for b in ("openai", "vllm", "sglang", "tensorrt-llm", None)] == [
+        None,
+        None,
+        "sglang",
+        "trtllm",
+        None,
+    ]
+    sglang_run = str(FORMATS / "sglang_bench_serving_example.jsonl")
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    args = ["calibrate", "--from", sglang_run, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--target", "h100"]
+    read = json.loads(runner.invoke(app, [*args, "--name", "read", "--json"]).stdout)
+    asked = json.loads(runner.invoke(app, [*args, "--engine", "sglang", "--name", "asked", "--json"]).stdout)
+    assert read["engine"] == asked["engine"] == "sglang"
+    assert read["runs"] == asked["runs"]  # the same replay as --engine sglang
+    assert read["use"].endswith("--target h100 --engine sglang --profile read")
+    assert "priced with sglang's rules: the files' client backend 'sglang-oai' names it" in " ".join(read["notes"])
+    other = json.loads(runner.invoke(app, [*args, "--engine", "vllm", "--name", "other", "--json"]).stdout)
+    assert other["engine"] == "vllm" and other["use"].endswith("--engine vllm --profile other")
+    assert "as --engine asks, though the files' client backend 'sglang-oai' names sglang" in " ".join(other["notes"])
+    vllm_named = tmp_path / "vllm_client.json"
+    vllm_named.write_text(
+        (FORMATS / "sglang_bench_serving_example.jsonl").read_text().replace('"sglang-oai"', '"vllm"')
+    )
+    mixed = runner.invoke(app, [*args, "--from", str(vllm_named), "--name", "mixed"])
+    assert mixed.exit_code == 2 and "measured servers of sglang and vllm" in mixed.output, mixed.output

@@ -65,6 +65,7 @@ def calibrate_from_results(
     loaded = load_source(model)
     runs = collect(sources)
     check_model(runs, loaded, served_model_name)
+    server_note = server_engine(runs, deployment)
     longest = max(i + o for run in runs for i, o in run.lengths)
     spec = merge_deployment(loaded.deployment, model=loaded.model, seq_len=longest, target=resolved.spec,
                             **deployment)  # fmt: skip
@@ -91,8 +92,38 @@ def calibrate_from_results(
     write_text_atomic(path, fit.profile.model_dump_json(indent=1) + "\n", force=force)
     import shlex
 
-    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, "--profile", chosen])
-    Output(json).emit(fit.model_copy(update={"path": str(path), "use": use}), render_fit)
+    engine = ["--engine", deployment["engine"]] if deployment["engine"] else []
+    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, *engine, "--profile", chosen])
+    notes = [*fit.notes, *([server_note] if server_note else [])]
+    Output(json).emit(fit.model_copy(update={"path": str(path), "use": use, "notes": notes}), render_fit)
+
+
+def server_engine(runs: list[MeasuredRun], deployment: dict[str, Any]) -> str | None:
+    """Price the server the files' client says it measured (``bench_results.server_of``: SGLang's ``bench_serving
+    --backend sglang-oai`` measured an SGLang server) where ``--engine`` is left out, setting ``deployment["engine"]``;
+    one line for files that name two engines. Returns the note saying which engine priced the fit, or why not the
+    files'."""
+    from mha_cli.core.engine.generations import generation_of
+
+    named = {(run.server, run.backend) for run in runs if run.server is not None}
+    servers = sorted({server for server, _ in named})
+    if len(servers) > 1:
+        raise BadInputError(
+            f"the result files measured servers of {' and '.join(servers)} (their clients' backends"
+            f" {', '.join(sorted(shown(backend) for _, backend in named))}): fit one engine's runs at a time"
+        )
+    if not servers:
+        return None
+    server, backends = servers[0], ", ".join(sorted(shown(backend) for _, backend in named))
+    given = deployment["engine"]
+    if given is None:
+        deployment["engine"] = server
+        return f"priced with {server}'s rules: the files' client backend {backends} names it (--engine to set another)"
+    if generation_of(given).engine != server:
+        return (
+            f"priced with {given}'s rules as --engine asks, though the files' client backend {backends} names {server}"
+        )
+    return None
 
 
 def render_fit(console: Console, fit: CalibrationFit) -> None:

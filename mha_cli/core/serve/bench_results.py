@@ -41,6 +41,10 @@ class MeasuredRun(NamedTuple):
     e2e_ms: LatencyStats | None
     output_tokens_per_s: float
     duration_s: float | None
+    backend: str | None = None
+    """The client's ``backend`` setting as the file saved it (``sglang-oai``, ``vllm``, ``openai``)."""
+    server: str | None = None
+    """The engine that setting names (``SERVER_OF_BACKEND``): vllm, sglang or trtllm; None where it names none."""
 
     def describe(self) -> str:
         """``c16 1024/128`` or ``4 req/s 1024/128``: the load and the mean lengths."""
@@ -50,6 +54,22 @@ class MeasuredRun(NamedTuple):
         mean_in = round(sum(i for i, _ in self.lengths) / len(self.lengths))
         mean_out = round(sum(o for _, o in self.lengths) / len(self.lengths))
         return f"{load} {mean_in}/{mean_out}"
+
+
+SERVER_OF_BACKEND = {
+    "SGLang bench_serving": {"sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
+                             "sglang-oai-chat": "sglang", "vllm": "vllm", "vllm-chat": "vllm", "trt": "trtllm"},
+    "vllm bench serve": {"sglang": "sglang", "tensorrt-llm": "trtllm"},
+}  # fmt: skip
+"""The engine a client's ``--backend`` names, by client: SGLang's ``bench_serving`` (``sglang/benchmark/serving.py``
+``ASYNC_REQUEST_FUNCS``: one request function per server); vLLM's clients before ``vllm bench serve``
+(``benchmarks/benchmark_serving.py``: ``sglang``, ``tensorrt-llm``). vLLM's ``vllm`` and ``openai`` backends are one
+OpenAI-completions client (0.32's ``endpoint_request_func.py``), run against any server: no engine read from them."""
+
+
+def server_of(tool: str, backend: object) -> str | None:
+    """The engine ``tool``'s ``backend`` setting names (``SERVER_OF_BACKEND``), or None."""
+    return SERVER_OF_BACKEND.get(tool, {}).get(backend) if isinstance(backend, str) else None
 
 
 def read_results(path: Path) -> list[MeasuredRun]:
@@ -215,7 +235,12 @@ def _vllm(document: dict[str, Any], where: str) -> MeasuredRun:
         e2e_ms=f.stats("mean_e2el_ms", "median_e2el_ms", "p90_e2el_ms", "p99_e2el_ms") if "p99_e2el_ms" in document
         else None,
         output_tokens_per_s=f.number("output_throughput"), duration_s=f.number("duration", None),
+        backend=_text(f.get("backend", None)), server=server_of("vllm bench serve", f.get("backend", None)),
     )  # fmt: skip
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _sglang(document: dict[str, Any], where: str) -> MeasuredRun:
@@ -242,6 +267,7 @@ def _sglang(document: dict[str, Any], where: str) -> MeasuredRun:
         e2e_ms=f.stats("mean_e2e_latency_ms", "median_e2e_latency_ms", "p90_e2e_latency_ms", "p99_e2e_latency_ms")
         if "p99_e2e_latency_ms" in document else None,
         output_tokens_per_s=f.number("output_throughput"), duration_s=f.number("duration", None),
+        backend=_text(f.get("backend", None)), server=server_of("SGLang bench_serving", f.get("backend", None)),
     )  # fmt: skip
 
 
