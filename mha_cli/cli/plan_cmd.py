@@ -423,7 +423,7 @@ def plan(
 
     refuse_kv_format_the_engine_lacks(  # a plan launches what it prices: not a format its engine has not
         deployment,
-        f"--kv-dtype {deployment.kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",
+        f"--kv-dtype {kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",
         "a plan prices a deployment the engine runs: give a format it has, or `mha kv` for that format's bytes",
         loaded.model,
     )  # fmt: skip

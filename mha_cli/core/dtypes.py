@@ -169,3 +169,8 @@ def storage_format(name: str) -> StorageFormat:
     """The ``StorageFormat`` for a dtype name or alias, the cache-only ones included."""
     key = normalise_dtype_name(name, kv=True)
     return FORMATS.get(key) or KV_ONLY_FORMATS[key]
+
+
+def kv_named(kv_dtype: str, variant: Fp8Variant) -> str:
+    """The KV format as vLLM names it, its fp8 encoding kept: ``fp8_e5m2`` for fp8 in e5m2, else ``kv_dtype``."""
+    return "fp8_e5m2" if kv_dtype == "fp8" and variant == "e5m2" else kv_dtype

@@ -53,6 +53,7 @@ from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, Version, vllm_memory_rules_note
 from mha_cli.core.engine.mla_blocks import settle_mla_block
+from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
@@ -243,13 +244,14 @@ FORMAT_LACKING = " these figures are that format's bytes, not a deployment it ru
 
 def kv_format_note(
     engine: str, kv_dtype: str, release: Version | None = None, target: Target | None = None,
-    model: ModelSpec | None = None, generation_id: str | None = None,
+    model: ModelSpec | None = None, generation_id: str | None = None, fp8_variant: str = "e4m3",
 ) -> str | None:  # fmt: skip
     """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang, and on
     TensorRT-LLM's PyTorch backend, ``generation_id`` ``trtllm-pytorch`` or None for its latest; nvfp4 on a vLLM
     ``release`` before ``NVFP4_KV_FROM``, None: the latest, or on a ``target`` GPU it has no nvfp4 cache on for
-    ``model``, ``core.engine.nvfp4_kv``), whose figures are that format's bytes, not a deployment the engine runs;
-    None where it offers it."""
+    ``model``, ``core.engine.nvfp4_kv``; an e5m2 ``fp8_variant`` for an MLA ``model`` on vLLM,
+    ``core.engine.mla_fp8``), whose figures are that format's bytes, not a deployment the engine runs; None where it
+    offers it."""
     lacking = FORMAT_LACKING
     pytorch_backend = engine == "trtllm" and generation_id in (None, "trtllm-pytorch")
     offered = TRTLLM_PYTORCH_KV_FORMATS if pytorch_backend else KV_FORMATS[engine]
@@ -263,6 +265,10 @@ def kv_format_note(
         return f"vLLM {'.'.join(map(str, release[:2]))} has no nvfp4 KV cache (from {first}.0):{lacking}"
     if kv_dtype == "nvfp4" and engine == "vllm":
         refused = nvfp4_kv_gpu_refusal(target, release, model)
+        if refused is not None:
+            return f"{refused}:{lacking}"
+    if kv_dtype == "fp8" and fp8_variant == "e5m2" and engine == "vllm":
+        refused = mla_e5m2_refusal(target, release, model)
         if refused is not None:
             return f"{refused}:{lacking}"
     if kv_dtype in offered:
@@ -279,7 +285,9 @@ def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | Non
     engine = deployment.engine or "vllm"
     release = release_in_force(deployment) if engine == "vllm" else None
     target = resolve_target(deployment.target).target if deployment.target else None
-    return kv_format_note(engine, deployment.kv_dtype, release, target, model, deployment.engine_generation)
+    return kv_format_note(
+        engine, deployment.kv_dtype, release, target, model, deployment.engine_generation, deployment.kv_fp8_variant
+    )
 
 
 def refuse_kv_format_the_engine_lacks(
@@ -1158,7 +1166,9 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    format_note = kv_format_note(settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation)
+    format_note = kv_format_note(
+        settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
+    )
     if format_note is not None:
         notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)

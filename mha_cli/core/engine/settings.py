@@ -4,6 +4,10 @@ Every default is the engine's (read in its source, version named) and every meas
 logs it comes from. Pure Python.
 """
 
+from typing import Annotated
+
+from pydantic import Field
+
 from mha_cli.core.byte_units import GIB, MIB
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.release_numbers import release_key
@@ -66,6 +70,9 @@ class EngineSettings(Record):
     scheme read from the checkpoint."""
     weight_dtype: str = "bf16"
     """vLLM: the checkpoint's weight format, which picks the MoE experts kernel (``core.engine.moe_workspace``)."""
+    kv_fp8_variant: Annotated[str, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
+    """vLLM: an fp8 cache's encoding (``DeploymentSpec.kv_fp8_variant``), which its MLA backends take as e4m3 alone
+    (``core.engine.mla_fp8``)."""
     awq_dequantizes: bool = False
     """vLLM: an AWQ checkpoint runs the unfused ``AWQLinearMethod`` (``DeploymentSpec.vllm_awq_kernel`` ``awq``), whose
     profiling run holds a layer's weight dequantized to fp16 (``core.engine.activation.awq_dequant_peak_bytes``)."""
@@ -503,6 +510,7 @@ def resolve_settings(
             release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
             awq_dequantizes=deployment.vllm_awq_kernel == "awq", async_scheduling=deployment.async_scheduling,
+            kv_fp8_variant=deployment.kv_fp8_variant,
             weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip
     if engine == "sglang":

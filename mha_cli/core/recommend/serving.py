@@ -74,10 +74,11 @@ def _search(
             f"--itl-ms at --seq {deployment.seq_len}: the search serves 1 output token a request, which has no gap"
             " after it: leave --itl-ms out, or give a longer --seq"
         )
+    from mha_cli.core.dtypes import kv_named
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks
 
     refuse_kv_format_the_engine_lacks(  # as plan refuses it: its search would pick on that pool
-        deployment, f"--kv-dtype {deployment.kv_dtype} with --ttft-ms or --itl-ms",
+        deployment, f"--kv-dtype {kv_named(deployment.kv_dtype, deployment.kv_fp8_variant)} with --ttft-ms or --itl-ms",
         "the serving search prices deployments the engine runs: give a format it has, or leave the targets out",
         result.config.model,
     )  # fmt: skip
