@@ -75,3 +75,26 @@ def test_tensorrt_llm_formats_below_its_documented_gpus_are_refused(cli, target,
         assert f"TensorRT-LLM serves {weights} weights on compute capability {need} or later" in run.stderr
     vllm = cli.run("kv", "llama-3.1-8b", "--target", target, "--engine", "vllm", "--weight-dtype", weights)
     assert "TensorRT-LLM" not in vllm.output  # vLLM's own minimums (7.5) are another rule
+
+
+@pytest.mark.parametrize(
+    ("engine", "target", "refused"),
+    [("vllm@0.8.5", "h100", "vLLM serves nvfp4 weights on compute capability 10.0 or later (ModelOptNvFp4Config"
+      ".get_min_capability, in 0.8.5); this GPU is 9.0: pick a GPU of 10.0+, or --engine vllm@0.9, or fp16 weights"),
+     ("vllm@0.9.0", "h100", None), ("vllm@0.13", "t4", "compute capability 8.0 or later"), ("vllm@0.14.0", "t4", None),
+     ("sglang@0.5.12", "h100", "SGLang serves nvfp4 weights on compute capability 10.0 or later (ModelOptFp4Config"
+      ".get_min_capability, in 0.5.12); this GPU is 9.0: pick a GPU of 10.0+, or --engine sglang@0.5.13, or another"
+      " engine"),
+     ("sglang@0.4", "h100", "compute capability 10.0 or later"), ("sglang@0.5.13", "h100", None),
+     ("sglang", "t4", "(ModelOptFp4Config.get_min_capability, in 0.5.23, the latest read); this GPU is 7.5"),
+     ("sglang@0.5.12", "b200", None)],
+)  # fmt: skip
+def test_nvfp4_weights_by_release_and_engine(cli, engine, target, refused):
+    """ModelOpt NVFP4's get_min_capability by release, read in the wheels: vLLM 100 in 0.8.5, 80 from 0.9.0 (Marlin),
+    75 from 0.14.0; SGLang 100 up to 0.5.12.post1, 80 from 0.5.13. Kimi-K2.6's NVFP4 on an H200 was priced for
+    SGLang 0.4 and vLLM 0.8 with no word (trial 261 #4), and vLLM's 0.32 minimum was applied to every release."""
+    result = cli.run("kv", "llama-3.1-8b", "--target", target, "--weight-dtype", "nvfp4", "--engine", engine)
+    if refused is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 2 and refused in result.output, result.output

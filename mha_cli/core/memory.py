@@ -30,7 +30,7 @@ from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engin
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL
-from mha_cli.core.engine.settings import resolve_settings
+from mha_cli.core.engine.settings import release_key_priced, resolve_settings
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
@@ -325,7 +325,8 @@ def plan_memory(
     release = settings.engine_version or (None if last is None else f"{last[0]}.{last[1]}")
     refuse_rocm_nvfp4(model, deployment, weight_dtype, engine=settings.engine, vendor=device.vendor, release=release)
     scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
-    refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability)
+    refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability,
+                          release_key_priced(chosen))  # fmt: skip
     kernel = vllm_expert_kernel(
         model,
         weight_dtype,

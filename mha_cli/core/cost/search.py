@@ -39,7 +39,13 @@ from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, on_tpu, resolve_settings
+from mha_cli.core.engine.settings import (
+    check_engine_runs_on,
+    deployment_generation,
+    on_tpu,
+    release_key_priced,
+    resolve_settings,
+)
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -730,7 +736,7 @@ def search_deployments(
     check_engine_runs_on(deployment_generation(deployment).engine, target.target)
     refuse_weights_on_gpu(deployment_generation(deployment).engine, deployment.weight_dtype,
                           stored_scheme(deployment, deployment.weight_dtype), target.target.vendor,
-                          target.target.compute_capability)  # fmt: skip  # on every layout alike: said once
+                          target.target.compute_capability, release_key_priced(deployment))  # fmt: skip  # said once
     resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)

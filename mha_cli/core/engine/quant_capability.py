@@ -21,7 +21,11 @@ TensorRT-LLM (``TRTLLM_BY_FORMAT``, from its documentation, not its code): fp8 f
 0.18.2 support matrix lists FP8 for SM89 and SM90, not for Ampere's SM80 and SM86:
 https://nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html), NVFP4 from 10.0, Blackwell (the 1.0
 quantization guide: "FP4 ... on the latest Blackwell"; https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html).
-SGLang and other vendors: not checked. Pure Python.
+NVFP4 (a ModelOpt checkpoint) asked more before: vLLM's ``ModelOptNvFp4Config.get_min_capability`` is 100 in 0.8.5,
+80 from 0.9.0 (its Marlin fallback) to 0.13.0 and 75 from 0.14.0 (``NVFP4_BY_RELEASE``, read in those wheels); SGLang's
+``ModelOptFp4Config`` is 100 up to 0.5.12.post1 and 80 from 0.5.13, whose ``--fp4-gemm-backend auto`` picks Marlin on
+SM80-SM90 (read in the 0.4.6, 0.5.4-0.5.13 and 0.5.23 wheels). SGLang's other formats and other vendors: not checked.
+Pure Python.
 """
 
 from __future__ import annotations
@@ -43,6 +47,24 @@ BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
     ("modelopt", "fp8"): (8.0, "ModelOptFp8Config"), ("fbgemm_fp8", "fp8"): (8.0, "FBGEMMFp8Config"),
 }  # fmt: skip
 """A checkpoint's ``quant_method`` that asks more for the format than ``BY_FORMAT`` (ModelOpt's and FBGEMM's fp8)."""
+
+
+NVFP4_BY_RELEASE: dict[str, tuple[tuple[tuple[int, ...], float], ...]] = {
+    "vllm": (((0, 9), 8.0), ((0, 14), 7.5)), "sglang": (((0, 5, 13), 8.0),),
+}  # fmt: skip
+"""ModelOpt NVFP4's minimum from each release on (module docstring); before the first, compute capability 10.0."""
+NVFP4_CONFIG = {"vllm": "ModelOptNvFp4Config", "sglang": "ModelOptFp4Config"}
+NVFP4_BEFORE = 10.0
+"""The minimum before ``NVFP4_BY_RELEASE``'s first entry: Blackwell alone."""
+
+
+def nvfp4_min_capability(engine: str, release: tuple[int, ...] | None) -> float:
+    """The lowest compute capability ``engine`` ``release`` (None: its latest) loads a ModelOpt NVFP4 checkpoint on."""
+    need = NVFP4_BEFORE
+    for first, capability in NVFP4_BY_RELEASE[engine]:
+        if release is None or release >= first:
+            need = capability
+    return need
 
 
 TRTLLM_BY_FORMAT: dict[str, tuple[float, str]] = {
@@ -70,37 +92,86 @@ def trtllm_capability_refusal(
     )
 
 
-def vllm_min_capability(weight_dtype: str, scheme: WeightScheme | None) -> tuple[float, str] | None:
-    """(the lowest compute capability vLLM serves weights of ``weight_dtype`` on, the quantization config that asks
-    it), the highest over the checkpoint's ``scheme``'s rules where it stores them so; None: no minimum read."""
+def vllm_min_capability(
+    weight_dtype: str, scheme: WeightScheme | None, release: tuple[int, ...] | None = None
+) -> tuple[float, str] | None:
+    """(the lowest compute capability vLLM ``release`` (None: the latest) serves weights of ``weight_dtype`` on, the
+    quantization config that asks it), the highest over the checkpoint's ``scheme``'s rules where it stores them so;
+    None: no minimum read."""
     formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
     method = "" if scheme is None else str(scheme.method)
     needs = [BY_METHOD.get((method, fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
+    if "nvfp4" in formats:
+        needs.append((nvfp4_min_capability("vllm", release), NVFP4_CONFIG["vllm"]))
     found = [need for need in needs if need is not None]
     return max(found) if found else None
 
 
 def vllm_capability_refusal(
-    weight_dtype: str, scheme: WeightScheme | None, vendor: str, capability: float | None
-) -> str | None:
-    """Why vLLM cannot serve weights of ``weight_dtype`` (stored as ``scheme`` says) on an NVIDIA GPU of compute
-    capability ``capability``, in one line with what to do; None where it can, or where it is not known."""
-    need = vllm_min_capability(weight_dtype, scheme)
+    weight_dtype: str, scheme: WeightScheme | None, vendor: str, capability: float | None,
+    release: tuple[int, ...] | None = None,
+) -> str | None:  # fmt: skip
+    """Why vLLM ``release`` (None: the latest) cannot serve weights of ``weight_dtype`` (stored as ``scheme`` says) on
+    an NVIDIA GPU of compute capability ``capability``, in one line with what to do; None where it can, or where it is
+    not known."""
+    need = vllm_min_capability(weight_dtype, scheme, release)
     if vendor != "NVIDIA" or capability is None or need is None or capability >= need[0]:
         return None
+    where = "read in 0.32.0" if release is None else f"in {_shown(release)}"
+    later = ""
+    if "nvfp4" in ({weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}):
+        later = _later_release("vllm", capability)
     return (
         f"vLLM serves {weight_dtype} weights on compute capability {need[0]} or later ({need[1]}.get_min_capability,"
-        f" read in 0.32.0); this GPU is {capability}: pick a GPU of {need[0]}+, or fp16 weights"
+        f" {where}); this GPU is {capability}: pick a GPU of {need[0]}+{later}, or fp16 weights"
     )
 
 
+def sglang_capability_refusal(
+    weight_dtype: str, scheme: WeightScheme | None, vendor: str, capability: float | None,
+    release: tuple[int, ...] | None = None,
+) -> str | None:  # fmt: skip
+    """Why SGLang ``release`` (None: the latest) cannot serve a ModelOpt NVFP4 checkpoint on an NVIDIA GPU of compute
+    capability ``capability``, in one line; None where it can, for any other format (not read), or where the GPU's
+    capability is not known."""
+    formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
+    if "nvfp4" not in formats or vendor != "NVIDIA" or capability is None:
+        return None
+    need = nvfp4_min_capability("sglang", release)
+    if capability >= need:
+        return None
+    where = "in 0.5.23, the latest read" if release is None else f"in {_shown(release)}"
+    return (
+        f"SGLang serves nvfp4 weights on compute capability {need} or later ({NVFP4_CONFIG['sglang']}"
+        f".get_min_capability, {where}); this GPU is {capability}: pick a GPU of {need}+"
+        f"{_later_release('sglang', capability)}, or another engine"
+    )
+
+
+def _later_release(engine: str, capability: float) -> str:
+    """``, or ENGINE@X`` naming the first release that loads NVFP4 on ``capability``, where one does."""
+    for first, need in NVFP4_BY_RELEASE[engine]:
+        if capability >= need:
+            return f", or --engine {engine}@{_shown(first)}"
+    return ""
+
+
+def _shown(release: tuple[int, ...]) -> str:
+    """``0.5.13`` from ``release_key``'s ``(0, 5, 13, 0)``, ``0.13`` from a minor alone's ``(0, 13, 1 << 20, 0)``."""
+    patch = release[2] if len(release) > 2 else 0
+    return ".".join(map(str, release[:3] if 0 < patch < 1 << 20 else release[:2]))
+
+
 def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme | None, vendor: str,
-                          capability: float | None) -> None:  # fmt: skip
-    """Raise ``BadInputError`` with ``vllm_capability_refusal``'s (or ``trtllm_capability_refusal``'s) line when
-    ``engine`` cannot serve the weights on the GPU: the same on every layout, so a search says it once."""
+                          capability: float | None, release: tuple[int, ...] | None = None) -> None:  # fmt: skip
+    """Raise ``BadInputError`` with ``vllm_capability_refusal``'s (``sglang_capability_refusal``'s,
+    ``trtllm_capability_refusal``'s) line when ``engine`` ``release`` (None: the latest) cannot serve the weights on
+    the GPU: the same on every layout, so a search says it once."""
     refusal = None
     if engine == "vllm":
-        refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability)
+        refusal = vllm_capability_refusal(weight_dtype, scheme, vendor, capability, release)
+    elif engine == "sglang":
+        refusal = sglang_capability_refusal(weight_dtype, scheme, vendor, capability, release)
     elif engine == "trtllm":
         refusal = trtllm_capability_refusal(weight_dtype, scheme, vendor, capability)
     if refusal is not None:

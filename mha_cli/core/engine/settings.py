@@ -402,6 +402,14 @@ def sglang_dp_attention_chunk(chunked: int, dp: int) -> int:
     return step
 
 
+def release_key_priced(deployment: DeploymentSpec) -> tuple[int, ...] | None:
+    """The release of ``deployment``'s engine whose rules price it, as a sortable key (``release_key``): the one typed
+    (``--engine sglang@0.5.10``), else its generation's last; None: the latest."""
+    if deployment.engine_version:
+        return release_key(deployment.engine_version)
+    return deployment_generation(deployment).last
+
+
 def deployment_generation(deployment: DeploymentSpec) -> Generation:
     """The generation a deployment is priced by: its ``engine_generation``, else its engine's latest; refused when
     the two name different engines."""
