@@ -266,3 +266,22 @@ def test_an_architecture_the_table_did_not_follow_is_not_refused():
 
     assert support("vllm", "0.34.0", ("Gemma4ForConditionalGeneration",)) is None
     assert support("sglang", "0.5.23", ("FalconForCausalLM",)) is not None  # followed, never registered: refused
+
+
+def test_a_wrapped_language_model_is_checked_as_the_class_its_config_names(cli):
+    """Kimi-K2.5's config.json names KimiK25ForConditionalGeneration around a DeepSeek-V3 text_config: the engines load
+    that class, first in vLLM 0.15.0 and SGLang 0.5.9 (their registries, read in the wheels). The check read the
+    text config's DeepseekV3ForCausalLM (first in vLLM 0.6.6), so vLLM 0.9.0 and SGLang 0.4.6 got launch lines that
+    would not load the model (trial 261 #1)."""
+    from mha_cli.core.engine.architectures_served import served_as
+    from mha_cli.core.sources import load_source
+    from tests.conftest import reference_hf_config
+
+    kimi = str(reference_hf_config("kimi-k2.5"))
+    assert served_as(load_source(kimi).model) == ("KimiK25ForConditionalGeneration",)
+    assert load_source(str(reference_hf_config("deepseek-v3"))).model.wrapper is None  # not wrapped: its family's
+    pinned = ["plan", kimi, "--target", "8xb200", "--tp", "8", "--isl", "2000", "--osl", "500", "--closed-form"]
+    for engine, first in (("vllm@0.9.0", "0.15.0"), ("sglang@0.4.6", "0.5.9"), ("vllm@0.14.0", "0.15.0")):
+        refused = cli.run(*pinned, "--engine", engine)
+        assert refused.exit_code == 2 and f"no KimiK25ForConditionalGeneration (first in {first})" in refused.output
+    assert cli.run(*pinned, "--engine", "vllm@0.15.0").exit_code == 0

@@ -87,12 +87,14 @@ def test_without_an_architecture_kimi_k2_is_refused_naming_its_deepseek_fields()
 
 def test_a_wrapper_s_text_config_is_read_by_its_own_architecture():
     """Kimi-K2.5 wraps Kimi-K2 (text_config: model_type kimi_k2, DeepseekV3ForCausalLM) in a vision model
-    (KimiK25ForConditionalGeneration): the text decoder is read as DeepSeek-V3, the tower named as left out."""
+    (KimiK25ForConditionalGeneration): the text decoder is read as DeepSeek-V3, the tower named as left out, and the
+    wrapper kept as the class the engines load (``ModelSpec.wrapper``)."""
     text = _config("kimi-k2-instruct")
     wrapped = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25", "text_config": text,
                "vision_config": {"vt_hidden_size": 1152, "vt_num_hidden_layers": 27}}  # fmt: skip
     imported = import_hf_config(wrapped)
-    assert imported.model == import_hf_config(text).model
+    assert imported.model.wrapper == "KimiK25ForConditionalGeneration"
+    assert imported.model.model_copy(update={"wrapper": None}) == import_hf_config(text).model
     assert any("vision_config" in a for a in imported.assumptions)
 
 

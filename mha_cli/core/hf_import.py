@@ -283,6 +283,13 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
             )
     if _norm_eps(r) is not None:
         fields["norm_eps"] = _norm_eps(r)
+    wrapper = (
+        (outer.get("architectures") or [None])[0]
+        if unwrapped and isinstance(outer.get("architectures"), list)
+        else None
+    )
+    if isinstance(wrapper, str) and wrapper:
+        fields["wrapper"] = wrapper
     if fam.read_fields is not None:
         fam.read_fields(r, fields)
     _refuse_other_value_width(r, fields)

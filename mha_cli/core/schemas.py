@@ -978,6 +978,9 @@ class ModelSpec(_Strict):
     vision: Annotated[VisionTowerSpec | None, Field(exclude_if=_is_none)] = None
     """A multimodal model's vision encoder and projector (counted in the weights, profiled by vLLM); None: a text
     model, or a tower ``core.vision_tower`` does not list (named in the import's assumptions)."""
+    wrapper: Annotated[str | None, Field(max_length=128, exclude_if=_is_none)] = None
+    """The class a config.json's ``architectures`` names around the language model read from its ``text_config``
+    (Kimi-K2.5's ``KimiK25ForConditionalGeneration``): what the engines' registries load; None: not wrapped."""
 
     @model_validator(mode="before")
     @classmethod

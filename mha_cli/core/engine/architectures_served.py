@@ -61,7 +61,16 @@ WINDOWS_FROM: dict[str, str | None] = {"vllm": "0.10.1", "sglang": None}
 ``model_executor/models/llama.py`` ``LlamaAttention.__init__`` (0.10.1 wheel on); SGLang ``srt/models/llama.py``
 (0.5.10.post1 wheel: no sliding window)."""
 
-FOLLOWED: frozenset[str] = frozenset(ARCHITECTURES) | frozenset(WRAPPERS.values())
+WRAPPED_TEXT: tuple[str, ...] = (
+    "KimiK25ForConditionalGeneration", "Mistral3ForConditionalGeneration", "LlavaForConditionalGeneration",
+    "Qwen2VLForConditionalGeneration", "Qwen2_5_VLForConditionalGeneration", "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration", "Glm4vForConditionalGeneration", "Glm4vMoeForConditionalGeneration",
+)  # fmt: skip
+"""Multimodal classes a config.json names around a ``text_config`` mha reads alone (``ModelSpec.wrapper``): the
+engines load the class, not the language model's own (Kimi-K2.5: ``KimiK25ForConditionalGeneration`` around
+DeepSeek-V3's decoder, first in vLLM and SGLang long after ``DeepseekV3ForCausalLM``)."""
+
+FOLLOWED: frozenset[str] = frozenset(ARCHITECTURES) | frozenset(WRAPPERS.values()) | frozenset(WRAPPED_TEXT)
 """Every architecture a model mha reads is served as: what ``benchmarks/engine_architectures.py`` follows."""
 
 ENGINES_READ = ("vllm", "sglang")
@@ -87,9 +96,12 @@ class NeverRead(NamedTuple):
 
 
 def served_as(model: ModelSpec) -> tuple[str, ...]:
-    """The architectures ``model`` may be served as (empty: no registered family)."""
+    """The architectures ``model`` may be served as (empty: no registered family): the class its config.json wraps
+    the language model in where that class is followed (``ModelSpec.wrapper``), else its family's."""
     from mha_cli.core.families import family
 
+    if model.wrapper is not None and model.wrapper in FOLLOWED:
+        return (model.wrapper,)
     found = family(model.family) if model.family else None
     if found is None:
         return ()
