@@ -75,9 +75,10 @@ def devices_that_fit(
         group = resolve_target(f"{devices}x{target.target.id}")
         try:
             kv = footprint_for(model, deployment, devices)
-        except MhaError:  # this tp does not split the heads
+            plan = plan_memory(group, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=deployment)
+        except MhaError:  # this tp does not split the heads, or the engine refuses the weights split so
             continue
-        if plan_memory(group, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=deployment).fits:
+        if plan.fits:
             return devices
     return None
 
@@ -391,7 +392,10 @@ def _lighter_weights_that_fit(
     when the weights nearly fill the device (7B in bf16 on a 16 GB T4), quantising them is the cheapest fix. fp8 is
     offered only where the engine serves it on the device (``smaller_weight_dtypes``)."""
     for dtype in smaller_weight_dtypes(target, deployment):
-        plan = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
+        try:
+            plan = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
+        except MhaError:  # the engine refuses that format at this tp (its groups straddle the ranks)
+            continue
         if plan.fits:
             return (
                 f"--weight-dtype {dtype} (weights {format_bytes(plan.weight_bytes_per_device)} per device;"
@@ -418,11 +422,16 @@ def last_resort(
         return f"none: no group of up to {MAX_DEVICES_TRIED:,} devices splits the {model.attention.n_heads} heads"
     group = resolve_target(f"{largest}x{target.target.id}")
     tp_flag = f" --tp {largest}" if plan.tp != plan.n_devices else ""
+    big = None
     for dtype in dtypes:
         wider = deployment.model_copy(update={"weight_dtype": dtype, "tp": largest})
-        big = plan_memory(
-            group, model=model, weight_dtype=dtype, kv=footprint_for(model, wider, largest), deployment=wider
-        )
+        try:
+            big = plan_memory(
+                group, model=model, weight_dtype=dtype, kv=footprint_for(model, wider, largest), deployment=wider
+            )
+        except MhaError:  # the engine refuses this format split over that many ranks (its groups straddle them)
+            continue
+        smallest = dtype  # the lightest format priced so far: what the sentence below names
         flags = f"--target {largest}x{target.target.id}{tp_flag}" + (
             f" --weight-dtype {dtype}" if dtype != deployment.weight_dtype else ""
         )
@@ -435,7 +444,9 @@ def last_resort(
         seq = _longest_context_that_fits(model, group, wider, big)
         if seq > 0:
             return f"{flags} --seq {seq} (together: one flag alone is not enough)"
-    smallest = dtypes[-1]  # big is its plan: the weights as the engine holds them (an MXFP4 kernel's padding too)
+    if big is None:
+        return f"none: the engine loads none of {', '.join(dtypes)} split over {largest} devices"
+    # big is smallest's plan: the weights as the engine holds them (an MXFP4 kernel's padding too)
     why = (
         f"needs {format_bytes(big.weight_bytes_per_device)} of weights per device in {smallest}, more than the"
         f" {format_bytes(big.usable_bytes)} usable"

@@ -24,6 +24,7 @@ from mha_cli.core.dp_attention import (
 )
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.fp8_marlin import marlin_scales
+from mha_cli.core.engine.group_alignment import group_straddle_refusal
 from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
@@ -327,6 +328,10 @@ def plan_memory(
     scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
     refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability,
                           release_key_priced(chosen))  # fmt: skip
+    if settings.engine == "vllm":  # a quantisation group cut by the split: core.engine.group_alignment
+        straddles = group_straddle_refusal(model, weight_dtype, scheme, kv.tp, experts)
+        if straddles is not None:
+            raise BadInputError(straddles)
     kernel = vllm_expert_kernel(
         model,
         weight_dtype,
