@@ -284,3 +284,26 @@ def test_an_sglang_clients_run_is_fitted_with_sglangs_rules_unless_engine_says_o
     )
     mixed = runner.invoke(app, [*args, "--from", str(vllm_named), "--name", "mixed"])
     assert mixed.exit_code == 2 and "measured servers of sglang and vllm" in mixed.output, mixed.output
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [(["--hold-out", "zzz"], "--hold-out 'zzz' is in no run's file name: give part of one (they are"
+      " small-llama_c16_i1024_o128.json"),
+     (["--dtype", "fp16"], "--dtype goes with measuring this machine, not with --from"),
+     (["--dtype", "bf16"], "--dtype goes with measuring this machine, not with --from"),  # named, though the default
+     (["--device", "cuda"], "--device goes with measuring this machine, not with --from"),
+     (["--tp", "4"], "--tp goes with measuring this machine, not with --from: the server's GPUs are --target's"),
+     (["--served-model-name", "other"], "measured 'small-llama', not --served-model-name 'other'")],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)  # fmt: skip
+def test_a_fit_option_that_would_change_nothing_is_refused(tmp_path, extra, said):
+    """A --hold-out matching no run held nothing out and printed "fewer than 3 runs" over 11 runs; --dtype, --device
+    and --tp were taken and ignored (the profile said bf16, cpu); the model refusal named --model's name where
+    --served-model-name was compared (trial 260 #1, #2, #4). Each is one line, exit 2, nothing written."""
+    small = REPO / "benchmarks" / "vllm_cpu" / "models" / "small-llama" / "config.json"
+    args = ["calibrate", "--from", str(RESULTS / "small-llama_*.json"), "--model", str(small), "--target", "cpu",
+            *SERVER, "--name", "refused", *extra]  # fmt: skip
+    result = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)}).invoke(app, args)
+    assert result.exit_code == 2 and said in result.output, result.output
+    assert not (tmp_path / "profiles" / "refused.json").exists()

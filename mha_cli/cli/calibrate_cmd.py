@@ -27,6 +27,7 @@ from mha_cli.cli.options import (
     UtilisationOpt,
     WeightDtypeOpt,
     kv_cache_bytes,
+    named,
     named_path,
 )
 from mha_cli.cli.output import Output
@@ -44,7 +45,16 @@ if TYPE_CHECKING:
 DTYPES = ("bf16", "fp16", "fp32")
 
 
+MEASURING_ONLY = (
+    ("--device", "device", "the fit prices --target's GPUs"),
+    ("--dtype", "dtype", "the fit's dtype is the server's weights' (--weight-dtype)"),
+    ("--tp", "tp", "the server's GPUs are --target's (2xh100 for tp 2)"),
+)
+"""Options only the measuring run reads, and what stands for each with --from."""
+
+
 def calibrate(
+    ctx: typer.Context,
     sources: Annotated[
         list[Path] | None,
         typer.Option(
@@ -110,7 +120,11 @@ def calibrate(
     ] = 1,
     name: Annotated[
         str | None,
-        typer.Option("--name", help="Profile name (default: cpu-DTYPE, or cuda-GPU-DTYPE).", show_default=False),
+        typer.Option(
+            "--name",
+            help="Profile name (default: cpu-DTYPE, or cuda-GPU-DTYPE; with --from, TARGET-ENGINE-fit).",
+            show_default=False,
+        ),
     ] = None,
     allow_unstable: Annotated[
         bool,
@@ -134,6 +148,9 @@ def calibrate(
     if sources:
         if allow_unstable:
             raise BadInputError("--allow-unstable goes with measuring this machine, not with --from: drop it")
+        for flag, parameter, why in MEASURING_ONLY:  # read only when measuring: with --from they changed nothing
+            if named(ctx, parameter):
+                raise BadInputError(f"{flag} goes with measuring this machine, not with --from: {why}")
         from mha_cli.cli.calibrate_from import calibrate_from_results
 
         calibrate_from_results(

@@ -40,8 +40,9 @@ def check_model(runs: list[MeasuredRun], loaded: ModelSource, served_model_name:
     expected = {_short(served_model_name)} if served_model_name else _names(loaded)
     for run in runs:
         if _short(run.model) not in expected:
+            asked = f"--served-model-name {shown(served_model_name)}" if served_model_name else loaded.model.name
             raise BadInputError(
-                f"{run.path} measured {shown(run.model)}, not {loaded.model.name}: give --model for it, or"
+                f"{run.path} measured {shown(run.model)}, not {asked}: give --model for it, or"
                 f" --served-model-name {shown(run.model)} if it is the same model"
             )
 

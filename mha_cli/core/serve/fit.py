@@ -214,6 +214,13 @@ def held_out_runs(runs: list[MeasuredRun], hold_out: list[str]) -> list[bool]:
         flags = [any(text in run.path for text in hold_out) for run in runs]
         if all(flags):
             raise BadInputError("--hold-out leaves no run to fit on: hold out fewer")
+        unmatched = [text for text in hold_out if not any(text in run.path for run in runs)]
+        if unmatched:  # a typo would hold nothing out, and the band would be the fit's own error (trial 260)
+            names = sorted({run.path.rsplit("/", 1)[-1] for run in runs})
+            raise BadInputError(
+                f"--hold-out {', '.join(map(repr, unmatched))} is in no run's file name: give part of one (they are"
+                f" {', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+            )
         return flags
     order = sorted(range(len(runs)), key=lambda i: _grid_key(runs[i]))
     flags = [False] * len(runs)
