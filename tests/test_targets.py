@@ -213,3 +213,12 @@ def test_a_count_after_a_chip_whose_alias_is_all_digits_reads_as_its_x_form(spec
     resolved, expected = resolve_target(spec), resolve_target(same_as)
     assert (resolved.target.id, resolved.n_devices) == (expected.target.id, expected.n_devices)
     assert resolved.alias_note is not None and f"({expected.n_devices} x " in resolved.alias_note
+
+
+def test_the_json_names_the_default_link_between_nodes(cli):
+    """`mha targets 2x8xh100` printed "joined by InfiniBand NDR" while its JSON said inter_node_link null (trial 260
+    #5): the JSON names the link the plans use, the part's reference network card."""
+    resolved = cli.json("targets", "2x8xh100")["resolved"]
+    assert resolved["inter_node_link"] == "ib-ndr"
+    assert "joined by InfiniBand NDR" in cli.run("targets", "2x8xh100").stdout
+    assert cli.json("targets", "8xh100")["resolved"]["inter_node_link"] is None  # one node: no link between nodes

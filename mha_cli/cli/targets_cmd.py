@@ -51,6 +51,10 @@ def targets(
         return
     if name:
         resolved = resolve_target(name)
+        if resolved.n_nodes > 1 and resolved.inter_node_link is None:  # the link plans use, as the table names it
+            from mha_cli.core.links import scale_out_link
+
+            resolved = resolved.model_copy(update={"inter_node_link": scale_out_link(resolved.target.id).id})
         result = TargetList(targets=[resolved.target], aliases=ALIASES, resolved=resolved)
         Output(json).emit(result, render_one)
     else:
@@ -106,9 +110,9 @@ def render_one(console: "Console", result: TargetList) -> None:
         console.print(f"[bold]{n} devices[/bold]: {n * t.memory_gb:g} GB, {n * t.memory_bandwidth_gbs:g} GB/s,"
                       f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
     if resolved.n_nodes > 1:
-        from mha_cli.core.links import scale_out_basis, scale_out_link
+        from mha_cli.core.links import LINKS, scale_out_basis, scale_out_link
 
-        link = scale_out_link(t.id)
+        link = LINKS[resolved.inter_node_link] if resolved.inter_node_link else scale_out_link(t.id)
         console.print(f"[bold]{resolved.n_nodes} nodes[/bold] of {resolved.devices_per_node}, joined by {link.name}"
                       f" ({link.gbs:g} GB/s per GPU each way; {scale_out_basis(t.id)}; {link.source})")  # fmt: skip
 

@@ -170,7 +170,8 @@ class ResolvedTarget(Record):
     """Set when a device count was read as several nodes (``16xh100`` -> 2 nodes of 8) or a node is larger than the
     part's reference server."""
     inter_node_link: str | None = None
-    """A ``core.links.LINKS`` id between nodes (``--inter-node-link``); None: the part's reference network card."""
+    """A ``core.links.LINKS`` id between nodes (``--inter-node-link``); None: the part's reference network card
+    (``mha targets 2x8xh100`` writes that card's id here)."""
 
     @property
     def devices_per_node(self) -> int:
