@@ -119,6 +119,7 @@ TINY = ["bench", "--device", "cpu", "--seq", "16", "--d-model", "32", "--heads",
      ("--heads", "0", "--heads must be at least 1 (got 0)"),
      ("--kv-heads", "0", "--kv-heads must be at least 1 (got 0)"),
      ("--seq", "1", "--seq must be at least 2 (got 1)"),
+     ("--seq", "0", "--seq: token count '0' must be positive"),  # named, as kv names it (trial 260 #6)
      ("--reps", "0", "--reps must be at least 1 (got 0)"),
      ("--warmup", "-1", "--warmup must be at least 0 (got -1)")],
 )  # fmt: skip

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from mha_cli.cli.options import JsonOpt, ProfileOpt
 from mha_cli.cli.progress import step_progress
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.quantities import format_bytes, parse_token_count
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.torch_inputs import check_buildable_dtype, check_device_option, validate_bench_options
@@ -52,7 +53,10 @@ def bench(
     json: JsonOpt = False,
 ) -> None:
     """Time one decode step (one new token, full cache) of each attention variant on this device."""
-    seq_len = DEFAULT_SEQ if seq is None else parse_token_count(seq)
+    try:
+        seq_len = DEFAULT_SEQ if seq is None else parse_token_count(seq)
+    except BadInputError as exc:  # named, as kv and verify name it
+        raise BadInputError(f"--seq: {exc.message}") from None
     batch = DEFAULT_BATCH if batch is None else batch
     # Every check that needs no device runs before torch is imported (seconds): bad input is refused at once.
     check_device_option(device)
