@@ -108,3 +108,11 @@ def test_text_options_skip_typer_s_converter_and_other_values_keep_it():
     assert result.stdout.strip().splitlines()[-1] == "int"
     request = json.loads("\n".join(result.stdout.strip().splitlines()[:-1]))["request"]
     assert (request["params"], request["seq_len"], request["target"], request["batch"]) == (7e9, 8192, "a100", 4)
+
+
+def test_a_usage_error_in_a_group_points_to_its_sub_commands_help():
+    """`mha experiment heads --wrkers 2` pointed to `mha experiment --help`, which lists no --workers (trial 260 #7)."""
+    done = subprocess.run([sys.executable, "-m", "mha_cli", "experiment", "heads", "--wrkers", "2"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("(see `mha experiment heads --help`)"), done.stderr

@@ -161,6 +161,8 @@ def test_settings_for_each_kind_of_run():
 def test_workers_option_is_checked_and_shared(cli, tmp_path):
     result = cli.run("experiment", "heads", "--quick", "--workers", "0", "--out-dir", str(tmp_path / "x"))
     assert result.exit_code == EXIT_BAD_INPUT
+    assert result.output == "error: --workers must be at least 1 (got 0)\n"  # pydantic's words before (trial 260 #7)
+    assert not (tmp_path / "x").exists()
     for seed in ("-1", str(2**31)):  # torch's seeds are bounded; the runs add offsets to the first seed
         assert cli.run("experiment", "mla", "--quick", "--seed", seed, "--out-dir", str(tmp_path / "y")).exit_code == 2
     assert not (tmp_path / "y").exists()

@@ -205,6 +205,18 @@ def _invoked_command(argv: list[str]) -> str | None:
     return first if first in COMMAND_MODULES else None
 
 
+def _sub_command(app: typer.Typer, argv: list[str], command: str) -> str:
+    """``command``, with the sub-command named after it where ``command`` is a group (``experiment heads``): the help
+    that lists the option a usage error names."""
+    for group in app.registered_groups:
+        if group.name == command and group.typer_instance is not None:
+            names = {sub.name for sub in group.typer_instance.registered_commands}
+            words = [arg for arg in argv if not arg.startswith("-")]
+            if len(words) > 1 and words[0] == command and words[1] in names:
+                return f"{command} {words[1]}"
+    return command
+
+
 def __getattr__(name: str) -> typer.Typer:
     """``from mha_cli.cli.app import app``: the app with every command, built on first use."""
     if name == "app":
@@ -230,7 +242,7 @@ def main() -> None:
     try:
         code = app(args=argv, prog_name="mha", standalone_mode=False)
     except typer.TyperException as exc:
-        where = f"mha {command} --help" if command else "mha --help"
+        where = f"mha {_sub_command(app, argv, command)} --help" if command else "mha --help"
         message = exc.format_message() or "missing a command"  # a group run without its sub-command
         if type(exc).__name__ == "NoSuchOption":  # typer's own copy of click's: named, not imported
             from mha_cli.cli.option_hints import unknown_option_message

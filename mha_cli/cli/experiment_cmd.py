@@ -14,6 +14,7 @@ import typer
 
 from mha_cli.cli.options import ForceOpt, JsonOpt, named_path
 from mha_cli.cli.output import Output
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.torch_inputs import check_device_option
 from mha_cli.experiments.outputs import ExperimentOutputs
 
@@ -41,7 +42,6 @@ WorkersOpt = Annotated[
     int | None,
     typer.Option(
         "--workers",
-        min=1,
         help="Processes training at once, at most the CPU cores this process may use (more only take turns; the run"
         " says when it ran fewer than asked). Default: the cores, at most 2; 1 on CUDA. Results do not depend on it.",
         show_default=False,
@@ -72,6 +72,8 @@ def experiment_command(runner: str, render: Callable[[Console, Any], None], summ
         workers: WorkersOpt = None,
     ) -> None:
         module, function = runner.split(":")
+        if workers is not None and workers < 1:
+            raise BadInputError(f"--workers must be at least 1 (got {workers})")
         check_device_option(device)  # the refusals that need no torch come first: torch takes seconds to import
         outputs = ExperimentOutputs(module.rsplit(".", 1)[-1], out_dir, force=force)
         outputs.check_writable()

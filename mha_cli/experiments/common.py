@@ -165,16 +165,19 @@ MQA_QUICK_CAVEAT = (
 
 
 def progress_bar() -> Progress:
-    """A rich progress bar on stderr (stdout stays clean for ``--json``)."""
+    """A rich progress bar on stderr (stdout stays clean for ``--json``), drawn only when stderr is a terminal: a
+    script or a CI log sees nothing from it, as with ``verify`` and ``bench`` (``cli.progress``)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console,
+        disable=not console.is_terminal,
     )
 
 
