@@ -523,3 +523,29 @@ def test_the_numerics_comparison_runs_past_a_window_within_reach():
     assert numerics_tokens(small_vocab, 1032) == 1032 and numerics_tokens(small_vocab, 1031) == 16
     wide = windowed.model_copy(update={"layers": windowed.layers.model_copy(update={"sliding_window": 4096})})
     assert numerics_tokens(wide, 8192) == 16  # past WINDOW_REACH
+
+
+def test_a_windowed_stack_sizes_its_workspace_by_the_window_and_says_what_it_did_not_build():
+    """A 1,024-token window at 4M tokens: the precheck sized the K/V repeated per query head and the causal mask at
+    the whole context (43.5 GiB for two local layers that cache 4 MiB) and refused the design recommend wrote; and
+    the run passed with no global layer built, unsaid (trial 262 #1, #3). The keys a chunk attends in local layers
+    are the window's ring plus the chunk: 1,024 + 128; with a global layer built, the context."""
+    from mha_cli.verify.plan import attended_context, workspace_bytes
+    from mha_cli.verify.run import unbuilt_kinds_note
+
+    model = ModelSpec(name="tiny", d_model=64, n_layers=6, n_heads=8, n_kv_heads=2, vocab_size=100, d_ff=128,
+                      sliding_window=1024, layer_pattern=["local"] * 5 + ["global"])  # fmt: skip
+    assert attended_context(model, 2, 4 << 20, 128) == 1024 + 128
+    assert attended_context(model, 6, 4 << 20, 128) == 4 << 20  # the global layer reads every key
+    assert attended_context(model, 2, 512, 128) == 512
+    windowed = workspace_bytes(model, batch=1, prefill_tokens=128, context=1152, value_bytes=2)
+    whole = workspace_bytes(model, batch=1, prefill_tokens=128, context=4 << 20, value_bytes=2)
+    # K and V repeated for 8 query heads of 8 (4 per KV head) in bf16, and the boolean mask of 4 x 128 rows
+    assert whole - windowed == (2 * 8 * 8 * 2 + 4 * 128) * ((4 << 20) - 1152)
+    assert unbuilt_kinds_note(model, 2) == (
+        "no global layer built (the first 2 are local): the whole model's rows take the calculator's figure for"
+        " them, not a measurement; --layers 6 builds one of each kind"
+    )
+    assert unbuilt_kinds_note(model, 6) is None
+    plan = make_plan(model, DeploymentSpec(seq_len=4 << 20, batch=1), device_type="cpu", layers=2)
+    assert plan.workspace_bytes == windowed

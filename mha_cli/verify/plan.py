@@ -200,6 +200,17 @@ def weight_kind(model: ModelSpec, layer: int) -> WeightKind:
     return "moe" if model.is_moe_layer(layer) else "dense"
 
 
+def attended_context(model: ModelSpec, n_layers: int, seq: int, prefill_tokens: int) -> int:
+    """Keys one prefill chunk attends at most in the first ``n_layers`` layers: ``seq``, but where every attending
+    layer built is a sliding-window one, its window's ring plus the chunk (the K/V repeated and the mask the
+    workspace holds are that wide, not the context's: a 1,024-token window at 4M was sized at 4M)."""
+    kinds = {kind for kind in layer_kinds(model, n_layers) if kind != "linear"}
+    window = model.layers.sliding_window
+    if kinds == {"local"} and window is not None:
+        return min(seq, window + prefill_tokens)
+    return seq
+
+
 def first_layers(model: ModelSpec, n_layers: int) -> ModelSpec:
     """The model cut to its first ``n_layers`` layers, each keeping its kind (global or local, dense or MoE)."""
     pattern = layer_kinds(model, n_layers) if model.layers.pattern else None
@@ -290,9 +301,10 @@ class _Sizer:
         return footprint_for(first_layers(self.model, n_layers), deployment, self.tp).total_bytes
 
     def required(self, n_layers: int, batch: int, seq: int) -> int:
+        prefill = self.prefill(seq)
         workspace = workspace_bytes(
-            self.rank_shape, batch=batch, prefill_tokens=self.prefill(seq), context=seq, value_bytes=self.value_bytes,
-            tp=self.tp,
+            self.rank_shape, batch=batch, prefill_tokens=prefill,
+            context=attended_context(self.model, n_layers, seq, prefill), value_bytes=self.value_bytes, tp=self.tp,
         )  # fmt: skip
         weights = stack_weight_bytes(self.rank_shape, n_layers, self.value_bytes)
         return weights + self.cache(n_layers, batch, seq) + workspace
@@ -464,8 +476,9 @@ def make_plan(
     predicted_model = footprint_for(model, plain, tp)
     paged = footprint_for(model, deployment, tp).total_bytes if deployment.block_size else None
     workspace = workspace_bytes(
-        rank_shape, batch=batch, prefill_tokens=prefill, context=seq, value_bytes=value_bytes, tp=tp
-    )
+        rank_shape, batch=batch, prefill_tokens=prefill, context=attended_context(model, built, seq, prefill),
+        value_bytes=value_bytes, tp=tp,
+    )  # fmt: skip
     return VerifyPlan(
         model=model, rank_shape=rank_shape, deployment=deployment, device_type=device_type, tp=tp, dtype=dtype,
         mla_cache=mla_cache, n_layers_built=built, layers_note=note, layer_kinds=layer_kinds(model, built),

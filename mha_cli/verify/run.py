@@ -18,7 +18,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.deployment import mixer_weights_note
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
-from mha_cli.core.schemas import DeploymentSpec
+from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.sources import ModelSource
 from mha_cli.nn.device import device_name, is_out_of_memory, resolve_device
 from mha_cli.verify import measure
@@ -280,6 +280,9 @@ def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[s
             f"EXTRAPOLATED: {plan.n_layers_built} of {plan.model.n_layers} layers built; per_rank and whole_model count"
             " every layer as a built layer of its kind and scale the decode step by the bytes it reads (their `how`)"
         )
+        unbuilt = unbuilt_kinds_note(plan.model, plan.n_layers_built)
+        if unbuilt is not None:
+            notes.append(unbuilt)
     if plan.prefill_tokens < plan.deployment.seq_len:
         notes.append(f"prefill timed over {plan.prefill_note}")
     notes.append(f"cache filled: {rank.cache_fill.how}")
@@ -291,3 +294,19 @@ def _notes(plan: VerifyPlan, rank: RankResult, per_rank: ScopeFigures) -> list[s
         )
     notes.append("prefill computes the logits of every position (as transformers does), not only the last")
     return notes
+
+
+def unbuilt_kinds_note(model: ModelSpec, built: int) -> str | None:
+    """Which layer kinds of ``model`` its first ``built`` layers leave out (a sliding-window design's global layers
+    behind five local ones), whose rows are the calculator's figures, and the ``--layers`` that builds one of each;
+    None where every kind was built (trial 262: a 1M-token design passed with no global layer built, unsaid)."""
+    every = [model.layer_kind(i) for i in range(model.n_layers)]
+    missing = sorted(set(every) - set(every[:built]))
+    if not missing:
+        return None
+    wanted = max(every.index(kind) for kind in missing) + 1
+    return (
+        f"no {' or '.join(missing)} layer built (the first {built} are {', '.join(sorted(set(every[:built])))}): the"
+        f" whole model's rows take the calculator's figure for them, not a measurement; --layers {wanted} builds one"
+        " of each kind"
+    )
