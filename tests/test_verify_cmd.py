@@ -119,6 +119,8 @@ def test_failed_check_in_the_table_view(cli, config):
     result = cli.run("verify", config(), "--device", "cpu", "--reps", "1", "--max-kv-gib", "0.00001")
     assert result.exit_code == EXIT_CHECK_FAILED
     assert "Predicted vs measured" in result.stdout and "FAIL" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.startswith("decode step, built stack"))
+    assert "roofline " in row  # the predicted cell is the roofline, said so (trial 262 #7: it read as a prediction)
 
 
 @pytest.mark.parametrize(

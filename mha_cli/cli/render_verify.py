@@ -67,7 +67,7 @@ def render_verify(console: Console, report: VerifyReport) -> None:
                       f"{how} {notes.ref(f'{label}: {scope.covers}')}")  # fmt: skip
         table.add_row(f"weights, {label}", size_cell(scope.predicted_weight_bytes), size_cell(scope.weight_bytes),
                       how)  # fmt: skip
-    roof = "" if report.roofline_decode_ms is None else f"{report.roofline_decode_ms:.3f} ms"
+    roof = "" if report.roofline_decode_ms is None else f"roofline {report.roofline_decode_ms:.3f} ms"
     ratio = "" if report.decode_vs_roofline is None else f"{report.decode_vs_roofline:.1f}x roofline, "
     decode = report.decode
     decode_note = notes.ref(
