@@ -515,3 +515,14 @@ def test_an_empty_config_json_is_said_in_hugging_faces_words(cli, tmp_path):
     assert "a config.json without model_type, architectures or hidden_size (nor mha's own model:): it is empty" in (
         " ".join(result.output.split())
     )
+
+
+def test_a_design_past_its_context_is_named_as_the_design(cli, tmp_path):
+    """recommend names its designs "recommended": check said "the 4,096 tokens recommended was trained for" (trial
+    262 #8)."""
+    out = tmp_path / "r.yaml"
+    assert (
+        cli.run("recommend", "--params", "350M", "--seq", "4096", "--target", "h100", "--out", str(out)).exit_code == 0
+    )
+    data = cli.json("kv", str(out), "--seq", "16k")
+    assert "seq_len 16,384 exceeds the 4,096 tokens the design was made for" in data["warnings"]

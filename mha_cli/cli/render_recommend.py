@@ -99,7 +99,8 @@ def render_summary(console: Console, result: RecommendResult) -> None:
         console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(plan)}. Ways out:")
         for way in result.ways_out:
             console.print(f"  - {escape(way_line(way))}")
-    console.print(f"[bold]test[/bold]  `{result.testability.command}` (induction, 2 layers)")
+    console.print(f"[bold]test[/bold]  `{result.testability.command}`{_placeholder(result.testability.command)}"
+                  " (induction, 2 layers)")  # fmt: skip
     console.print("[dim]--explain: the parameter, cache, memory and roofline tables and the rule trace[/dim]")
 
 
@@ -165,7 +166,7 @@ def render_recommendation(console: Console, result: RecommendResult) -> None:
     )
     console.print(
         f"[bold]test[/bold]  {hook.task} ({hook.pattern}): {hook.n_layers} layers, {heads}, accuracy >="
-        f" {hook.accuracy_threshold:.0%}: run `{hook.command}`"
+        f" {hook.accuracy_threshold:.0%}: run `{hook.command}`{_placeholder(hook.command)}"
     )
     console.print()
     console.print(trace_table(result))
@@ -282,3 +283,11 @@ def trace_table(result: RecommendResult) -> Table:
     for finding in result.trace:
         table.add_row(finding.id, finding.name, finding.message, style=styles[finding.severity])
     return table
+
+
+def _placeholder(command: str) -> str:
+    """What ``CONFIG`` in the hook's command stands for, where no ``--out`` named the file (trial 262: there was no
+    file to put in its place, and nothing said to write one)."""
+    from mha_cli.core.recommend import HOOK_CONFIG_PLACEHOLDER
+
+    return f" ({HOOK_CONFIG_PLACEHOLDER}: the file --out writes)" if f" {HOOK_CONFIG_PLACEHOLDER} " in command else ""

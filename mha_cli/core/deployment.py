@@ -302,9 +302,8 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
     the parameter count leaves out."""
     notes = []
     if model.context_length and deployment.seq_len > model.context_length:
-        notes.append(
-            f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {model.name} was trained for"
-        )
+        trained = "the design was made" if model.source == "mha recommend" else f"{model.name} was trained"
+        notes.append(f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {trained} for")
     has_state = model.recurrent is not None or (model.attention.mla is not None and model.attention.mla.indexer)
     if not has_state and "state_convention" in deployment.model_fields_set:
         notes.append(
