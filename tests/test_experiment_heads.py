@@ -198,7 +198,7 @@ def test_disjoint_seed_ranges_are_help():
     assert judged.worse_than_best == [1, 2, 4, 8]
     assert judged.sentence.startswith("More heads help all the way to 16.")
     quoted = judge_head_counts([1, 2], spreads((2.0, 2.2, 2.1), (0.1, 0.3, 0.2)), chance=0.43)
-    assert "calls some count worse in 43% of runs" in quoted.sentence
+    assert "(uniform seed noise), this rule calls some count worse in 43% of runs" in quoted.sentence
 
 
 def test_a_worse_call_is_more_likely_than_one_pair_suggests():

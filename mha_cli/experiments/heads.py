@@ -135,7 +135,8 @@ def judge_head_counts(
     odds = (
         ""
         if chance is None
-        else f" With no real difference between head counts, this rule calls some count worse in {chance:.0%} of runs."
+        else f" With no real difference between head counts (uniform seed noise), this rule calls some count worse in"
+        f" {chance:.0%} of runs."
     )
     sentence = (
         f"{text}. Mean {measure} (seed range) by head count: {figures}; best {head_counts[best_index]}."
