@@ -549,3 +549,22 @@ def test_a_windowed_stack_sizes_its_workspace_by_the_window_and_says_what_it_did
     assert unbuilt_kinds_note(model, 6) is None
     plan = make_plan(model, DeploymentSpec(seq_len=4 << 20, batch=1), device_type="cpu", layers=2)
     assert plan.workspace_bytes == windowed
+
+
+def test_a_cpu_peak_measured_on_a_busy_machine_says_so(monkeypatch):
+    """The CPU peak swung 17-106 GB/s between identical runs (trial 262 #4) with no spread shown: the source names
+    the median, and a best copy over 1.5x the median is flagged UNSTABLE."""
+    from mha_cli.verify.run import _peak_bandwidth
+
+    def timed(durations):
+        ticks = iter(t for d in durations for t in (0.0, d))
+        monkeypatch.setattr(measure.time, "perf_counter", lambda: next(ticks))
+
+    timed([0.004] * (measure.COPY_REPS - 1) + [0.001])  # one copy 4x the rest
+    best, source = _peak_bandwidth(torch.device("cpu"))
+    assert best == 2 * measure.COPY_BYTES / 0.001
+    assert (
+        f"median {2 * measure.COPY_BYTES / 0.004 / 1e9:.1f} GB/s; UNSTABLE: the best copy was 4.0x the median" in source
+    )
+    timed([0.001] * measure.COPY_REPS)
+    assert "UNSTABLE" not in _peak_bandwidth(torch.device("cpu"))[1]

@@ -130,16 +130,22 @@ def copy_bandwidth(device: torch.device, n_bytes: int = COPY_BYTES, reps: int = 
     """Achieved bytes per second of ``dst.copy_(src)``, counting the read and the write (2 x n_bytes).
 
     The best of ``reps`` copies, after one warm-up: the figure a streaming kernel can reach here. A
-    single copy on a shared CPU varies about 2x; the best of 15 repeats within a few per cent.
+    single copy on a shared CPU varies about 2x; the best of 15 repeats within a few per cent on an idle machine.
     """
+    return max(copy_rates(device, n_bytes, reps))
+
+
+def copy_rates(device: torch.device, n_bytes: int = COPY_BYTES, reps: int = COPY_REPS) -> list[float]:
+    """Each of ``reps`` copies' bytes per second (``copy_bandwidth``), after one warm-up: their spread says whether
+    the machine was busy while the peak was measured."""
     src = torch.empty(n_bytes // 4, dtype=torch.float32, device=device).uniform_()  # (n,)
     dst = torch.empty_like(src)  # (n,)
     dst.copy_(src)
-    best = float("inf")
+    rates = []
     for _ in range(reps):
         synchronize(device)
         start = time.perf_counter()
         dst.copy_(src)
         synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * src.nbytes / best
+        rates.append(2 * src.nbytes / (time.perf_counter() - start))
+    return rates
