@@ -81,6 +81,19 @@ def test_quick_per_seed_values_floors_and_answers_agree(quick):
     assert "Kneser-Ney 2-gram" in report and "no attention" in report
 
 
+def test_the_quick_plot_shows_its_one_point_curves_and_the_quality_line(quick):
+    """--quick's training curves are one point each: drawn as a line they left the panel empty, and the "baseline + 1
+    bit" line sat above the axis (trial 262 #6)."""
+    from mha_cli.experiments.mla import MlaResult
+    from mha_cli.experiments.mla_plot import mla_figure
+
+    result = MlaResult.model_validate(quick[0])
+    tradeoff, curves = mla_figure(result).axes
+    assert all(len(line.get_xdata()) < 3 and line.get_marker() == "o" for line in curves.get_lines())
+    low, high = tradeoff.get_ylim()
+    assert low <= result.baseline_bits.mean + result.quality_limit_bits <= high
+
+
 def test_workers_do_not_change_the_results(quick, tmp_path):
     data, _ = quick
     again = run_mla(quick=True, device="cpu", out_dir=tmp_path, workers=1).model_dump(mode="json")

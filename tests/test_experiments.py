@@ -183,6 +183,10 @@ def test_mqa_plot_units_come_from_the_data_and_the_table_fits_80_columns(cli, tm
     assert params.get_ylabel() == "attention parameters per layer (thousands)"
     assert max(bar.get_height() for bar in params.patches) == pytest.approx(16.384)
     assert cache.get_ylabel() == "MiB" and max(bar.get_height() for bar in cache.patches) == 1.0  # 1,048,576 B
+    # the control is drawn beside the measurement (trial 262 #6: only the report had it): MHA's bytes for every row
+    labels = [text.get_text() for text in cache.get_legend().get_texts()]
+    assert labels == ["computed", "measured", "control: GQA ignored"]
+    assert [bar.get_height() for bar in cache.containers[2]] == [1.0, 1.0, 1.0]
     figure = mqa_figure(result)
     assert figure.get_suptitle().startswith("quick run (--quick)")  # the smoke-run banner, as heads and mla
     assert mqa_figure(result.model_copy(update={"quick": False})).get_suptitle() == ""

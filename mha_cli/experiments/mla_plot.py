@@ -41,7 +41,10 @@ def mla_figure(result: MlaResult) -> Figure:
     tradeoff.axhline(baseline.mean + result.quality_limit_bits, color="tab:green", linestyle="--",
                      label="baseline + 1 bit")  # fmt: skip
     shown = [f.validation_bits for f in result.ngram_bits] + [r.validation_bits.low for r in mla_rows]
-    tradeoff.set_ylim(min([*shown, baseline.low]) - 0.08, max(no_attention.mean, *shown) + 0.12)  # room for labels
+    limit = baseline.mean + result.quality_limit_bits  # the line drawn above: kept on the axis
+    tradeoff.set_ylim(
+        min([*shown, baseline.low]) - 0.08, max(no_attention.mean, limit, *shown) + 0.12
+    )  # room for labels
     tradeoff.set_xscale("log", base=2)
     tradeoff.set(xlabel="KV cache, fraction of MHA's", ylabel="validation bits per byte", title="Cache vs quality")
     tradeoff.legend(fontsize=7, loc="center right")
@@ -49,7 +52,8 @@ def mla_figure(result: MlaResult) -> Figure:
         runs = [run for run in result.runs if run.kind == row.kind and run.kv_lora_rank == row.kv_lora_rank]
         mean_curve = [sum(values) / len(values) for values in zip(*(run.train_curve_bits for run in runs), strict=True)]
         steps = [CURVE_EVERY * (i + 1) for i in range(len(mean_curve))]
-        curves.plot(steps, mean_curve, label=row.label, linewidth=0.8)
+        few = len(mean_curve) < 3  # a --quick run's curve is a point or two: markers, or the panel looks empty
+        curves.plot(steps, mean_curve, label=row.label, linewidth=0.8, marker="o" if few else None, markersize=3)
     finals = [run.train_curve_bits[-1] for run in result.runs]
     curves.set_ylim(min(finals) - 0.2, no_attention.mean + 1.0)  # the first steps (8 bits) would flatten the rest
     curves.set(xlabel="step", ylabel=f"training bits per byte ({CURVE_EVERY}-step mean, seed mean)", title="Training")

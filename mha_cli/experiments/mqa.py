@@ -282,10 +282,12 @@ def mqa_figure(result: MqaResult) -> Figure:
     params.set_xticks(x, labels)
     unit_text = f" ({unit})" if unit else ""
     params.set(ylabel=f"attention parameters per layer{unit_text}", title="Parameters (measured = computed)")
-    width = 0.38
+    width = 0.27
     scale, byte_unit = bytes_unit([r.kv_bytes_computed for r in result.rows])
-    cache.bar([i - width / 2 for i in x], [r.kv_bytes_computed / scale for r in result.rows], width, label="computed")
-    cache.bar([i + width / 2 for i in x], [r.kv_bytes_measured / scale for r in result.rows], width, label="measured")
+    cache.bar([i - width for i in x], [r.kv_bytes_computed / scale for r in result.rows], width, label="computed")
+    cache.bar(x, [r.kv_bytes_measured / scale for r in result.rows], width, label="measured")
+    cache.bar([i + width for i in x], [r.kv_bytes_if_gqa_ignored / scale for r in result.rows], width, color="tab:gray",
+              label="control: GQA ignored")  # fmt: skip  # the calculator the measurement refutes (trial 262)
     cache.set_xticks(x, labels)
     cache.set(ylabel=byte_unit, title=f"KV cache at N = {result.settings.seq_len:,} ({result.settings.kv_dtype})")
     cache.legend()
