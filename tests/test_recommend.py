@@ -5,6 +5,7 @@ import pytest
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
 from mha_cli.core.presets import get_preset
+from mha_cli.core.quantities import parse_param_count
 from mha_cli.core.recommend import RecommendRequest, head_dim_for, ideal_depth, mlp_width, recommend
 
 
@@ -503,3 +504,19 @@ def test_the_small_shape_rule_says_the_attention_it_sized_with(params, said):
     assert line.message.endswith(said)
     asked = next(f for f in rec(params, 2048, variant="MHA").trace if f.id == "MHA012")  # the flag chose it
     assert asked.message.endswith("attention sized as MHA (--variant MHA)")  # review 247: 'no GQA ... divides'
+
+
+@pytest.mark.parametrize(("d_model", "params"), [(64, 1_000_000_000), (64, 33_200_000), (4096, 5_000_000_000_000)])
+def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params):
+    """--d-model 64 at 1B said "reaches at most 33.2M with 256 layers; use --params from 3.35M to 33.2M", counted with
+    the 128,256-token vocabulary and no aspect band: 33.2M was then refused, and 10M too (104 layers, out of the
+    band) (trial 262 #2). The range is now the designs this width gives shaped as budgets of their size are (vocab
+    50,257 tied, small shape, band 12-80: 2 to 5 layers at 64), and both ends are met."""
+    with pytest.raises(BadInputError, match="too large") as refused:
+        recommend(RecommendRequest(params=params, seq_len=8192, d_model=d_model))
+    low, high = str(refused.value).split("use --params from ")[1].split(" to ")
+    for end in (low, high.split()[0].rstrip(";")):
+        design = recommend(RecommendRequest(params=parse_param_count(end), seq_len=8192, d_model=d_model))
+        assert design.model.total_params == pytest.approx(parse_param_count(end), rel=0.05)
+    if d_model == 64:
+        assert "reaches at most 3.54M with 5 layers" in str(refused.value)

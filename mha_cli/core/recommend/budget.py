@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import NoReturn
 
 from mha_cli.core.errors import BadInputError
@@ -10,8 +11,9 @@ from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
-from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, head_dim_for, ladder, vocab_for
+from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, aspect_band, head_dim_for, ladder, vocab_for
 from mha_cli.core.rules import catalog as C
+from mha_cli.core.schemas import Variant
 
 
 def refuse_budget(
@@ -28,9 +30,7 @@ def refuse_budget(
     narrow, wide = min(widths), max(widths)
 
     def total(d_model: int, layers: int, vocab: int, tied: bool, small: bool) -> int:
-        frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=small)
-        variant, n_kv = provisional_attention(frame.n_heads, r.variant, small)
-        return count_params(frame.maker(variant, n_kv)(layers)).total
+        return design_params(d_model, layers, vocab, tied, small, r.variant)
 
     # a dense budget's ends are shaped as budgets at those ends are (MHA004's vocabulary and tying, MHA012's
     # small shape), not as this budget is: 1K and 5000T must name the same range
@@ -41,14 +41,21 @@ def refuse_budget(
         else (*vocab_for(max(C.LARGE_VOCAB_FROM_PARAMS, C.TIE_EMBEDDINGS_BELOW_PARAMS), r.vocab_size), False)
     )
     smallest, largest = total(narrow, MIN_LAYERS, *low_shape), total(wide, C.MAX_LAYERS, *high_shape)
+    depths = f"{C.MAX_LAYERS} layers"
+    reach = width_reach(r.d_model, r.vocab_size, r.variant) if r.d_model and moe is None else None
+    if reach is not None and budget > reach[1][0]:  # what this width meets as a design that size is shaped (trial 262)
+        (smallest, _), (largest, depth) = reach
+        depths = f"{depth} layers, the deepest inside the aspect band of designs that size (rule MHA005)"
     what = "active budget" if moe else "parameter budget"
     where = f"--d-model {r.d_model}" if r.d_model else "the widest width on the ladder"
     span = f"{format_count(smallest)} to {format_count(largest)}"
+    if reach is not None:  # the budgets that width meets, whichever way this one misses
+        span = f"{format_count(reach[0][0])} to {format_count(reach[1][0])}"
     if budget > largest:
         raise BadInputError(
             f"{what} {format_count(budget)} is too large (rule MHA094 budget-too-large): {where} reaches at"
-            f" most {format_count(largest)} with {C.MAX_LAYERS} layers (d_model {wide}); use --params from {span}"
-            + ("" if r.d_model else " (7B = 7,000,000,000)")
+            f" most {format_count(largest)} with {depths}{'' if r.d_model else f' (d_model {wide})'}; use --params"
+            f" from {span}" + ("" if r.d_model else " (7B = 7,000,000,000)")
         )
     if budget < smallest:
         raise BadInputError(
@@ -89,3 +96,36 @@ def refuse_budget(
         f"no design reaches {format_count(budget)} parameters within +-{C.BUDGET_TOLERANCE:.0%} at any width on the"
         f" ladder (rule MHA093 budget-too-small): change --params (range {span})"
     )
+
+
+def design_params(d_model: int, layers: int, vocab: int, tied: bool, small: bool, variant: Variant | None) -> int:
+    """Parameters of the design ``layers`` deep at ``d_model`` with that vocabulary, tying and small shape, its
+    attention as the recommender first sets it (``provisional_attention``)."""
+    frame = Frame(d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=small)
+    chosen, n_kv = provisional_attention(frame.n_heads, variant, small)
+    return count_params(frame.maker(chosen, n_kv)(layers)).total
+
+
+def width_reach(
+    d_model: int, vocab: int | None, variant: Variant | None
+) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """((fewest parameters, layers), (most parameters, layers)) of the designs ``--d-model`` ``d_model`` gives: a
+    depth inside the aspect band (MHA005) of a budget of that size, with the vocabulary, tying (MHA004) and small shape
+    (MHA012) a budget that size gets, so every budget in the range is shaped as the range was; None where no depth
+    is (``variant``: --variant, as ``design_params`` takes it). The range said before used the largest vocabulary
+    at the top and no band: budgets it offered were refused (trial 262)."""
+    cuts = sorted({C.TIE_EMBEDDINGS_BELOW_PARAMS, C.LARGE_VOCAB_FROM_PARAMS, C.SMALL_MODEL_PARAMS,
+                   *(int(upper) + 1 for upper, *_ in C.ASPECT_BANDS if upper != float("inf"))})  # fmt: skip
+
+    def shape(budget: int) -> tuple[int, bool, bool, tuple[int, int, str]]:
+        return (*vocab_for(budget, vocab), budget < C.SMALL_MODEL_PARAMS, aspect_band(budget))
+
+    met = []
+    for representative in (1, *cuts):  # one budget of each shape: the designs shaped as it is
+        size, tied, small, (low, high, _) = shape(representative)
+        depths = range(max(MIN_LAYERS, math.ceil(d_model / high)), min(C.MAX_LAYERS, d_model // low) + 1)
+        for layers in sorted({depths[0], depths[-1]}) if depths else ():
+            count = design_params(d_model, layers, size, tied, small, variant)
+            if shape(count) == shape(representative):  # a budget of this count is shaped as the count was
+                met.append((count, layers))
+    return (min(met), max(met)) if met else None

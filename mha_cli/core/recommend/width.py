@@ -179,13 +179,31 @@ def _fixed_width(
     aspect = r.d_model / model.n_layers
     if not low <= aspect <= high:
         nearest = nearest_sane_width(ctx, vocab, tied, moe, budget, band)
+        way = f"use --d-model {nearest}, the nearest width inside the band, or leave --d-model out"
+        if nearest == r.d_model:  # the width itself is the nearest: a budget it meets inside the band (trial 262)
+            way = _budgets_of_width(ctx, moe) or "leave --d-model out"
         raise BadInputError(
             f"--d-model {r.d_model} at {format_count(budget)} gives {model.n_layers} layers (d_model / n_layers"
             f" {aspect:.0f}, outside the {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band):"
-            f" use --d-model {nearest}, the nearest width inside the band, or leave --d-model out"
+            f" {way}"
         )
     _record(ctx, model, frame, budget, (low, high, aspect_band(budget)[2]), moe, fixed=True)
     return Shape(frame=frame, model=model, budget=budget, moe=moe)
+
+
+def _budgets_of_width(ctx: Context, moe: MoeBudget | None) -> str | None:
+    """``use --params from A to B``: the budgets --d-model meets inside the aspect band (``budget.width_reach``);
+    None for an MoE budget or where none does."""
+    from mha_cli.core.recommend.budget import width_reach
+
+    r = ctx.request
+    if moe is not None or r.d_model is None:
+        return None
+    reach = width_reach(r.d_model, r.vocab_size, r.variant)
+    if reach is None:
+        return None
+    (fewest, _), (most, _) = reach
+    return f"use --params from {format_count(fewest)} to {format_count(most)}, or leave --d-model out"
 
 
 def nearest_sane_width(
