@@ -107,7 +107,11 @@ def test_an_older_qwen2_5_vl_file_with_the_decoder_at_the_top_reads_the_same_dec
     older = import_hf_config({key: value for key, value in config.items() if key != "text_config"}).model
     newer = import_hf_config(config).model
     assert (older.family, newer.family) == ("qwen2_5_vl", "qwen2_5_vl_text")  # one family, two model_types
-    assert older.model_copy(update={"family": newer.family, "source": newer.source}) == newer
+    # the newer file names its class around text_config (ModelSpec.wrapper); the older one's family serves as the same
+    assert older.model_copy(update={"family": newer.family, "source": newer.source, "wrapper": newer.wrapper}) == newer
+    from mha_cli.core.engine.architectures_served import served_as
+
+    assert served_as(older) == served_as(newer) == ("Qwen2_5_VLForConditionalGeneration",)
     assert older.attention.qkv_bias
 
 
