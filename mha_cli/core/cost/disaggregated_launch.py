@@ -45,6 +45,7 @@ from mha_cli.core.cost.launch_nodes import (
 from mha_cli.core.cost.launch_settings import format_notes, kv_cache_dtype_words, notes_for, pool_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
+from mha_cli.core.engine.settings import TPU_VENDOR
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
@@ -246,8 +247,8 @@ def disaggregated_with_launch(
         return plan.model_copy(update={"launch_note": note})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
-    if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
-        launch = {"vllm": launch["vllm"]}
+    if served.named_by == "gguf-file" or target.target.vendor == TPU_VENDOR:  # as the aggregated lines: vLLM's GGUF
+        launch = {"vllm": launch["vllm"]}  # loader (SGLang's is not priced); mainline SGLang has no TPU backend
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.launch_forms import fit_commands, releases_for
