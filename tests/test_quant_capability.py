@@ -98,3 +98,23 @@ def test_nvfp4_weights_by_release_and_engine(cli, engine, target, refused):
         assert result.exit_code == 0, result.output
     else:
         assert result.exit_code == 2 and refused in result.output, result.output
+
+
+def test_each_config_by_release_and_method():
+    """ModelOpt's fp8 config asks 8.9 before 0.28 (0.8.5, 0.9.0.1, 0.13-0.25 read) and 8.0 from it; compressed-tensors'
+    NVFP4 (W4A4Fp4) 8.0 in 0.13-0.15 and 7.5 from 0.17, not ModelOpt's history (review 263 #6, #7)."""
+    ct_nvfp4 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                           "group_size": 16, "symmetric": True}, "input_activations": None}}}  # fmt: skip
+    modelopt_fp8 = scheme(FP8_MODELOPT)
+    assert vllm_min_capability("fp8", modelopt_fp8, (0, 25, 0, 0)) == (8.9, "ModelOptFp8Config")
+    assert vllm_min_capability("fp8", modelopt_fp8, (0, 28, 0, 0)) == (8.0, "ModelOptFp8Config")
+    assert vllm_capability_refusal("fp8", modelopt_fp8, "NVIDIA", 8.0, (0, 25, 0, 0)) == (
+        "vLLM serves fp8 weights on compute capability 8.9 or later (ModelOptFp8Config.get_min_capability, in 0.25);"
+        " this GPU is 8.0: pick a GPU of 8.9+, or --engine vllm@0.28, or fp16 weights"
+    )
+    compressed = scheme(ct_nvfp4)
+    assert vllm_min_capability("nvfp4", compressed, (0, 14, 0, 0)) == (8.0, "CompressedTensorsW4A4Fp4")
+    assert vllm_min_capability("nvfp4", compressed, (0, 17, 0, 0)) == (7.5, "CompressedTensorsW4A4Fp4")
+    assert vllm_min_capability("nvfp4", compressed, None) == (7.5, "CompressedTensorsW4A4Fp4")
+    assert vllm_min_capability("nvfp4", scheme(MODELOPT), (0, 14, 0, 0)) == (7.5, "ModelOptNvFp4Config")

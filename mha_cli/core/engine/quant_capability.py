@@ -15,16 +15,17 @@ from its documentation, below).
 - 6.0: ``AutoGPTQConfig``.
 
 So a V100 (7.0) serves none of the 4- and 8-bit formats above; a T4 (7.5) serves all but ModelOpt fp8, FBGEMM fp8 and
-mxfp4. Applied to every vLLM release (read in 0.32.0 only).
+mxfp4. Three configs asked more in earlier releases, read in their wheels (``BY_RELEASE``): ModelOpt NVFP4, ModelOpt
+fp8 (8.9 before 0.28) and compressed-tensors' NVFP4 (8.0 before 0.17); the others are applied to every release.
 
 TensorRT-LLM (``TRTLLM_BY_FORMAT``, from its documentation, not its code): fp8 from capability 8.9, Ada and Hopper (the
 0.18.2 support matrix lists FP8 for SM89 and SM90, not for Ampere's SM80 and SM86:
 https://nvidia.github.io/TensorRT-LLM/0.18.2/reference/support-matrix.html), NVFP4 from 10.0, Blackwell (the 1.0
 quantization guide: "FP4 ... on the latest Blackwell"; https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html).
-NVFP4 (a ModelOpt checkpoint) asked more before: vLLM's ``ModelOptNvFp4Config.get_min_capability`` is 100 in 0.8.5,
-80 from 0.9.0 (its Marlin fallback) to 0.13.0 and 75 from 0.14.0 (``NVFP4_BY_RELEASE``, read in those wheels); SGLang's
-``ModelOptFp4Config`` is 100 up to 0.5.12.post1 and 80 from 0.5.13, whose ``--fp4-gemm-backend auto`` picks Marlin on
-SM80-SM90 (read in the 0.4.6, 0.5.4-0.5.13 and 0.5.23 wheels). SGLang's other formats and other vendors: not checked.
+vLLM's ``ModelOptNvFp4Config.get_min_capability`` is 100 in 0.8.5, 80 from 0.9.0 (its Marlin fallback) to 0.13.0 and
+75 from 0.14.0; SGLang's ``ModelOptFp4Config`` is 100 up to 0.5.12.post1 and 80 from 0.5.13, whose
+``--fp4-gemm-backend auto`` picks Marlin on SM80-SM90 (read in the 0.4.6, 0.5.4-0.5.13 and 0.5.23 wheels). SGLang's
+other formats and other vendors: not checked.
 Pure Python.
 """
 
@@ -49,22 +50,36 @@ BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
 """A checkpoint's ``quant_method`` that asks more for the format than ``BY_FORMAT`` (ModelOpt's and FBGEMM's fp8)."""
 
 
-NVFP4_BY_RELEASE: dict[str, tuple[tuple[tuple[int, ...], float], ...]] = {
-    "vllm": (((0, 9), 8.0), ((0, 14), 7.5)), "sglang": (((0, 5, 13), 8.0),),
+BY_RELEASE: dict[str, tuple[float, tuple[tuple[tuple[int, ...], float], ...]]] = {
+    "ModelOptNvFp4Config": (10.0, (((0, 9), 8.0), ((0, 14), 7.5))),
+    "CompressedTensorsW4A4Fp4": (8.0, (((0, 17), 7.5),)),
+    "ModelOptFp8Config": (8.9, (((0, 28), 8.0),)),
+    "ModelOptFp4Config": (10.0, (((0, 5, 13), 8.0),)),
 }  # fmt: skip
-"""ModelOpt NVFP4's minimum from each release on (module docstring); before the first, compute capability 10.0."""
+"""A quantization config whose ``get_min_capability`` changed by release (read in the wheels): (the minimum before its
+first entry, (first release, minimum from it) ...). vLLM's ModelOpt NVFP4: 100 in 0.8.5, 80 from 0.9.0 (its Marlin
+fallback) to 0.13.0, 75 from 0.14.0; compressed-tensors' NVFP4 (W4A4Fp4): 80 in 0.13.0-0.15.0 (earlier releases
+taken as 0.13's), 75 from 0.17.0; ModelOpt fp8: 89 in 0.8.5, 0.9.0.1 and 0.13.0-0.25.0, 80 from 0.28.0 (0.26-0.27
+taken as 0.25's); SGLang's ModelOpt NVFP4 (``ModelOptFp4Config``): 100 up to 0.5.12.post1, 80 from 0.5.13."""
 NVFP4_CONFIG = {"vllm": "ModelOptNvFp4Config", "sglang": "ModelOptFp4Config"}
-NVFP4_BEFORE = 10.0
-"""The minimum before ``NVFP4_BY_RELEASE``'s first entry: Blackwell alone."""
+"""Each engine's config for a ModelOpt NVFP4 checkpoint."""
+
+
+def min_in_release(config: str, release: tuple[int, ...] | None, latest: float) -> float:
+    """``config``'s minimum in ``release`` (None: the latest, ``latest``), from ``BY_RELEASE`` where it changed."""
+    if config not in BY_RELEASE or release is None:
+        return latest
+    need, changes = BY_RELEASE[config]
+    for first, capability in changes:
+        if release >= first:
+            need = capability
+    return need
 
 
 def nvfp4_min_capability(engine: str, release: tuple[int, ...] | None) -> float:
     """The lowest compute capability ``engine`` ``release`` (None: its latest) loads a ModelOpt NVFP4 checkpoint on."""
-    need = NVFP4_BEFORE
-    for first, capability in NVFP4_BY_RELEASE[engine]:
-        if release is None or release >= first:
-            need = capability
-    return need
+    config = NVFP4_CONFIG[engine]
+    return min_in_release(config, release, BY_RELEASE[config][1][-1][1])
 
 
 TRTLLM_BY_FORMAT: dict[str, tuple[float, str]] = {
@@ -101,9 +116,9 @@ def vllm_min_capability(
     formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
     method = "" if scheme is None else str(scheme.method)
     needs = [BY_METHOD.get((method, fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
-    if "nvfp4" in formats:
-        needs.append((nvfp4_min_capability("vllm", release), NVFP4_CONFIG["vllm"]))
-    found = [need for need in needs if need is not None]
+    if "nvfp4" in formats and method == "compressed-tensors":  # its own scheme, not ModelOpt's config
+        needs = [need for need in needs if need != BY_FORMAT["nvfp4"]] + [BY_FORMAT["nvfp4-w4a16"]]
+    found = [(min_in_release(entry[1], release, entry[0]), entry[1]) for entry in needs if entry is not None]
     return max(found) if found else None
 
 
@@ -118,12 +133,10 @@ def vllm_capability_refusal(
     if vendor != "NVIDIA" or capability is None or need is None or capability >= need[0]:
         return None
     where = "read in 0.32.0" if release is None else f"in {_shown(release)}"
-    later = ""
-    if "nvfp4" in ({weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}):
-        later = _later_release("vllm", capability)
     return (
         f"vLLM serves {weight_dtype} weights on compute capability {need[0]} or later ({need[1]}.get_min_capability,"
-        f" {where}); this GPU is {capability}: pick a GPU of {need[0]}+{later}, or fp16 weights"
+        f" {where}); this GPU is {capability}: pick a GPU of {need[0]}+{_later_release(need[1], capability)}, or fp16"
+        " weights"
     )
 
 
@@ -144,13 +157,14 @@ def sglang_capability_refusal(
     return (
         f"SGLang serves nvfp4 weights on compute capability {need} or later ({NVFP4_CONFIG['sglang']}"
         f".get_min_capability, {where}); this GPU is {capability}: pick a GPU of {need}+"
-        f"{_later_release('sglang', capability)}, or another engine"
+        f"{_later_release(NVFP4_CONFIG['sglang'], capability)}, or another engine"
     )
 
 
-def _later_release(engine: str, capability: float) -> str:
-    """``, or ENGINE@X`` naming the first release that loads NVFP4 on ``capability``, where one does."""
-    for first, need in NVFP4_BY_RELEASE[engine]:
+def _later_release(config: str, capability: float) -> str:
+    """``, or --engine ENGINE@X`` naming the first release whose ``config`` loads on ``capability``, where one does."""
+    engine = "sglang" if config == NVFP4_CONFIG["sglang"] else "vllm"
+    for first, need in BY_RELEASE.get(config, (0.0, ()))[1]:
         if capability >= need:
             return f", or --engine {engine}@{_shown(first)}"
     return ""
