@@ -52,6 +52,8 @@ def test_a_percentile_without_a_target_to_read_there_is_refused():
     result = CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "50"])
     assert result.exit_code == 2, result.output
     assert "--slo-percentile 50 says where --ttft-ms and --itl-ms are read: add one, or leave it out" in result.output
+    named = CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "99"])
+    assert named.exit_code == 2 and "--slo-percentile 99 says where" in named.output  # the default, named (review 263)
     assert CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--num-prompts", "8", "--slo-percentile", "50",
                                     "--itl-ms", "100"]).exit_code == 0  # fmt: skip
 

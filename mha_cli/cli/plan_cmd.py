@@ -394,7 +394,8 @@ def plan(
                          expert_parallel=expert_parallel, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
-    if slo_percentile in (0, 50, 90) and ttft_ms is None and itl_ms is None:  # another value: refused below
+    named_percentile = named(ctx, "slo_percentile") and slo_percentile in (0, 50, 90, 99)  # another: refused below
+    if named_percentile and ttft_ms is None and itl_ms is None:  # the default, 99, named too (review 263 #10)
         raise BadInputError(
             f"--slo-percentile {slo_percentile:g} says where --ttft-ms and --itl-ms are read: add one, or leave it out"
             " (the simulated table prints the mean, median, p90 and p99)"
