@@ -222,12 +222,20 @@ def test_cli_refusals(cli):
 
 def test_the_launch_lines_carry_each_engines_flags(cli):
     """A search's pick at tp 2: vLLM's size sums the 2 GPUs of an engine (2 x 64 = 128 GiB), SGLang's is per rank
-    in whole GB (64 GiB = 68.7 GB: 68)."""
-    result = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "8192", "--osl", "256",
-                      "--concurrency", "64", "--shared-prefix", "4096", "--kv-offload-gib", "64", "--closed-form")  # fmt: skip
+    in whole GB (64 GiB = 68.7 GB: 68), written where SGLang priced the plan: its host pool must exceed its device
+    pool, which a vLLM plan does not size, and it needs the radix cache (trial 264 #1, #2: lines SGLang refuses)."""
+    args = ["plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "8192", "--osl", "256", "--concurrency", "64",
+            "--shared-prefix", "4096", "--kv-offload-gib", "64", "--closed-form"]  # fmt: skip
+    result = cli.json(*args)
     tp = result["candidates"][result["chosen"]]["deployment"]["tp"]
     assert result["launch"]["vllm"].endswith(f"--kv-offloading-size {64 * tp} --kv-offloading-backend native")
-    assert result["launch"]["sglang"].endswith("--enable-hierarchical-cache --hicache-size 68")
+    assert "hierarchical" not in result["launch"]["sglang"]
+    assert "the sglang line has no host tier: SGLang's host pool must be larger" in result["launch_note"]
+    sglang = cli.json(*args, "--engine", "sglang")
+    assert sglang["launch"]["sglang"].endswith("--enable-hierarchical-cache --hicache-size 68")
+    off = cli.json(*args, "--engine", "sglang", "--no-enable-prefix-caching")
+    assert "hierarchical" not in off["launch"]["sglang"] and "--disable-radix-cache" in off["launch"]["sglang"]
+    assert "needs the radix cache this plan turns off" in off["launch_note"]
 
 
 def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli):

@@ -506,6 +506,16 @@ def _plan_judge(
     return judge
 
 
+SGLANG_TIER_WITHOUT_RADIX = (
+    "the sglang line has no host tier: SGLang's hierarchical cache needs the radix cache this plan turns off (it"
+    " refuses --enable-hierarchical-cache with --disable-radix-cache)"
+)
+SGLANG_TIER_NOT_PRICED = (
+    "the sglang line has no host tier: SGLang's host pool must be larger than its device pool, which only a plan"
+    " priced on SGLang sizes (--engine sglang gives its --hicache-size)"
+)
+
+
 def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
     """vLLM's ``--max-num-seqs`` and ``--max-num-batched-tokens`` for the step an SGLang plan priced: the same cap of
     requests a rank, and a budget of the prefill chunk plus one decode token for each of them. SGLang's
@@ -596,11 +606,17 @@ def launch_commands(
 
         vllm += vllm_flags(deployment.speculative)
         sglang += sglang_flags(deployment.speculative)
+    offload_notes = []
     if deployment.kv_offload_bytes:  # the host tier priced (core.engine.offload): each engine's own flags
         from mha_cli.core.engine.offload import offload_flags
 
         vllm += offload_flags("vllm", deployment.kv_offload_bytes, d.tp * d.pp)
-        sglang += offload_flags("sglang", deployment.kv_offload_bytes, d.tp * d.pp)
+        if not caching:  # SGLang refuses --enable-hierarchical-cache with --disable-radix-cache (trial 264)
+            offload_notes.append(SGLANG_TIER_WITHOUT_RADIX)
+        elif engine.name != "sglang":  # its host pool must exceed its device pool, sized only where it is priced
+            offload_notes.append(SGLANG_TIER_NOT_PRICED)
+        else:
+            sglang += offload_flags("sglang", deployment.kv_offload_bytes, d.tp * d.pp)
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
@@ -615,6 +631,7 @@ def launch_commands(
     )
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
+    pool = pool._replace(notes=[*pool.notes, *offload_notes])
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
