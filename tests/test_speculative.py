@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.cli.app import app
 from mha_cli.core.cost.plan import plan_serving, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.speculative import decode_step, verify_shape
@@ -439,3 +440,17 @@ def test_mtp_on_a_vllm_before_its_mtp_spelling_is_priced(cli):
     """vLLM 0.10.2 ran DeepSeek's MTP as method deepseek_mtp (``mtp`` from 0.11.0): not refused."""
     args = ("plan", "deepseek-v3", "--target", "8xh200", "--engine", "vllm@0.10.2", "--tp", "8", "--closed-form")
     assert cli.json(*args, "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}')["speculative"]
+
+
+def test_a_searched_pick_shows_the_per_token_figure_it_was_judged_on(cli):
+    """Under speculative decoding --itl-ms is judged on TPOT; the pick's summary printed p99 ITL (464 ms against a
+    30 ms target the pick met) (trial 264 #6). It prints the TPOT judged, and the JSON says which was read."""
+    args = ["plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--itl-ms", "30", "--draft",
+            "llama-3.2-1b", "--acceptance-length", "2.5"]  # fmt: skip
+    found = cli.json(*args)
+    sim = found["candidates"][found["chosen"]]["simulated"]
+    assert sim["itl_read_as_tpot"] is True
+    shown = cli.runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
+    assert f"p99 TPOT {sim['tpot_ms']['p99']:,.1f} ms" in shown and "p99 ITL" not in shown.split("pick (*)")[1]
+    plain = cli.json(*args[:-4])
+    assert "itl_read_as_tpot" not in plain["candidates"][plain["chosen"]]["simulated"]

@@ -1143,9 +1143,10 @@ def render_search(console: Console, result: SearchResult) -> None:
         if c.simulated is not None:
             sim = c.simulated
             label = "mean" if sim.slo_percentile == 0 else f"p{sim.slo_percentile:g}"
+            per_token = ("TPOT", sim.tpot_ms) if sim.itl_read_as_tpot else ("ITL", sim.itl_ms)  # the figure judged
             console.print(
                 f"  simulated ({sim.requests:,} requests): {label} TTFT {sim.ttft_ms.at(sim.slo_percentile):,.0f} ms,"
-                f" {label} ITL {sim.itl_ms.at(sim.slo_percentile):,.1f} ms,"
+                f" {label} {per_token[0]} {per_token[1].at(sim.slo_percentile):,.1f} ms,"
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
             )
         for engine, line in result.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich
