@@ -548,8 +548,9 @@ def _verdict(
         )
     disagg, agg = pick.output_tokens_per_s_per_gpu, aggregated.output_tokens_per_s_per_gpu
     transfer = transfers[pick.prefill, pick.decode].seconds * 1e3
-    unused = (
-        f"; the split's figure is over the {pick.gpus} GPUs it uses, of {total_gpus}"
+    unused = (  # a per-GPU win on fewer GPUs can be less in all (trial 264 #7): the totals said beside it
+        f"; the split's figure is over the {pick.gpus} GPUs it uses, of {total_gpus}: {disagg * pick.gpus:,.0f} output"
+        f" tokens/s in all against aggregated's {agg * aggregated.gpus * aggregated.replicas:,.0f}"
         if total_gpus and pick.gpus < total_gpus
         else ""
     )
