@@ -609,15 +609,22 @@ def simulate_plan(
             swept.append(run)
     notes = plan.notes
     groups = 1 if plan.offload is None else plan.offload.shared_prefixes
-    if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed":
-        cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
+    cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
+    warm = (simulated.requests - cold) / simulated.requests
+    if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed" and warm < WARM_ENOUGH:
+        more = WARM_PROMPTS_PER_PREFIX * groups  # 95% of them warm; said only where it is more than were run
+        way = f"; --num-prompts {more:,} raises that to 95%" if simulated.requests < more else ""
         notes = [*notes, (
             f"the simulated run's {simulated.requests:,} requests cycle through {groups:,} prefixes: the first {cold:,}"
-            f" find theirs in no cache (cold), so at most {(simulated.requests - cold) / simulated.requests:.0%} of"
-            f" them hit where the closed form prices every one warm; --num-prompts {10 * groups:,} nears that"
+            f" find theirs in no cache (cold), so at most {warm:.0%} of them hit where the closed form prices every"
+            f" one warm{way}"
         )]  # fmt: skip
     return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
 
 
+WARM_ENOUGH = 0.99
+"""The share of a run's requests that may meet their prefix warm above which the cold ones go unsaid."""
+WARM_PROMPTS_PER_PREFIX = 20
+"""Requests per shared prefix that leave 95% of them warm (the first of each is cold)."""
 SWEEP_PROMPTS_PER_USER = 3
 SWEEP_MIN_PROMPTS = 32
