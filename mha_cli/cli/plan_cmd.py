@@ -1145,7 +1145,8 @@ def render_search(console: Console, result: SearchResult) -> None:
             label = "mean" if sim.slo_percentile == 0 else f"p{sim.slo_percentile:g}"
             per_token = ("TPOT", sim.tpot_ms) if sim.itl_read_as_tpot else ("ITL", sim.itl_ms)  # the figure judged
             console.print(
-                f"  simulated ({sim.requests:,} requests): {label} TTFT {sim.ttft_ms.at(sim.slo_percentile):,.0f} ms,"
+                f"  simulated ({sim.requests:,} requests{_busiest(sim.replicas)}): {label} TTFT"
+                f" {sim.ttft_ms.at(sim.slo_percentile):,.0f} ms,"
                 f" {label} {per_token[0]} {per_token[1].at(sim.slo_percentile):,.1f} ms,"
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
             )
@@ -1165,3 +1166,9 @@ def render_search(console: Console, result: SearchResult) -> None:
 
 def register(registry: CommandRegistry) -> None:
     registry.add("plan", plan)
+
+
+def _busiest(replicas: int) -> str:
+    """`` on the busiest of N replicas``: where the simulated requests are one replica's (trial 264: the search's
+    count did not say so, and pasting it as --num-prompts, which counts them all, ran another load)."""
+    return f" on the busiest of {replicas} replicas" if replicas > 1 else ""
