@@ -509,3 +509,13 @@ def test_a_split_on_fewer_gpus_says_its_total_beside_its_per_gpu_figure(cli):
         f"of 4: {total} {agg['output_tokens_per_s_per_gpu'] * agg['tp'] * agg['dp'] * agg['replicas']:,.0f}"
         in (found["verdict"])
     )
+
+
+def test_a_split_serving_nothing_within_the_targets_says_so_in_its_meets_cell(cli):
+    """ITL <= 5 ms on 4 x H100: no split serves a request within it, and every meets cell read "no: serves", the first
+    word of "serves nothing within the targets" (trial 264 #8)."""
+    args = ["plan", "llama-3.1-8b", "--target", "4xh100", "--isl", "4096", "--osl", "256", "--itl-ms", "5",
+            "--disaggregated"]  # fmt: skip
+    assert cli.json(*args)["splits"][0]["misses"] == ["serves nothing within the targets"]
+    shown = cli.runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
+    assert "no: none-served" in shown and "no: serves" not in shown
