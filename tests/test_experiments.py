@@ -215,3 +215,12 @@ def test_a_run_that_stops_removes_the_folders_it_made(cli, tmp_path, monkeypatch
     kept.mkdir()
     assert cli.run("experiment", "mqa", "--quick", "--out-dir", str(kept / "sub")).exit_code != 0
     assert [path.name for path in tmp_path.iterdir()] == ["kept"] and list(kept.iterdir()) == []
+
+
+def test_a_folder_that_cannot_be_made_leaves_no_parent_behind(cli, tmp_path):
+    """--out-dir new/<a name too long>: mkdir made new/, failed at the long name, and new/ stayed (review 263 #13)."""
+    result = cli.run(
+        "experiment", "mqa", "--quick", "--device", "cpu", "--out-dir", str(tmp_path / "new" / ("x" * 300))
+    )
+    assert result.exit_code == EXIT_BAD_INPUT and "cannot create --out-dir" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []

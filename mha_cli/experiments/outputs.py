@@ -6,6 +6,7 @@ torch-free (matplotlib is imported only to draw), so ``mha experiment`` refuses 
 
 from __future__ import annotations
 
+import errno
 import io
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,7 @@ class ExperimentOutputs:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
+            self.remove_made_if_empty()  # the parents made before the failure (review 263 #13)
             reason = error.strerror or type(error).__name__
             raise BadInputError(f"cannot create --out-dir {self.folder} ({reason}): pass a writable folder") from None
         if not self.force:
@@ -71,7 +73,9 @@ class ExperimentOutputs:
         for folder in reversed(self.made):
             try:
                 folder.rmdir()  # only an empty folder: anything written into it stays
-            except OSError:
+            except OSError as error:
+                if error.errno in (errno.ENOENT, errno.ENAMETOOLONG):  # never made: the failure came before it
+                    continue
                 return
 
     def write(self, report: str, figure: Figure, result: Record) -> None:
