@@ -39,12 +39,26 @@ def test_tiny_bench_reports_exact_bytes_and_a_backend_per_variant() -> None:
     assert rows["MHA"]["within_noise"] is False
 
 
-def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_table() -> None:
-    """Hand-made timings (seconds): GQA's quartiles overlap MHA's, MQA's lie clear below them."""
+def rendered(rows: list, warnings: list[str], *, width: int) -> str:
+    """The bench table of hand-made ``rows`` (a tiny shape, 5 repetitions) as a terminal of ``width`` shows it."""
     from rich.console import Console
 
     from mha_cli.cli.bench_cmd import render_bench
-    from mha_cli.nn.bench import BenchResult, Quartiles, bench_row, noise_warnings
+    from mha_cli.nn.bench import BenchResult
+
+    result = BenchResult(
+        device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
+        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
+    )  # fmt: skip
+    console = Console(record=True, width=width)
+    render_bench(console, result)
+    return console.export_text()
+
+
+def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_table() -> None:
+    """Hand-made timings (seconds): GQA's quartiles overlap MHA's, MQA's lie clear below them."""
+
+    from mha_cli.nn.bench import Quartiles, bench_row, noise_warnings
 
     mha = Quartiles.of([0.010, 0.011, 0.012, 0.013, 0.014])  # ms: p25 11, median 12, p75 13
     assert (mha.p25, mha.median, mha.p75) == pytest.approx((11.0, 12.0, 13.0))
@@ -61,13 +75,7 @@ def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_tab
     assert noise_warnings(rows, reps=1) == [
         "1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more"
     ]
-    result = BenchResult(
-        device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
-        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
-    )  # fmt: skip
-    console = Console(record=True, width=80)
-    render_bench(console, result)
-    text = console.export_text()
+    text = rendered(rows, warnings, width=80)
     assert "1.04x~" in text and "2.40x~" not in text and "~ warning: within the noise" in text
     assert all(len(line) <= 80 for line in text.splitlines())
 
@@ -75,10 +83,8 @@ def test_a_ratio_inside_the_noise_is_flagged_in_the_row_the_warnings_and_the_tab
 def test_a_speedup_beyond_what_its_bytes_allow_is_flagged() -> None:
     """A busy CPU printed MQA 1,064x faster than MHA with no flag (trial 258): MHA's steps (p25 1,000 ms) against
     MQA's (p75 1.25 ms) reading 0.3 of MHA's bytes: 800x at the low end, 240x what 1 / 0.3 allows (over 16x)."""
-    from rich.console import Console
 
-    from mha_cli.cli.bench_cmd import render_bench
-    from mha_cli.nn.bench import BenchResult, Quartiles, bench_row, noise_warnings
+    from mha_cli.nn.bench import Quartiles, bench_row, noise_warnings
 
     mha = Quartiles.of([0.9, 1.0, 1.05, 1.1, 1.2])  # ms: p25 1000, p75 1100
     mqa = Quartiles.of([0.0009, 0.001, 0.00105, 0.00125, 0.0013])  # p25 1.0, p75 1.25
@@ -92,13 +98,7 @@ def test_a_speedup_beyond_what_its_bytes_allow_is_flagged() -> None:
         "beyond what the bytes allow (over 16x 1 / bytes ratio): MQA 1,000.00x reading 0.30 of MHA's bytes; MHA's"
         " steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
     ]
-    result = BenchResult(
-        device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
-        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
-    )  # fmt: skip
-    console = Console(record=True, width=100)
-    render_bench(console, result)
-    text = console.export_text()
+    text = rendered(rows, warnings, width=100)
     assert "1,000.00x!" in text and "! warning: beyond what the bytes allow" in text and "4.77x " in text
 
 
