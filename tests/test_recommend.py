@@ -506,12 +506,17 @@ def test_the_small_shape_rule_says_the_attention_it_sized_with(params, said):
     assert asked.message.endswith("attention sized as MHA (--variant MHA)")  # review 247: 'no GQA ... divides'
 
 
-@pytest.mark.parametrize(("d_model", "params"), [(64, 1_000_000_000), (64, 33_200_000), (4096, 5_000_000_000_000)])
+@pytest.mark.parametrize(
+    ("d_model", "params"),
+    [(64, 1_000_000_000), (64, 33_200_000), (1024, 10_000_000_000), (2048, 100_000_000_000),
+     (4096, 5_000_000_000_000)],
+)  # fmt: skip
 def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params):
     """--d-model 64 at 1B said "reaches at most 33.2M with 256 layers; use --params from 3.35M to 33.2M", counted with
     the 128,256-token vocabulary and no aspect band: 33.2M was then refused, and 10M too (104 layers, out of the
     band) (trial 262 #2). The range is now the designs this width gives shaped as budgets of their size are (vocab
-    50,257 tied, small shape, band 12-80: 2 to 5 layers at 64), and both ends are met."""
+    50,257 tied, small shape, band 12-80: 2 to 5 layers at 64), every depth tried (the band's edges alone gave
+    198M-198M at 1024, where 1B is met: review 265), and both ends, as printed, are met."""
     with pytest.raises(BadInputError, match="too large") as refused:
         recommend(RecommendRequest(params=params, seq_len=8192, d_model=d_model))
     low, high = str(refused.value).split("use --params from ")[1].split(" to ")
@@ -520,3 +525,6 @@ def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params):
         assert design.model.total_params == pytest.approx(parse_param_count(end), rel=0.05)
     if d_model == 64:
         assert "reaches at most 3.54M with 5 layers" in str(refused.value)
+    if d_model == 1024:  # 13 to 66 layers: 198.x M to 986.x M, printed inward
+        assert "reaches at most 986M with 66 layers" in str(refused.value)
+        assert "use --params from 199M to 985M" in str(refused.value)

@@ -40,6 +40,8 @@ from mha_cli.core.families.field_defaults import (
     FIELD_DEFAULTS,
     FIELD_DEFAULTS_READ,
     FIGURE_FIELDS,
+    MOE_PLACEMENT_FIELDS,
+    MOE_SHARED_FIELDS,
 )
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
@@ -119,6 +121,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         ignored |= {
             key for kind in CROSS_FAMILY_GROUPS if not kind & takes for key in kind - fam.reads if key in as_written
         }
+        untaken = MOE_SHARED_FIELDS | (MOE_PLACEMENT_FIELDS if MOE_PLACEMENT_FIELDS & takes else frozenset())
+        ignored |= {key for key in untaken - takes - fam.reads if key in as_written}
     from_table = {
         key: value for key, value in FIELD_DEFAULTS.get(class_key or "", {}).items() if key not in fam.defaults
     }

@@ -44,6 +44,16 @@ MoE, one carrying ``num_kv_heads: 1`` as MQA, where transformers builds Llama-3.
 taking some of a kind reads all of it as before: an engine may read a field the class spells otherwise (vLLM's own
 Kimi-Linear config reads ``first_k_dense_replace``). ``CLASS_FIELDS`` holds which each class takes."""
 CROSS_FAMILY_FIELDS = frozenset().union(*CROSS_FAMILY_GROUPS)
+MOE_SHARED_FIELDS = frozenset({
+    "n_shared_experts", "num_shared_experts", "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+})  # fmt: skip
+"""The shared experts' fields: read only those a class takes (Qwen3-MoE's takes none and builds none; a
+``shared_expert_intermediate_size`` in its config.json was priced as a shared expert, 2.4 GB: trial 266)."""
+MOE_PLACEMENT_FIELDS = frozenset({"first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers"})
+"""Which layers are MoE: where a class takes some of these, the others are not read (Qwen3-MoE's takes
+``mlp_only_layers`` and ``decoder_sparse_step``: a ``first_k_dense_replace`` made 3 dense layers and dropped its
+``mlp_only_layers``, trial 266); a class taking none reads them all (vLLM's Kimi-Linear config reads
+``first_k_dense_replace``)."""
 
 FIELD_DEFAULTS: dict[str, dict[str, object]] = {
     "apertus": {"intermediate_size": 14336, "vocab_size": 131072},

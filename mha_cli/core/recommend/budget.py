@@ -7,7 +7,7 @@ from typing import NoReturn
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
-from mha_cli.core.quantities import format_count
+from mha_cli.core.quantities import format_count, parse_param_count
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
@@ -50,7 +50,7 @@ def refuse_budget(
     where = f"--d-model {r.d_model}" if r.d_model else "the widest width on the ladder"
     span = f"{format_count(smallest)} to {format_count(largest)}"
     if reach is not None:  # the budgets that width meets, whichever way this one misses
-        span = f"{format_count(reach[0][0])} to {format_count(reach[1][0])}"
+        span = f"{inward(reach[0][0], up=True)} to {inward(reach[1][0], up=False)}"
     if budget > largest:
         raise BadInputError(
             f"{what} {format_count(budget)} is too large (rule MHA094 budget-too-large): {where} reaches at"
@@ -123,9 +123,21 @@ def width_reach(
     met = []
     for representative in (1, *cuts):  # one budget of each shape: the designs shaped as it is
         size, tied, small, (low, high, _) = shape(representative)
-        depths = range(max(MIN_LAYERS, math.ceil(d_model / high)), min(C.MAX_LAYERS, d_model // low) + 1)
-        for layers in sorted({depths[0], depths[-1]}) if depths else ():
+        for layers in range(max(MIN_LAYERS, math.ceil(d_model / high)), min(C.MAX_LAYERS, d_model // low) + 1):
             count = design_params(d_model, layers, size, tied, small, variant)
             if shape(count) == shape(representative):  # a budget of this count is shaped as the count was
                 met.append((count, layers))
     return (min(met), max(met)) if met else None
+
+
+def inward(count: int, *, up: bool) -> str:
+    """``count`` as ``format_count`` writes it, rounded toward the inside of a range it ends (``up`` at its low end):
+    a pasted "152B" below the lowest design's 152.4B would meet a depth outside the aspect band (review 265)."""
+    shown = format_count(count)
+    value = parse_param_count(shown)
+    if (value < count) if up else (value > count):
+        digits = shown.rstrip("KMBT")
+        unit = shown[len(digits) :]
+        step = 10 ** -(len(digits.partition(".")[2])) if "." in digits else 1
+        shown = f"{float(digits) + (step if up else -step):.{len(digits.partition('.')[2])}f}{unit}"
+    return shown
