@@ -147,3 +147,26 @@ def test_a_window_on_llama_is_not_read_as_transformers_ignores_it(cli, tmp_path,
     assert any(a.startswith(f"not read: {field} (LlamaConfig") for a in data["assumptions"])
     mistral = _kv(cli, tmp_path, model_type="mistral", sliding_window=256)  # MistralConfig's window is read
     assert json.loads(mistral.stdout)["kv"]["bytes_per_sequence"] == 4 * 2 * 64 * 2 * 2 * 256
+
+
+def test_moe_fields_a_class_does_not_take_are_not_read():
+    """Qwen3MoeConfig takes mlp_only_layers and decoder_sparse_step, not first_k_dense_replace, and no shared expert
+    (transformers 5.25 modeling_qwen3_moe.py; vLLM's qwen3_moe.py has none either). Read generically, a
+    first_k_dense_replace of 3 made 3 dense layers and dropped mlp_only_layers [10] (28.83B, not 29.97B), and a
+    shared_expert_intermediate_size of 4,096 priced a shared expert (31.74B, not 30.53B) (trial 266 #1, #2)."""
+    import json
+
+    from mha_cli.core.hf_import import import_hf_config
+    from mha_cli.core.params import count_params
+    from tests.conftest import reference_hf_config
+
+    base = json.loads(reference_hf_config("qwen3-30b-a3b").read_text())
+    assert count_params(import_hf_config(base).model).total == 30_532_122_624
+    mixed = import_hf_config({**base, "first_k_dense_replace": 3, "mlp_only_layers": [10]})
+    assert count_params(mixed.model).total == 30_532_122_624 - 566_493_184 == 29_965_629_440  # layer 10 dense
+    assert any(note.startswith("not read: first_k_dense_replace") for note in mixed.assumptions)
+    shared = import_hf_config({**base, "shared_expert_intermediate_size": 4096})
+    assert count_params(shared.model).total == 30_532_122_624 and shared.model.block.moe.n_shared_experts == 0
+    assert any(note.startswith("not read: shared_expert_intermediate_size") for note in shared.assumptions)
+    deepseek = json.loads(reference_hf_config("deepseek-v3").read_text())  # its class takes both: read as before
+    assert import_hf_config(deepseek).model.block.moe.n_dense_layers == 3
