@@ -101,20 +101,26 @@ def test_nvfp4_weights_by_release_and_engine(cli, engine, target, refused):
 
 
 def test_each_config_by_release_and_method():
-    """ModelOpt's fp8 config asks 8.9 before 0.28 (0.8.5, 0.9.0.1, 0.13-0.25 read) and 8.0 from it; compressed-tensors'
-    NVFP4 (W4A4Fp4) 8.0 in 0.13-0.15 and 7.5 from 0.17, not ModelOpt's history (review 263 #6, #7)."""
-    ct_nvfp4 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"group_0": {
-        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
-                                           "group_size": 16, "symmetric": True}, "input_activations": None}}}  # fmt: skip
+    """ModelOpt's fp8 config asks 8.9 before 0.27 (0.8.5, 0.9.0.1, 0.13-0.26 read) and 8.0 from it; compressed-tensors'
+    NVFP4 (W4A4Fp4) 10.0 in 0.9.2-0.15.0 and 7.5 from 0.16.0 (review 265 #2, #3: read in those wheels), not
+    ModelOpt's history (review 263 #6, #7)."""
+    fp4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": True}
+
+    def ct_nvfp4(inputs: dict | None) -> dict:
+        group = {"targets": ["Linear"], "weights": fp4, "input_activations": inputs}
+        return {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"g": group}}
+
     modelopt_fp8 = scheme(FP8_MODELOPT)
-    assert vllm_min_capability("fp8", modelopt_fp8, (0, 25, 0, 0)) == (8.9, "ModelOptFp8Config")
-    assert vllm_min_capability("fp8", modelopt_fp8, (0, 28, 0, 0)) == (8.0, "ModelOptFp8Config")
-    assert vllm_capability_refusal("fp8", modelopt_fp8, "NVIDIA", 8.0, (0, 25, 0, 0)) == (
-        "vLLM serves fp8 weights on compute capability 8.9 or later (ModelOptFp8Config.get_min_capability, in 0.25);"
-        " this GPU is 8.0: pick a GPU of 8.9+, or --engine vllm@0.28, or fp16 weights"
+    assert vllm_min_capability("fp8", modelopt_fp8, (0, 26, 0, 0)) == (8.9, "ModelOptFp8Config")
+    assert vllm_min_capability("fp8", modelopt_fp8, (0, 27, 0, 0)) == (8.0, "ModelOptFp8Config")
+    assert vllm_capability_refusal("fp8", modelopt_fp8, "NVIDIA", 8.0, (0, 26, 0, 0)) == (
+        "vLLM serves fp8 weights on compute capability 8.9 or later (ModelOptFp8Config.get_min_capability, in 0.26);"
+        " this GPU is 8.0: pick a GPU of 8.9+, or --engine vllm@0.27, or fp16 weights"
     )
-    compressed = scheme(ct_nvfp4)
-    assert vllm_min_capability("nvfp4", compressed, (0, 14, 0, 0)) == (8.0, "CompressedTensorsW4A4Fp4")
-    assert vllm_min_capability("nvfp4", compressed, (0, 17, 0, 0)) == (7.5, "CompressedTensorsW4A4Fp4")
-    assert vllm_min_capability("nvfp4", compressed, None) == (7.5, "CompressedTensorsW4A4Fp4")
+    w4a4 = scheme(ct_nvfp4({**fp4, "dynamic": "local"}))
+    assert vllm_min_capability("nvfp4", w4a4, (0, 15, 0, 0)) == (10.0, "CompressedTensorsW4A4Fp4")
+    assert vllm_min_capability("nvfp4", w4a4, (0, 16, 0, 0)) == (7.5, "CompressedTensorsW4A4Fp4")
+    assert vllm_min_capability("nvfp4", w4a4, None) == (7.5, "CompressedTensorsW4A4Fp4")
+    w4a16 = scheme(ct_nvfp4(None))  # weights alone: its own class, 8.0 before 0.16
+    assert vllm_min_capability(w4a16.format, w4a16, (0, 15, 0, 0)) == (8.0, "CompressedTensorsW4A16Fp4")
     assert vllm_min_capability("nvfp4", scheme(MODELOPT), (0, 14, 0, 0)) == (7.5, "ModelOptNvFp4Config")

@@ -15,8 +15,9 @@ from its documentation, below).
 - 6.0: ``AutoGPTQConfig``.
 
 So a V100 (7.0) serves none of the 4- and 8-bit formats above; a T4 (7.5) serves all but ModelOpt fp8, FBGEMM fp8 and
-mxfp4. Three configs asked more in earlier releases, read in their wheels (``BY_RELEASE``): ModelOpt NVFP4, ModelOpt
-fp8 (8.9 before 0.28) and compressed-tensors' NVFP4 (8.0 before 0.17); the others are applied to every release.
+mxfp4. Four configs asked more in earlier releases, read in their wheels (``BY_RELEASE``): ModelOpt NVFP4, ModelOpt
+fp8 (8.9 before 0.27) and compressed-tensors' NVFP4 (W4A4 10.0, W4A16 8.0 before 0.16); the others are applied to
+every release.
 
 TensorRT-LLM (``TRTLLM_BY_FORMAT``, from its documentation, not its code): fp8 from capability 8.9, Ada and Hopper (the
 0.18.2 support matrix lists FP8 for SM89 and SM90, not for Ampere's SM80 and SM86:
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 BY_FORMAT: dict[str, tuple[float, str]] = {
     "fp8": (7.5, "Fp8Config"), "fp8-block": (7.5, "Fp8Config"), "int8": (7.5, "CompressedTensorsW8A8Int8"),
     "int4": (7.5, "CompressedTensorsWNA16"), "awq": (7.5, "AutoAWQConfig"), "nvfp4": (7.5, "ModelOptNvFp4Config"),
-    "nvfp4-w4a16": (7.5, "CompressedTensorsW4A4Fp4"), "gptq-int4": (6.0, "AutoGPTQConfig"),
+    "nvfp4-w4a16": (7.5, "CompressedTensorsW4A16Fp4"), "gptq-int4": (6.0, "AutoGPTQConfig"),
 }  # fmt: skip
 """Each weight format's minimum through the quantization config vLLM loads it with (module docstring), and who asks."""
 BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
@@ -52,15 +53,17 @@ BY_METHOD: dict[tuple[str, str], tuple[float, str]] = {
 
 BY_RELEASE: dict[str, tuple[float, tuple[tuple[tuple[int, ...], float], ...]]] = {
     "ModelOptNvFp4Config": (10.0, (((0, 9), 8.0), ((0, 14), 7.5))),
-    "CompressedTensorsW4A4Fp4": (8.0, (((0, 17), 7.5),)),
-    "ModelOptFp8Config": (8.9, (((0, 28), 8.0),)),
+    "CompressedTensorsW4A4Fp4": (10.0, (((0, 16), 7.5),)),
+    "CompressedTensorsW4A16Fp4": (8.0, (((0, 16), 7.5),)),
+    "ModelOptFp8Config": (8.9, (((0, 27), 8.0),)),
     "ModelOptFp4Config": (10.0, (((0, 5, 13), 8.0),)),
 }  # fmt: skip
 """A quantization config whose ``get_min_capability`` changed by release (read in the wheels): (the minimum before its
 first entry, (first release, minimum from it) ...). vLLM's ModelOpt NVFP4: 100 in 0.8.5, 80 from 0.9.0 (its Marlin
-fallback) to 0.13.0, 75 from 0.14.0; compressed-tensors' NVFP4 (W4A4Fp4): 80 in 0.13.0-0.15.0 (earlier releases
-taken as 0.13's), 75 from 0.17.0; ModelOpt fp8: 89 in 0.8.5, 0.9.0.1 and 0.13.0-0.25.0, 80 from 0.28.0 (0.26-0.27
-taken as 0.25's); SGLang's ModelOpt NVFP4 (``ModelOptFp4Config``): 100 up to 0.5.12.post1, 80 from 0.5.13."""
+fallback) to 0.13.0, 75 from 0.14.0; compressed-tensors' NVFP4: W4A4 100 in 0.9.2-0.15.0 (80 only under
+``VLLM_USE_NVFP4_CT_EMULATIONS``, not priced), W4A16 80, both 75 from 0.16.0; ModelOpt fp8: 89 in 0.8.5, 0.9.0.1 and
+0.13.0-0.26.0, 80 from 0.27.0; SGLang's ModelOpt NVFP4 (``ModelOptFp4Config``): 100 up to 0.5.12.post1, 80 from
+0.5.13 (review 265 read the compressed-tensors and 0.26-0.27 boundaries)."""
 NVFP4_CONFIG = {"vllm": "ModelOptNvFp4Config", "sglang": "ModelOptFp4Config"}
 """Each engine's config for a ModelOpt NVFP4 checkpoint."""
 
@@ -117,7 +120,7 @@ def vllm_min_capability(
     method = "" if scheme is None else str(scheme.method)
     needs = [BY_METHOD.get((method, fmt), BY_FORMAT.get(fmt)) for fmt in sorted(formats)]
     if "nvfp4" in formats and method == "compressed-tensors":  # its own scheme, not ModelOpt's config
-        needs = [need for need in needs if need != BY_FORMAT["nvfp4"]] + [BY_FORMAT["nvfp4-w4a16"]]
+        needs = [need for need in needs if need != BY_FORMAT["nvfp4"]] + [(7.5, "CompressedTensorsW4A4Fp4")]
     found = [(min_in_release(entry[1], release, entry[0]), entry[1]) for entry in needs if entry is not None]
     return max(found) if found else None
 
