@@ -269,6 +269,12 @@ def test_the_cold_prefixes_note_suggests_more_prompts_only_where_they_help(cli):
                                     " 60 raises that to 95%")  # fmt: skip
     assert cold_note("200").endswith("at most 98% of them hit where the closed form prices every one warm")
     assert cold_note("1000") is None
+    replicas = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--tp", "1", "--isl", "4000", "--osl", "200",
+                        "--shared-prefix", "3000", "--shared-prefixes", "100", "--kv-offload-gib", "50",
+                        "--num-prompts", "2000")["notes"]  # fmt: skip
+    said = next(note for note in replicas if "find theirs in no cache" in note)  # 2,000 over 8 replicas: 250 each
+    assert said.startswith("the simulated run's 250 requests (the busiest of 8 replicas') cycle through 100 prefixes")
+    assert said.endswith("--num-prompts 16,000 raises that to 95%")  # it said 2,000, the count given (review 265 #4)
 
 
 def test_the_published_offload_benefits_are_predicted():

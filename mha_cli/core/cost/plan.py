@@ -612,12 +612,14 @@ def simulate_plan(
     cold = min(simulated.requests, groups)  # request i carries prefix i mod K: the first K meet theirs cold
     warm = (simulated.requests - cold) / simulated.requests
     if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed" and warm < WARM_ENOUGH:
-        more = WARM_PROMPTS_PER_PREFIX * groups  # 95% of them warm; said only where it is more than were run
-        way = f"; --num-prompts {more:,} raises that to 95%" if simulated.requests < more else ""
+        more = WARM_PROMPTS_PER_PREFIX * groups  # a replica's requests that leave 95% of them warm
+        replicas = simulated.replicas  # --num-prompts counts every replica's (review 265 #4)
+        way = f"; --num-prompts {more * replicas:,} raises that to 95%" if simulated.requests < more else ""
+        whose = f" (the busiest of {replicas} replicas')" if replicas > 1 else ""
         notes = [*notes, (
-            f"the simulated run's {simulated.requests:,} requests cycle through {groups:,} prefixes: the first {cold:,}"
-            f" find theirs in no cache (cold), so at most {warm:.0%} of them hit where the closed form prices every"
-            f" one warm{way}"
+            f"the simulated run's {simulated.requests:,} requests{whose} cycle through {groups:,} prefixes: the first"
+            f" {cold:,} find theirs in no cache (cold), so at most {warm:.0%} of them hit where the closed form prices"
+            f" every one warm{way}"
         )]  # fmt: skip
     return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
 
