@@ -60,3 +60,25 @@ def test_the_search_and_check_leave_out_the_tps_the_engines_refuse(cli, qwen72_a
     for engine in ("vllm", "sglang"):  # SGLang 0.5.23's awq_linear.py raises the same (review 263 #3)
         refused = cli.run("check", str(qwen72_awq), "--target", "8xl40s", "--tp", "2", "--engine", engine)
         assert refused.exit_code == 2 and "down_proj holds 14,784 inputs on a rank" in refused.output
+
+
+def test_each_layer_is_judged_by_the_rule_that_stores_it(tmp_path):
+    """A compressed-tensors int4 group-128 rule naming the MLP (``re:.*mlp.*``) was not judged at all, and one with
+    down_proj in its ignore list was refused over down_proj, which vLLM loads unquantised (review 265 #6, #8)."""
+    from mha_cli.core.sources import load_source
+
+    config = json.loads(reference_hf_config("qwen2.5-72b-instruct").read_text())
+    weights = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}
+
+    def loaded(targets: list[str], ignore: list[str]):
+        group = {"targets": targets, "weights": weights, "input_activations": None}
+        quant = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": group},
+                 "ignore": ignore}  # fmt: skip
+        (tmp_path / "config.json").write_text(json.dumps({**config, "quantization_config": quant}))
+        source = load_source(str(tmp_path / "config.json"))
+        return source.model, source.deployment.weight_scheme
+
+    named, scheme = loaded(["re:.*mlp.*"], ["lm_head"])
+    assert "down_proj holds 14,784 inputs" in group_straddle_refusal(named, scheme.format, scheme, 2)
+    kept, scheme = loaded(["Linear"], ["lm_head", "re:.*down_proj"])
+    assert group_straddle_refusal(kept, scheme.format, scheme, 2) is None  # o_proj's 4,096 a rank: whole groups

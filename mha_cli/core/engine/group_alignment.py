@@ -17,8 +17,8 @@ on a rank must be a whole number of groups or blocks, or a scale would straddle 
 Not judged, as vLLM 0.32 does not refuse them: a merged column layer (QKV, gate_up) whose part is not whole blocks
 (``linear.py`` ``_maybe_allow_fp8_block_shape_mismatch`` lets it pass), and the routed experts (``fused_moe/oracle/
 fp8.py`` refines the block to their width on a rank, or pads it; int4 experts fall back to other kernels). A
-checkpoint whose main rule covers only some modules (Kimi-K2.5's int4 experts, its attention bf16) is not judged
-either: its dense layers are not grouped.
+module a checkpoint leaves unquantised (its ignore list, or a rule naming other modules: Kimi-K2.5's int4 experts,
+its attention bf16) is not judged either: each layer is judged by the rule that stores it (``WeightScheme.rule_for``).
 
 So Qwen2.5-72B's AWQ checkpoint (intermediate 29,568 = 231 x 128) loads at tp 1 only, which is why Qwen pads its
 official AWQ release to 29,696; DeepSeek-V3's fp8 blocks load up to tp 16 (at 32, down_proj's 18,432 inputs split
@@ -43,16 +43,15 @@ ENGINES = ("vllm", "sglang")
 """The engines whose loaders were read for it (TensorRT-LLM's were not)."""
 DENSE_KINDS = ("attention", "attention_gate", "mlp", "shared_expert", "latent")
 """Tensor kinds of the linear layers judged (routed experts apart)."""
-EVERY_LINEAR = "Linear"
-"""A scheme rule's target that covers every linear layer."""
 
 
-def _group(weight_dtype: str, scheme: WeightScheme | None) -> tuple[str, int] | None:
-    """(format, inputs a scale covers) of the weights where their dense layers are grouped in a format judged; None
-    otherwise (a scheme whose main rule targets some modules only)."""
+def _group_of(module: str, weight_dtype: str, scheme: WeightScheme | None) -> tuple[str, int] | None:
+    """(format, inputs a scale covers) of ``module``'s weight (``model.layers.3.mlp.down_proj``) where its format is
+    one judged: the checkpoint's rule that stores it (None where it stays unquantised: its ignore list, a rule naming
+    other modules), else ``weight_dtype``'s."""
     if scheme is not None:
-        rule = next((r for r in scheme.rules if r.format == scheme.format), None)
-        if rule is None or rule.format not in GROUPED or rule.scale_cols <= 0 or EVERY_LINEAR not in rule.targets:
+        rule = scheme.rule_for(module)
+        if rule is None or rule.format not in GROUPED or rule.scale_cols <= 0:
             return None
         return rule.format, rule.scale_cols
     if weight_dtype not in GROUPED:
@@ -66,15 +65,15 @@ def group_straddle_refusal(
     """Why ``engine`` cannot load ``model``'s ``weight_dtype`` weights (stored as ``scheme`` says) at tensor
     parallelism ``tp``: the first row-parallel matrix whose inputs on a rank cut a quantisation group (module
     docstring), and the largest tp dividing it that keeps them whole; None where none does or the engine is not read."""
-    found = _group(weight_dtype, scheme)
-    if found is None or tp == 1 or engine not in ENGINES:
+    if tp == 1 or engine not in ENGINES:
         return None
-    straddles = _first_straddle(model, found, tp)
+    straddles = _first_straddle(model, weight_dtype, scheme, tp)
     if straddles is None:
         return None
-    fewer = next(t for t in range(tp - 1, 0, -1) if tp % t == 0 and _first_straddle(model, found, t) is None)
-    fmt, group = found
-    part, width = straddles
+    fewer = next(
+        t for t in range(tp - 1, 0, -1) if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t) is None
+    )
+    part, width, (fmt, group) = straddles
     unit = "blocks" if fmt == "fp8-block" else "groups"
     return (
         f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} inputs on a"
@@ -83,14 +82,20 @@ def group_straddle_refusal(
     )
 
 
-def _first_straddle(model: ModelSpec, found: tuple[str, int], tp: int) -> tuple[str, int] | None:
-    """(the layer, its inputs on a rank) of the first row-parallel matrix whose part on a rank of ``tp`` cuts a group
-    of ``found`` (``_group``)."""
+def _first_straddle(
+    model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int
+) -> tuple[str, int, tuple[str, int]] | None:
+    """(the layer, its inputs on a rank, its format and group) of the first row-parallel matrix whose part on a rank
+    of ``tp`` cuts a group of its format (``_group_of``)."""
     if tp == 1:
         return None
     for group in tensor_groups(model, tp):
         for tensor in group.tensors:
             weight = tensor.name.endswith(".weight") and len(tensor.shape) == 2
-            if weight and tensor.kind in DENSE_KINDS and tensor.split == "row" and tensor.shape[-1] % found[1]:
-                return tensor.name.removesuffix(".weight").rsplit(".", 1)[-1], tensor.shape[-1]
+            if not (weight and tensor.kind in DENSE_KINDS and tensor.split == "row"):
+                continue
+            module = tensor.name.removesuffix(".weight")
+            found = _group_of(module, weight_dtype, scheme)
+            if found is not None and tensor.shape[-1] % found[1]:
+                return module.rsplit(".", 1)[-1], tensor.shape[-1], found
     return None
