@@ -82,3 +82,15 @@ def test_each_layer_is_judged_by_the_rule_that_stores_it(tmp_path):
     assert "down_proj holds 14,784 inputs" in group_straddle_refusal(named, scheme.format, scheme, 2)
     kept, scheme = loaded(["Linear"], ["lm_head", "re:.*down_proj"])
     assert group_straddle_refusal(kept, scheme.format, scheme, 2) is None  # o_proj's 4,096 a rank: whole groups
+
+
+def test_fp8_experts_whose_width_on_a_rank_is_not_whole_blocks():
+    """Qwen3-235B-A22B in fp8 blocks of 128 at tp 8: its experts are 1,536 wide, 192 on a rank. SGLang 0.5.23's
+    Fp8MoEMethod and vLLM 0.28-0.29's fp8.py refuse it; vLLM 0.30 and later refine the block (review 265 #5, #7)."""
+    qwen = load_source(str(reference_hf_config("qwen3-235b-a22b-instruct-2507"))).model
+    said = "experts' down_proj holds 192 inputs on a rank, not whole blocks of 128"
+    assert said in group_straddle_refusal(qwen, "fp8-block", None, 8, "sglang")
+    assert said in group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm", (0, 28, 0, 0))
+    assert group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm", (0, 30, 0, 0)) is None
+    assert group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm") is None  # the latest
+    assert group_straddle_refusal(qwen, "fp8-block", None, 4, "sglang") is None  # 384 a rank: 3 blocks

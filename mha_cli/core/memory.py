@@ -328,7 +328,9 @@ def plan_memory(
     scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
     refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability,
                           release_key_priced(chosen))  # fmt: skip
-    straddles = group_straddle_refusal(model, weight_dtype, scheme, kv.tp, settings.engine)  # a group cut by the split
+    straddles = group_straddle_refusal(  # a quantisation group cut by the split: core.engine.group_alignment
+        model, weight_dtype, scheme, kv.tp, settings.engine, release_key_priced(chosen), experts
+    )
     if straddles is not None:
         raise BadInputError(straddles)
     kernel = vllm_expert_kernel(

@@ -14,9 +14,11 @@ on a rank must be a whole number of groups or blocks, or a scale would straddle 
 - fp8 block: ``validate_fp8_block_shape`` (vLLM ``utils/fp8_utils.py``, SGLang's ``fp8_utils.py`` alike) requires a
   row-parallel layer's inputs on a rank to divide by block_k.
 
-Not judged, as vLLM 0.32 does not refuse them: a merged column layer (QKV, gate_up) whose part is not whole blocks
-(``linear.py`` ``_maybe_allow_fp8_block_shape_mismatch`` lets it pass), and the routed experts (``fused_moe/oracle/
-fp8.py`` refines the block to their width on a rank, or pads it; int4 experts fall back to other kernels). A
+vLLM 0.30 and later let a merged column layer (QKV, gate_up) whose part is not whole blocks pass (``linear.py``
+``_maybe_allow_fp8_block_shape_mismatch``, read in 0.32) and refine the routed experts' block to their width on a rank
+(``fused_moe/oracle/fp8.py``); 0.28.0 and 0.29.0 still refuse experts whose width on a rank is not whole blocks, and
+SGLang 0.5.23 refuses both (``validate_block_quant_shapes`` on every column partition, ``Fp8MoEMethod.create_weights``
+on the experts): judged for them (review 265). int4 experts fall back to other kernels and are not judged. A
 module a checkpoint leaves unquantised (its ignore list, or a rule naming other modules: Kimi-K2.5's int4 experts,
 its attention bf16) is not judged either: each layer is judged by the rule that stores it (``WeightScheme.rule_for``).
 
@@ -27,7 +29,7 @@ into 576). Pure Python.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.inventory import tensor_groups
@@ -35,9 +37,15 @@ from mha_cli.core.weight_formats import GROUP, weight_format
 
 if TYPE_CHECKING:
     from mha_cli.core.schemas import ModelSpec
+    from mha_cli.core.tensor_parallel import ExpertLayout
     from mha_cli.core.weight_scheme import WeightScheme
 
-GROUPED = ("awq", "gptq-int4", "int4", "fp8-block")
+FP8_BLOCK = "fp8-block"
+VLLM_EXPERTS_REFINED_FROM = (0, 30)
+"""vLLM's first release read whose fp8 experts take a width on a rank that is not whole blocks (0.28.0's ``fp8.py``
+raises "The output_size of gate's and up's weight ... is not divisible by weight quantization block_n", 0.29.0's
+still raises, 0.30.0's refines the block: review 265)."""
+GROUPED = ("awq", "gptq-int4", "int4", FP8_BLOCK)
 """Weight formats whose row-parallel inputs must be whole groups (or blocks) on a rank."""
 ENGINES = ("vllm", "sglang")
 """The engines whose loaders were read for it (TensorRT-LLM's were not)."""
@@ -45,12 +53,14 @@ DENSE_KINDS = ("attention", "attention_gate", "mlp", "shared_expert", "latent")
 """Tensor kinds of the linear layers judged (routed experts apart)."""
 
 
-def _group_of(module: str, weight_dtype: str, scheme: WeightScheme | None) -> tuple[str, int] | None:
-    """(format, inputs a scale covers) of ``module``'s weight (``model.layers.3.mlp.down_proj``) where its format is
-    one judged: the checkpoint's rule that stores it (None where it stays unquantised: its ignore list, a rule naming
-    other modules), else ``weight_dtype``'s."""
+def _group_of(
+    module: str, weight_dtype: str, scheme: WeightScheme | None, *, experts: bool = False
+) -> tuple[str, int] | None:
+    """(format, inputs a scale covers) of ``module``'s weight (``model.layers.3.mlp.down_proj``; the routed experts'
+    rule with ``experts``) where its format is one judged: the checkpoint's rule that stores it (None where it stays
+    unquantised: its ignore list, a rule naming other modules), else ``weight_dtype``'s."""
     if scheme is not None:
-        rule = scheme.rule_for(module)
+        rule = scheme.matcher().experts if experts else scheme.rule_for(module)
         if rule is None or rule.format not in GROUPED or rule.scale_cols <= 0:
             return None
         return rule.format, rule.scale_cols
@@ -59,43 +69,68 @@ def _group_of(module: str, weight_dtype: str, scheme: WeightScheme | None) -> tu
     return weight_dtype, getattr(weight_format(weight_dtype).layout, "scale_cols", GROUP) or GROUP
 
 
+class _Rules(NamedTuple):
+    """What an engine release checks beyond the row-parallel inputs (module docstring)."""
+
+    experts: bool
+    """The routed experts' width on a rank, whole fp8 blocks (SGLang; vLLM before ``VLLM_EXPERTS_REFINED_FROM``)."""
+    columns: bool
+    """A column-parallel layer's outputs on a rank, whole fp8 blocks (SGLang: no mismatch allowance)."""
+
+
 def group_straddle_refusal(
-    model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int, engine: str = "vllm"
-) -> str | None:
-    """Why ``engine`` cannot load ``model``'s ``weight_dtype`` weights (stored as ``scheme`` says) at tensor
-    parallelism ``tp``: the first row-parallel matrix whose inputs on a rank cut a quantisation group (module
-    docstring), and the largest tp dividing it that keeps them whole; None where none does or the engine is not read."""
+    model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int, engine: str = "vllm",
+    release: tuple[int, ...] | None = None, experts: ExpertLayout | None = None,
+) -> str | None:  # fmt: skip
+    """Why ``engine`` ``release`` (None: its latest) cannot load ``model``'s ``weight_dtype`` weights (stored as
+    ``scheme`` says) at tensor parallelism ``tp`` with its experts laid out as ``experts``: the first matrix whose part
+    on a rank cuts a quantisation group (module docstring), and the largest tp dividing it that keeps them whole; None
+    where none does or the engine is not read."""
     if tp == 1 or engine not in ENGINES:
         return None
-    straddles = _first_straddle(model, weight_dtype, scheme, tp)
+    rules = _Rules(
+        experts=engine == "sglang" or (release is not None and release[:2] < VLLM_EXPERTS_REFINED_FROM),
+        columns=engine == "sglang",
+    )
+    straddles = _first_straddle(model, weight_dtype, scheme, tp, rules, experts)
     if straddles is None:
         return None
     fewer = next(
-        t for t in range(tp - 1, 0, -1) if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t) is None
-    )
-    part, width, (fmt, group) = straddles
+        t for t in range(tp - 1, 0, -1)
+        if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t, rules, None) is None
+    )  # fmt: skip
+    part, width, side, (fmt, group) = straddles
     unit = "blocks" if fmt == "fp8-block" else "groups"
     return (
-        f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} inputs on a"
+        f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
         f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks): --tp {fewer} keeps"
         " them whole"
     )
 
 
 def _first_straddle(
-    model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int
-) -> tuple[str, int, tuple[str, int]] | None:
-    """(the layer, its inputs on a rank, its format and group) of the first row-parallel matrix whose part on a rank
-    of ``tp`` cuts a group of its format (``_group_of``)."""
+    model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int, rules: _Rules,
+    experts: ExpertLayout | None,
+) -> tuple[str, int, str, tuple[str, int]] | None:  # fmt: skip
+    """(the layer, its inputs or outputs on a rank, which, its format and group) of the first matrix whose part on a
+    rank of ``tp`` cuts a group of its format (``_group_of``)."""
     if tp == 1:
         return None
-    for group in tensor_groups(model, tp):
+    for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:
-            weight = tensor.name.endswith(".weight") and len(tensor.shape) == 2
-            if not (weight and tensor.kind in DENSE_KINDS and tensor.split == "row"):
-                continue
+            dense = tensor.name.endswith(".weight") and len(tensor.shape) == 2 and tensor.kind in DENSE_KINDS
             module = tensor.name.removesuffix(".weight")
-            found = _group_of(module, weight_dtype, scheme)
-            if found is not None and tensor.shape[-1] % found[1]:
-                return module.rsplit(".", 1)[-1], tensor.shape[-1], found
+            part = module.rsplit(".", 1)[-1]
+            if dense and tensor.split == "row":
+                found = _group_of(module, weight_dtype, scheme)
+                if found is not None and tensor.shape[-1] % found[1]:
+                    return part, tensor.shape[-1], "inputs", found
+            elif dense and rules.columns and tensor.split == "column":
+                found = _group_of(module, weight_dtype, scheme)
+                if found is not None and found[0] == FP8_BLOCK and tensor.shape[0] % found[1]:
+                    return part, tensor.shape[0], "outputs", found
+            elif rules.experts and tensor.kind == "expert" and tensor.split == "row" and len(tensor.shape) == 3:
+                found = _group_of(module, weight_dtype, scheme, experts=True)
+                if found is not None and found[0] == FP8_BLOCK and tensor.shape[-1] % found[1]:
+                    return f"experts' {part}", tensor.shape[-1], "inputs", found
     return None
