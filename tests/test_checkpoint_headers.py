@@ -110,6 +110,19 @@ def test_a_bf16_checkpoint_is_its_hand_count_by_dtype_and_kind(cli, tmp_path):
     assert any(a.startswith("weights from 1 checkpoint header: ") for a in report["assumptions"])
 
 
+def test_a_lora_adapter_beside_the_weights_is_not_counted(cli, tmp_path):
+    """PEFT's adapter_model.safetensors (lora_A/lora_B, a saved embedding copy) beside the model's weights was counted
+    as weights: 36% more for a rank-256 adapter on Llama-3.2-1B (trial 266 #3)."""
+    folder = bf16_folder(tmp_path)
+    write_by_hand(folder / "adapter_model.safetensors", {
+        "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": ("BF16", (16, 64)),
+        "base_model.model.model.embed_tokens.weight": ("BF16", (VOCAB, HIDDEN)),
+    })  # fmt: skip
+    (folder / "adapter_config.json").write_text('{"peft_type": "LORA", "r": 16}')
+    report = kv_json(cli, str(folder))
+    assert headers_of(report)["files"] == 1 and report["weight_bytes"] == BF16_BYTES
+
+
 def test_a_fp32_file_is_priced_as_the_bf16_an_engine_casts_it_to(cli, tmp_path):
     folder = model_folder(tmp_path)
     write_by_hand(folder / "model.safetensors", {name: ("F32", shape) for name, shape in llama_shapes().items()})
