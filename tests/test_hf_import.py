@@ -202,3 +202,12 @@ def test_starcoder2_weights_equal_transformers(use_bias):
     assert count_params(import_hf_config(config.to_dict()).model).total == sum(
         p.numel() for p in reference.parameters()
     )
+
+
+@pytest.mark.parametrize("eps", ["abc", 0, -1e-5, True])
+def test_a_norm_epsilon_that_is_no_positive_number_is_named(eps):
+    """A string rms_norm_eps read "a field of this config.json has an unexpected type or shape (ValueError: could not
+    convert string to float)", naming no field (trial 266 #5)."""
+    config = json.loads(reference_hf_config("llama-3-8b").read_text())
+    with pytest.raises(BadInputError, match=rf"rms_norm_eps must be a positive number, got {eps!r}"):
+        import_hf_config({**config, "rms_norm_eps": eps}, origin="config.json")

@@ -24,6 +24,7 @@ else by the standard fields when those are all it sets; every default the import
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -706,9 +707,19 @@ def _attention_arithmetic(r: ConfigReader) -> dict[str, Any]:
     return fields
 
 
+NORM_EPS_KEYS = ("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps")
+
+
 def _norm_eps(r: ConfigReader) -> float | None:
-    eps = r.get("rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon", "norm_eps")
-    return None if eps is None else float(eps)
+    """The norms' epsilon, a positive finite number; one line naming the field for another value (trial 266: a
+    string was "a field of this config.json has an unexpected type")."""
+    eps = r.get(*NORM_EPS_KEYS)
+    if eps is None:
+        return None
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps) or eps <= 0:
+        key = next((k for k in NORM_EPS_KEYS if r.config.get(k) is not None), NORM_EPS_KEYS[0])
+        raise BadInputError(f"{r.origin}: {key} must be a positive number, got {eps!r}")
+    return float(eps)
 
 
 # Refusals: no silent wrong answer ------------------------------------------------------------------------------
