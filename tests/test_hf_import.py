@@ -211,3 +211,11 @@ def test_a_norm_epsilon_that_is_no_positive_number_is_named(eps):
     config = json.loads(reference_hf_config("llama-3-8b").read_text())
     with pytest.raises(BadInputError, match=rf"rms_norm_eps must be a positive number, got {eps!r}"):
         import_hf_config({**config, "rms_norm_eps": eps}, origin="config.json")
+
+
+@pytest.mark.parametrize("theta", [float("inf"), float("nan"), "10000", 0])
+def test_a_rope_theta_that_is_no_positive_finite_number_is_named(theta):
+    """rope_theta: Infinity passed, exit 0, its JSON theta null, while a NaN rope factor was refused (trial 266 #6)."""
+    config = json.loads(reference_hf_config("llama-3-8b").read_text())
+    with pytest.raises(BadInputError, match="rope_theta must be a positive finite number"):
+        import_hf_config({**config, "rope_theta": theta}, origin="config.json")

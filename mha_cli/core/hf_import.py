@@ -666,6 +666,8 @@ def _rope_block(r: ConfigReader, fam: Family, params: dict[str, Any]) -> dict[st
     theta = params.get("rope_theta")
     if theta is None:
         theta = r.assume(10000.0, "rope_theta absent: 10,000 (the RoPE default)")
+    if isinstance(theta, bool) or not isinstance(theta, int | float) or not math.isfinite(theta) or theta <= 0:
+        raise BadInputError(f"{r.origin}: rope_theta must be a positive finite number, got {theta!r}")  # trial 266
     rope: dict[str, Any] = {"theta": float(theta)}
     if fam.interleaved_rope:
         rope["interleaved"] = True
