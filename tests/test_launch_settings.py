@@ -275,7 +275,8 @@ def test_a_tpu_has_no_sglang_line_and_refuses_sglang(cli):
     assert list(found["launch"]) == ["vllm"]
     split = cli.json("plan", "llama-3.1-8b", "--target", "8xtpu-v6e", "--isl", "1000", "--osl", "100",
                      "--disaggregated", "--rate", "2")  # fmt: skip
-    assert list(split["launch"]) == ["vllm"]  # the disaggregated lines too (review 263 #2)
+    assert split["launch"] == {}  # no SGLang line (review 263 #2), nor CUDA's vLLM lines (review 265 #9)
+    assert split["launch_note"].startswith("no launch line on a TPU: the lines written are CUDA's")
     assert "sglang" in cli.json("plan", "llama-3.2-1b", "--target", "l4", "--tp", "1", "--closed-form")["launch"]
     for command in ("plan", "kv"):
         refused = cli.run(command, "llama-3.2-1b", "--target", "tpu-v6e", "--engine", "sglang")

@@ -201,6 +201,11 @@ def disaggregated_launch(
     return {"vllm": "\n".join(vllm), "sglang": "\n".join(sglang)}
 
 
+TPU_NOT_WRITTEN = (
+    "no launch line on a TPU: the lines written are CUDA's (CUDA_VISIBLE_DEVICES, NIXL over the GPUs' memory), and vLLM"
+    " 0.32's NixlConnector takes a TPU only with its KV buffer on the host (kv_buffer_device cpu: nixl/utils.py), a"
+    " transfer not priced here; mainline SGLang has no TPU backend"
+)
 LAUNCH_NOTE = (
     "one command a line, prefill workers on the first GPUs; {proxy}{engines} NIXL installed (pip install nixl)"
 )
@@ -245,10 +250,12 @@ def disaggregated_with_launch(
     if unserved is not None:
         note = f"no launch line: no engine mha models serves {unserved} layers"
         return plan.model_copy(update={"launch_note": note})
+    if target.target.vendor == TPU_VENDOR:  # the lines written are CUDA's (review 265 #9)
+        return plan.model_copy(update={"launch_note": TPU_NOT_WRITTEN})
     split = plan.splits[plan.chosen]
     launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
-    if served.named_by == "gguf-file" or target.target.vendor == TPU_VENDOR:  # as the aggregated lines: vLLM's GGUF
-        launch = {"vllm": launch["vllm"]}  # loader (SGLang's is not priced); mainline SGLang has no TPU backend
+    if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
+        launch = {"vllm": launch["vllm"]}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.launch_forms import fit_commands, releases_for
