@@ -4,7 +4,8 @@ Every MLA backend lists its KV formats in ``supported_kv_cache_dtypes`` (``v1/at
 GPUs FlashMLA, FlashInfer MLA, CUTLASS MLA and Triton MLA take ``fp8`` and ``fp8_e4m3``, FlashAttention MLA no fp8 at
 all; none takes ``fp8_e5m2``, so vLLM finds no backend for an MLA model asked for it. On ROCm only AITER MLA lists
 ``fp8_e5m2``, and vLLM picks it only with ``VLLM_ROCM_USE_AITER=1`` (``platforms/rocm.py``, off by default in
-``envs.py``): by default Triton MLA, without it. The CPU backend takes ``auto`` alone (``cpu_mla.py``). Releases
+``envs.py``): by default Triton MLA, without it. The CPU backend takes ``auto`` alone (``cpu_mla.py``, read in 0.28.0
+and 0.32.0; 0.26.0 has no such file, its CPU path not read). Releases
 before 0.21.0 are not judged (not read for it). Pure Python.
 """
 
@@ -31,7 +32,10 @@ def mla_e5m2_refusal(target: Target | None, release: Version | None, model: Mode
         return None
     latent = f"{model.name}'s latent as fp8_e5m2"
     if target.vendor == "CPU":
-        return f"vLLM's CPU MLA backend caches the latent in the model's dtype alone (cpu_mla.py: auto), not {latent}"
+        return (
+            f"vLLM's CPU backend caches an MLA latent in the model's dtype alone (cpu_mla.py: auto, 0.28.0 and 0.32.0),"
+            f" not {latent}"
+        )
     if target.vendor == "AMD":
         return (
             f"vLLM on {target.name} runs MLA in Triton MLA, whose fp8 is e4m3 alone, not {latent} (ROCm's AITER MLA"
