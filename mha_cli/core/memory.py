@@ -333,6 +333,12 @@ def plan_memory(
     )
     if straddles is not None:
         raise BadInputError(straddles)
+    if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
+        from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
+
+        uneven = sglang_experts_uneven(model, experts.ranks)
+        if uneven is not None:
+            raise BadInputError(uneven)
     kernel = vllm_expert_kernel(
         model,
         weight_dtype,

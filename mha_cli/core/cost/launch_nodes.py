@@ -187,6 +187,12 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
     return NodeLines(line, None, f"vllm: {_every_node(shape, '--data-parallel-size')}")
 
 
+SGLANG_UNEVEN = (
+    "no launch line: the last node is not full, and SGLang places --tp-size / --nnodes GPUs on every node (give whole"
+    " nodes: NODESxDEVICES)"
+)
+
+
 def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
     """``sglang`` (one node's ``sglang.launch_server`` words) over ``shape``'s nodes; no line over replicas that span
     nodes and share the experts, or straddle two unevenly (the note says so)."""
@@ -194,6 +200,8 @@ def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
         return NodeLines([], None, STRADDLING)
     if shape.replica_nodes > 1 and shape.shared:
         return NodeLines([], None, SPANNING_SHARED)
+    if shape.shared and shape.last_node_replicas is not None:  # 12xh200 as 8 + 4 (trial 268 #1)
+        return NodeLines([], None, SGLANG_UNEVEN)
     if shape.replica_nodes > 1 or shape.shared:
         span = shape.replica_nodes if shape.replica_nodes > 1 else shape.nodes
         line = _replace(sglang, "--dp-size", "1") if shape.replica_nodes > 1 else sglang

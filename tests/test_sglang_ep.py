@@ -1,0 +1,39 @@
+"""SGLang's expert-parallel size must divide the routed experts (``core.engine.sglang_ep``, its fused MoE layer's
+assert, read in the 0.5.13 wheel): a plan wrote ``--ep-size 6`` for Qwen3-235B-A22B's 128 experts and ``--ep-size 72``
+for DeepSeek-V3's 256, lines SGLang refuses at start-up (trial 268 #2). vLLM spreads an uneven count: its line stays."""
+
+from __future__ import annotations
+
+from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
+from mha_cli.core.sources import load_source
+from tests.conftest import reference_hf_config
+
+QWEN = str(reference_hf_config("qwen3-235b-a22b-instruct-2507"))
+
+
+def test_the_ranks_must_divide_the_experts():
+    model = load_source(QWEN).model  # 128 routed experts
+    assert sglang_experts_uneven(model, 6) == (
+        "SGLang needs --ep-size to divide the 128 experts (here 6): give a layout whose ranks do"
+    )
+    assert sglang_experts_uneven(model, 8) is None and sglang_experts_uneven(model, None) is None
+
+
+def test_sglang_is_refused_and_the_vllm_plan_has_no_sglang_line(cli):
+    pinned = ["plan", QWEN, "--target", "6xh200", "--dp", "6", "--closed-form", "--concurrency", "32"]
+    refused = cli.run(*pinned, "--engine", "sglang")
+    assert refused.exit_code == 2 and "SGLang needs --ep-size to divide the 128 experts (here 6)" in refused.output
+    vllm = cli.json(*pinned)
+    assert "sglang" not in vllm["launch"] and "vllm" in vllm["launch"]
+    assert "sglang: no line: SGLang needs --ep-size to divide the 128 experts" in vllm["launch_note"]
+
+
+def test_dp_attention_over_an_uneven_last_node_has_no_sglang_line(cli):
+    """12 x H200 read as 8 + 4: vLLM wrote no line (its --data-parallel-size-local is one figure for every node) while
+    SGLang's --nnodes 2 put 6 GPUs on each node, one of which has 4 (trial 268 #1)."""
+    found = cli.json("plan", "deepseek-v3", "--target", "12xh200", "--dp", "12", "--concurrency", "64", "--closed-form")
+    assert not found.get("launch")  # neither engine's line
+    assert (
+        "sglang: no launch line: the last node is not full, and SGLang places --tp-size / --nnodes"
+        in (found["launch_note"])
+    )
