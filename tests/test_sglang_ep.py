@@ -30,8 +30,9 @@ def test_sglang_is_refused_and_the_vllm_plan_has_no_sglang_line(cli):
 
 def test_dp_attention_over_an_uneven_last_node_has_no_sglang_line(cli):
     """12 x H200 read as 8 + 4: vLLM wrote no line (its --data-parallel-size-local is one figure for every node) while
-    SGLang's --nnodes 2 put 6 GPUs on each node, one of which has 4 (trial 268 #1)."""
-    found = cli.json("plan", "deepseek-v3", "--target", "12xh200", "--dp", "12", "--concurrency", "64", "--closed-form")
+    SGLang's --nnodes 2 put 6 GPUs on each node, one of which has 4 (trial 268 #1). Kimi-K2's 384 experts divide by
+    12 (DeepSeek-V3's 256 do not: its SGLang line is left out for that first)."""
+    found = cli.json("plan", "kimi-k2", "--target", "12xh200", "--dp", "12", "--concurrency", "64", "--closed-form")
     assert not found.get("launch")  # neither engine's line
     assert (
         "sglang: no launch line: the last node is not full, and SGLang places --tp-size / --nnodes"
