@@ -38,3 +38,19 @@ def test_dp_attention_over_an_uneven_last_node_has_no_sglang_line(cli):
         "sglang: no launch line: the last node is not full, and SGLang places --tp-size / --nnodes"
         in (found["launch_note"])
     )
+
+
+def test_deepep_is_nvidias_alone(cli):
+    """DeepEP's all-to-all runs over NVSHMEM on NVIDIA GPUs: a plan on 8 x MI300X priced it and wrote
+    --all2all-backend deepep_low_latency, and the disaggregated search picked it unasked (trial 268 #5). Asked for,
+    it is refused; the search's DP-attention workers are priced and launched with the default dispatch off NVIDIA."""
+    refused = cli.run("plan", "deepseek-v3", "--target", "8xmi300x", "--dp", "8", "--moe-a2a-backend", "deepep",
+                      "--closed-form", "--concurrency", "64")  # fmt: skip
+    assert refused.exit_code == 2 and "DeepEP runs on NVIDIA GPUs alone (NVSHMEM)" in refused.output
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xmi300x", "--disaggregated", "--isl", "2048", "--osl",
+                     "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
+    assert found["launch"] and not any("deepep" in line for line in found["launch"].values())
+    nvidia = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--disaggregated", "--isl", "2048", "--osl",
+                      "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
+    split = nvidia["splits"][nvidia["chosen"]]
+    assert (split["decode_dp"] > 1) == ("deepep" in nvidia["launch"]["vllm"])  # DeepEP kept where it runs

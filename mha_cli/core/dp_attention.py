@@ -55,6 +55,17 @@ DP_ATTENTION_ENGINES = ("vllm", "sglang")
 """Engines that run DP attention with expert parallelism (TensorRT-LLM's replicas here are separate servers)."""
 
 
+DEEPEP_VENDOR = "NVIDIA"
+"""DeepEP's all-to-all runs over NVSHMEM on NVIDIA GPUs alone; elsewhere DP attention reaches the experts by the
+engines' default all-gather (the only dispatch priced off NVIDIA)."""
+
+
+def a2a_backend_on(vendor: str) -> MoeA2aBackend:
+    """The dispatch a DP-attention layout the search builds is priced with on ``vendor``'s GPUs: DeepEP's on NVIDIA's,
+    as the launch lines ask, else the default all-gather."""
+    return "deepep" if vendor == DEEPEP_VENDOR else "none"
+
+
 def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
     """The tp of each of ``dp`` data-parallel ranks on ``n_devices``: n_devices / (dp x pp), or ``tp`` when given,
     checked to use every device (``BadInputError``, one line, otherwise)."""

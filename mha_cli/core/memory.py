@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, NonNegativeInt
 
 from mha_cli.core.dp_attention import (
+    DEEPEP_VENDOR,
     a2a_backend_of,
     data_parallel_missing,
     dp_attention_experts,
@@ -333,6 +334,11 @@ def plan_memory(
     )
     if straddles is not None:
         raise BadInputError(straddles)
+    if experts is not None and experts.deepep and device.vendor != DEEPEP_VENDOR:  # trial 268 #5
+        raise BadInputError(
+            f"DeepEP runs on NVIDIA GPUs alone (NVSHMEM); {device.name} is {device.vendor}'s: leave out"
+            " --moe-a2a-backend for the engines' default all-gather dispatch"
+        )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
         from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
 

@@ -215,7 +215,9 @@ def worker_steps(
     layout = as_layout(worker)
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
     if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
-        update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": "deepep"}
+        from mha_cli.core.dp_attention import a2a_backend_on  # off NVIDIA, the all-gather (trial 268 #5)
+
+        update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": a2a_backend_on(target.target.vendor)}
         deployment = deployment.model_copy(update=update)
     plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=layout.tp)
     return WorkerSteps(plans, deployment, profiles[0], isl, osl)

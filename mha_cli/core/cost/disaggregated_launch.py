@@ -69,19 +69,22 @@ def _host(node: int, nodes: int, local: str) -> str:
     return local if nodes == 1 else f"NODE{node}_IP"
 
 
-def _parallel_flags(layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None) -> list[str]:
+def _parallel_flags(
+    layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None, deepep: bool = True
+) -> list[str]:
     """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
-    throughput kernels; decode: its low-latency ones), in the words of SGLang's ``generation_id`` (None: latest)."""
+    throughput kernels; decode: its low-latency ones; ``deepep`` False, off NVIDIA: the engines' default dispatch),
+    in the words of SGLang's ``generation_id`` (None: latest)."""
     if layout.dp == 1:
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
     if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --attn-dp-size (launch_forms: older)
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
-        return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus,
-                *sglang_deepep_flags(generation_id), "--deepep-mode", mode]  # fmt: skip
+        dispatch = [*sglang_deepep_flags(generation_id), "--deepep-mode", mode] if deepep else []
+        return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus, *dispatch]
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
-            "--enable-expert-parallel", "--all2all-backend", backend]  # fmt: skip
+            "--enable-expert-parallel", *(["--all2all-backend", backend] if deepep else [])]  # fmt: skip
 
 
 def _per_node(
@@ -136,6 +139,10 @@ def disaggregated_launch(
     context = str(plan.isl + plan.osl)
     model = served.model
     sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
+    from mha_cli.core.dp_attention import a2a_backend_on
+    from mha_cli.core.targets import resolve_target
+
+    deepep = a2a_backend_on(resolve_target(plan.target).target.vendor) == "deepep"  # as the workers were priced
     # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
     running_cap = str(
         max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
@@ -163,7 +170,7 @@ def disaggregated_launch(
         # vLLM's --max-num-seqs is each data-parallel rank's; SGLang's --max-running-requests all its ranks'
         running = [] if is_prefill else ["--max-num-seqs", running_cap]
         step = budget[layout.tp, layout.dp]
-        words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False),
+        words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False, deepep=deepep),
                  "--max-model-len", context, *vllm_fraction, *running,
                  "--max-num-batched-tokens", step, *_format_flags(deployment, served, sglang=False),
                  "--kv-transfer-config", NIXL_CONFIG]  # fmt: skip
@@ -182,7 +189,7 @@ def disaggregated_launch(
             mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
-                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation), "--base-gpu-id", str(first), "--port", str(sglang_port),
+                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip

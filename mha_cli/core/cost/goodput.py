@@ -78,8 +78,11 @@ def aggregated_layout(
     target (or as many as ``rate`` needs)."""
     gpus = tp * dp
     one = target.model_copy(update={"n_devices": gpus, "spec": f"{gpus}x{target.target.id}"})
-    if dp > 1:  # the dispatch the disaggregated DP workers are priced with (DeepEP), so the two compare alike
-        deployment = deployment.model_copy(update={"dp": dp, "expert_parallel": True, "moe_a2a_backend": "deepep"})
+    if dp > 1:  # the dispatch the disaggregated DP workers are priced with (DeepEP on NVIDIA), so the two compare alike
+        from mha_cli.core.dp_attention import a2a_backend_on
+
+        backend = a2a_backend_on(target.target.vendor)
+        deployment = deployment.model_copy(update={"dp": dp, "expert_parallel": True, "moe_a2a_backend": backend})
     ttft_ms, itl_ms = targets
 
     def at(rps: float) -> ServingPlan:
