@@ -86,11 +86,24 @@ def test_each_layer_is_judged_by_the_rule_that_stores_it(tmp_path):
 
 def test_fp8_experts_whose_width_on_a_rank_is_not_whole_blocks():
     """Qwen3-235B-A22B in fp8 blocks of 128 at tp 8: its experts are 1,536 wide, 192 on a rank. SGLang 0.5.23's
-    Fp8MoEMethod and vLLM 0.28-0.29's fp8.py refuse it; vLLM 0.30 and later refine the block (review 265 #5, #7)."""
+    Fp8MoEMethod and vLLM 0.28's fp8.py refuse it; from 0.29 vLLM refines the block to gcd(128, 192, 4,096) = 64
+    (review 265 #5, #7; review 267 #1: 0.29, not 0.30), refusing below 32: Qwen3-30B-A3B at tp 16, 48 a rank, gcd 16."""
+    from mha_cli.core.tensor_parallel import ExpertLayout
+
     qwen = load_source(str(reference_hf_config("qwen3-235b-a22b-instruct-2507"))).model
     said = "experts' down_proj holds 192 inputs on a rank, not whole blocks of 128"
     assert said in group_straddle_refusal(qwen, "fp8-block", None, 8, "sglang")
     assert said in group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm", (0, 28, 0, 0))
-    assert group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm", (0, 30, 0, 0)) is None
+    assert group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm", (0, 29, 0, 0)) is None
     assert group_straddle_refusal(qwen, "fp8-block", None, 8, "vllm") is None  # the latest
     assert group_straddle_refusal(qwen, "fp8-block", None, 4, "sglang") is None  # 384 a rank: 3 blocks
+    small = load_source(str(reference_hf_config("qwen3-30b-a3b"))).model  # experts 768 wide: 48 a rank at tp 16
+    assert "experts' down_proj holds 48 inputs" in group_straddle_refusal(small, "fp8-block", None, 16, "vllm")
+    assert group_straddle_refusal(small, "fp8-block", None, 8, "vllm") is None  # 96: gcd 32, refined
+    # 8 DP-attention ranks at tp 1 sharing the experts split by width: 192 a rank (review 267 #3)
+    spread = ExpertLayout(8, dp_attention=True)
+    assert group_straddle_refusal(qwen, "fp8-block", None, 1, "sglang", None, spread).endswith(
+        "fewer ranks sharing the experts, or --expert-parallel (whole experts a rank), keep them whole"
+    )
+    whole = ExpertLayout(8, whole=True, dp_attention=True)
+    assert group_straddle_refusal(qwen, "fp8-block", None, 1, "sglang", None, whole) is None

@@ -507,21 +507,23 @@ def test_the_small_shape_rule_says_the_attention_it_sized_with(params, said):
 
 
 @pytest.mark.parametrize(
-    ("d_model", "params"),
-    [(64, 1_000_000_000), (64, 33_200_000), (1024, 10_000_000_000), (2048, 100_000_000_000),
-     (4096, 5_000_000_000_000)],
+    ("d_model", "params", "vocab"),
+    [(64, 1_000_000_000, None), (64, 33_200_000, None), (1024, 10_000_000_000, None), (2048, 100_000_000_000, None),
+     (4096, 5_000_000_000_000, None), (1920, 20_000_000_000, 32000), (960, 5_000_000_000, 256000)],
 )  # fmt: skip
-def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params):
+def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params, vocab):
     """--d-model 64 at 1B said "reaches at most 33.2M with 256 layers; use --params from 3.35M to 33.2M", counted with
     the 128,256-token vocabulary and no aspect band: 33.2M was then refused, and 10M too (104 layers, out of the
     band) (trial 262 #2). The range is now the designs this width gives shaped as budgets of their size are (vocab
     50,257 tied, small shape, band 12-80: 2 to 5 layers at 64), every depth tried (the band's edges alone gave
-    198M-198M at 1024, where 1B is met: review 265), and both ends, as printed, are met."""
+    198M-198M at 1024, where 1B is met: review 265), and both ends, as printed, are met: rounded inward to three
+    figures ("1B" for 1.004B, and "1,000M", which --params cannot read, review 267)."""
     with pytest.raises(BadInputError, match="too large") as refused:
-        recommend(RecommendRequest(params=params, seq_len=8192, d_model=d_model))
+        recommend(RecommendRequest(params=params, seq_len=8192, d_model=d_model, vocab_size=vocab))
     low, high = str(refused.value).split("use --params from ")[1].split(" to ")
     for end in (low, high.split()[0].rstrip(";")):
-        design = recommend(RecommendRequest(params=parse_param_count(end), seq_len=8192, d_model=d_model))
+        design = recommend(RecommendRequest(params=parse_param_count(end), seq_len=8192, d_model=d_model,
+                                            vocab_size=vocab))  # fmt: skip
         assert design.model.total_params == pytest.approx(parse_param_count(end), rel=0.05)
     if d_model == 64:
         assert "reaches at most 3.54M with 5 layers" in str(refused.value)

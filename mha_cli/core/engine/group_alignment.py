@@ -15,12 +15,15 @@ on a rank must be a whole number of groups or blocks, or a scale would straddle 
   row-parallel layer's inputs on a rank to divide by block_k.
 
 vLLM 0.30 and later let a merged column layer (QKV, gate_up) whose part is not whole blocks pass (``linear.py``
-``_maybe_allow_fp8_block_shape_mismatch``, read in 0.32) and refine the routed experts' block to their width on a rank
-(``fused_moe/oracle/fp8.py``); 0.28.0 and 0.29.0 still refuse experts whose width on a rank is not whole blocks, and
-SGLang 0.5.23 refuses both (``validate_block_quant_shapes`` on every column partition, ``Fp8MoEMethod.create_weights``
-on the experts): judged for them (review 265). int4 experts fall back to other kernels and are not judged. A
-module a checkpoint leaves unquantised (its ignore list, or a rule naming other modules: Kimi-K2.5's int4 experts,
-its attention bf16) is not judged either: each layer is judged by the rule that stores it (``WeightScheme.rule_for``).
+``_maybe_allow_fp8_block_shape_mismatch``, read in 0.32). Its routed experts: before 0.29 their width on a rank must be
+whole blocks (0.28.0's ``fp8.py`` raises "The output_size of gate's and up's weight ... is not divisible by weight
+quantization block_n"); from 0.29.0 ``refine_fp8_moe_block_shape`` (``fused_moe/oracle/fp8.py``) shrinks the block to
+gcd(block, width on a rank, hidden size) and refuses only where that is below 32 (``validate_fp8_block_shape_moe``; read
+in 0.29.0 and 0.32.0: review 267). SGLang 0.5.23 refuses both a column partition that is not whole blocks
+(``validate_block_quant_shapes``) and experts whose width on a rank is not (``Fp8MoEMethod.create_weights``). int4
+experts fall back to other kernels and are not judged. A module a checkpoint leaves unquantised (its ignore list, or a
+rule naming other modules: Kimi-K2.5's int4 experts, its attention bf16) is not judged either: each layer is judged
+by the rule that stores it, as the weights are priced (``WeightScheme.matcher``).
 
 So Qwen2.5-72B's AWQ checkpoint (intermediate 29,568 = 231 x 128) loads at tp 1 only, which is why Qwen pads its
 official AWQ release to 29,696; DeepSeek-V3's fp8 blocks load up to tp 16 (at 32, down_proj's 18,432 inputs split
@@ -29,8 +32,10 @@ into 576). Pure Python.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple
 
+from mha_cli.core.checkpoint_names import module_names
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.inventory import tensor_groups
 from mha_cli.core.weight_formats import GROUP, weight_format
@@ -38,13 +43,13 @@ from mha_cli.core.weight_formats import GROUP, weight_format
 if TYPE_CHECKING:
     from mha_cli.core.schemas import ModelSpec
     from mha_cli.core.tensor_parallel import ExpertLayout
-    from mha_cli.core.weight_scheme import WeightScheme
+    from mha_cli.core.weight_scheme import SchemeMatcher, WeightScheme
 
 FP8_BLOCK = "fp8-block"
-VLLM_EXPERTS_REFINED_FROM = (0, 30)
-"""vLLM's first release read whose fp8 experts take a width on a rank that is not whole blocks (0.28.0's ``fp8.py``
-raises "The output_size of gate's and up's weight ... is not divisible by weight quantization block_n", 0.29.0's
-still raises, 0.30.0's refines the block: review 265)."""
+VLLM_EXPERTS_REFINED_FROM = (0, 29)
+"""vLLM's first release whose fp8 experts refine their block to a width on a rank that is not whole blocks."""
+REFINED_BLOCK_FLOOR = 32
+"""The smallest block vLLM's refinement takes (``refine_fp8_moe_block_shape``); below it, refused."""
 GROUPED = ("awq", "gptq-int4", "int4", FP8_BLOCK)
 """Weight formats whose row-parallel inputs must be whole groups (or blocks) on a rank."""
 ENGINES = ("vllm", "sglang")
@@ -54,13 +59,14 @@ DENSE_KINDS = ("attention", "attention_gate", "mlp", "shared_expert", "latent")
 
 
 def _group_of(
-    module: str, weight_dtype: str, scheme: WeightScheme | None, *, experts: bool = False
+    module: str, weight_dtype: str, matcher: SchemeMatcher | None, *, experts: tuple[str, str, int] | None = None
 ) -> tuple[str, int] | None:
     """(format, inputs a scale covers) of ``module``'s weight (``model.layers.3.mlp.down_proj``; the routed experts'
-    rule with ``experts``) where its format is one judged: the checkpoint's rule that stores it (None where it stays
-    unquantised: its ignore list, a rule naming other modules), else ``weight_dtype``'s."""
-    if scheme is not None:
-        rule = scheme.matcher().experts if experts else scheme.rule_for(module)
+    of a layer, ``experts`` = (its prefix, the projection, their count)) where its format is one judged: the rule of
+    the checkpoint's scheme (``matcher``) that stores it (None where it stays unquantised: its ignore list, a rule
+    naming other modules), else ``weight_dtype``'s."""
+    if matcher is not None:
+        rule = matcher.rule_for_experts(*experts) if experts else matcher.rule_for(module)
         if rule is None or rule.format not in GROUPED or rule.scale_cols <= 0:
             return None
         return rule.format, rule.scale_cols
@@ -76,6 +82,8 @@ class _Rules(NamedTuple):
     """The routed experts' width on a rank, whole fp8 blocks (SGLang; vLLM before ``VLLM_EXPERTS_REFINED_FROM``)."""
     columns: bool
     """A column-parallel layer's outputs on a rank, whole fp8 blocks (SGLang: no mismatch allowance)."""
+    refined: bool = False
+    """The experts' block refined to gcd(block, width, hidden), refused below ``REFINED_BLOCK_FLOOR`` (vLLM 0.29+)."""
 
 
 def group_straddle_refusal(
@@ -86,26 +94,27 @@ def group_straddle_refusal(
     ``scheme`` says) at tensor parallelism ``tp`` with its experts laid out as ``experts``: the first matrix whose part
     on a rank cuts a quantisation group (module docstring), and the largest tp dividing it that keeps them whole; None
     where none does or the engine is not read."""
-    if tp == 1 or engine not in ENGINES:
+    split_experts = experts is not None and not experts.whole and experts.ranks > 1  # over DP ranks at tp 1 too
+    if (tp == 1 and not split_experts) or engine not in ENGINES:
         return None
-    rules = _Rules(
-        experts=engine == "sglang" or (release is not None and release[:2] < VLLM_EXPERTS_REFINED_FROM),
-        columns=engine == "sglang",
-    )
+    old_vllm = release is not None and release[:2] < VLLM_EXPERTS_REFINED_FROM
+    rules = _Rules(experts=engine == "sglang" or old_vllm, columns=engine == "sglang", refined=engine == "vllm")
     straddles = _first_straddle(model, weight_dtype, scheme, tp, rules, experts)
     if straddles is None:
         return None
+    part, width, side, (fmt, group) = straddles
+    unit = "blocks" if fmt == "fp8-block" else "groups"
+    said = (
+        f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
+        f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks)"
+    )
+    if part.startswith("experts'") and experts is not None and experts.ranks != tp:  # spread over the DP ranks
+        return f"{said}: fewer ranks sharing the experts, or --expert-parallel (whole experts a rank), keep them whole"
     fewer = next(
         t for t in range(tp - 1, 0, -1)
         if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t, rules, None) is None
     )  # fmt: skip
-    part, width, side, (fmt, group) = straddles
-    unit = "blocks" if fmt == "fp8-block" else "groups"
-    return (
-        f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
-        f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks): --tp {fewer} keeps"
-        " them whole"
-    )
+    return f"{said}: --tp {fewer} keeps them whole"
 
 
 def _first_straddle(
@@ -114,23 +123,28 @@ def _first_straddle(
 ) -> tuple[str, int, str, tuple[str, int]] | None:  # fmt: skip
     """(the layer, its inputs or outputs on a rank, which, its format and group) of the first matrix whose part on a
     rank of ``tp`` cuts a group of its format (``_group_of``)."""
-    if tp == 1:
-        return None
+    matcher = None if scheme is None else scheme.matcher(module_names(model))  # as the weights are priced
+    moe = model.block.moe
     for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:
-            dense = tensor.name.endswith(".weight") and len(tensor.shape) == 2 and tensor.kind in DENSE_KINDS
+            dense = tp > 1 and tensor.name.endswith(".weight") and len(tensor.shape) == 2 and tensor.kind in DENSE_KINDS
             module = tensor.name.removesuffix(".weight")
             part = module.rsplit(".", 1)[-1]
             if dense and tensor.split == "row":
-                found = _group_of(module, weight_dtype, scheme)
+                found = _group_of(module, weight_dtype, matcher)
                 if found is not None and tensor.shape[-1] % found[1]:
                     return part, tensor.shape[-1], "inputs", found
             elif dense and rules.columns and tensor.split == "column":
-                found = _group_of(module, weight_dtype, scheme)
+                found = _group_of(module, weight_dtype, matcher)
                 if found is not None and found[0] == FP8_BLOCK and tensor.shape[0] % found[1]:
                     return part, tensor.shape[0], "outputs", found
-            elif rules.experts and tensor.kind == "expert" and tensor.split == "row" and len(tensor.shape) == 3:
-                found = _group_of(module, weight_dtype, scheme, experts=True)
-                if found is not None and found[0] == FP8_BLOCK and tensor.shape[-1] % found[1]:
-                    return f"experts' {part}", tensor.shape[-1], "inputs", found
+            elif tensor.kind == "expert" and tensor.split == "row" and len(tensor.shape) == 3 and moe is not None:
+                prefix = module.rpartition(".experts")[0]
+                found = _group_of(module, weight_dtype, matcher, experts=(prefix, part, moe.n_experts))
+                if found is None or found[0] != FP8_BLOCK:
+                    continue
+                width = tensor.shape[-1]
+                refined = math.gcd(found[1], width, model.d_model) >= REFINED_BLOCK_FLOOR
+                if (rules.experts and width % found[1]) or (rules.refined and not rules.experts and not refined):
+                    return f"experts' {part}", width, "inputs", found
     return None
