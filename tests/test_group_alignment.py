@@ -107,3 +107,21 @@ def test_fp8_experts_whose_width_on_a_rank_is_not_whole_blocks():
     )
     whole = ExpertLayout(8, whole=True, dp_attention=True)
     assert group_straddle_refusal(qwen, "fp8-block", None, 1, "sglang", None, whole) is None
+
+
+def test_a_compressed_tensors_fp8_block_checkpoint_gets_no_refined_experts(tmp_path):
+    """vLLM's block refinement (0.29+) is its own fp8 method's; CompressedTensorsW8A8Fp8MoEMethod still raises on
+    experts whose width on a rank is not whole blocks (0.29 and 0.32): Qwen3-30B-A3B at tp 8 (96 a rank) passed
+    (review 269 #2)."""
+    config = json.loads(reference_hf_config("qwen3-30b-a3b").read_text())
+    block = {"num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128], "symmetric": True}
+    group = {"targets": ["Linear"], "weights": block, "input_activations": None}
+    quant = {"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": {"g": group},
+             "ignore": ["lm_head"]}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps({**config, "quantization_config": quant}))
+    source = load_source(str(tmp_path / "config.json"))
+    scheme = source.deployment.weight_scheme
+    assert scheme.format == "fp8-block" and scheme.method == "compressed-tensors"
+    said = group_straddle_refusal(source.model, "fp8-block", scheme, 8)
+    assert said is not None and "experts' down_proj holds 96 inputs on a rank" in said
+    assert group_straddle_refusal(source.model, "fp8-block", None, 8) is None  # vLLM's own fp8: refined, gcd 32

@@ -19,6 +19,14 @@ def test_the_ranks_must_divide_the_experts():
     assert sglang_experts_uneven(model, 8) is None and sglang_experts_uneven(model, None) is None
 
 
+def test_shared_experts_without_expert_parallelism_keep_their_sglang_line(cli):
+    """6 DP ranks sharing Qwen3-235B's experts split by width (no --ep-size: SGLang's ep size is 1) load in SGLang
+    (1,536 % 6 == 0); the check dropped their line as if --ep-size 6 had been written (review 269 #1)."""
+    found = cli.json("plan", QWEN, "--target", "6xh200", "--tp", "1", "--engine", "sglang", "--closed-form",
+                     "--concurrency", "32")  # fmt: skip
+    assert "sglang" in found["launch"] and "--ep-size" not in found["launch"]["sglang"]
+
+
 def test_sglang_is_refused_and_the_vllm_plan_has_no_sglang_line(cli):
     pinned = ["plan", QWEN, "--target", "6xh200", "--dp", "6", "--closed-form", "--concurrency", "32"]
     refused = cli.run(*pinned, "--engine", "sglang")
@@ -46,7 +54,7 @@ def test_deepep_is_nvidias_alone(cli):
     it is refused; the search's DP-attention workers are priced and launched with the default dispatch off NVIDIA."""
     refused = cli.run("plan", "deepseek-v3", "--target", "8xmi300x", "--dp", "8", "--moe-a2a-backend", "deepep",
                       "--closed-form", "--concurrency", "64")  # fmt: skip
-    assert refused.exit_code == 2 and "DeepEP runs on NVIDIA GPUs alone (NVSHMEM)" in refused.output
+    assert refused.exit_code == 2 and "vLLM runs DeepEP on NVIDIA GPUs alone (NVSHMEM" in refused.output
     found = cli.json("plan", "deepseek-v3", "--target", "2x8xmi300x", "--disaggregated", "--isl", "2048", "--osl",
                      "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
     assert found["launch"] and not any("deepep" in line for line in found["launch"].values())

@@ -263,7 +263,8 @@ def dispatch_note(layout: ExpertLayout) -> str:
         )
     return (
         "reached by all-gather and reduce-scatter (--moe-a2a-backend none, the engines' default: every rank's tokens"
-        " gathered to all before each MoE layer, the sums scattered back; --moe-a2a-backend deepep prices DeepEP)"
+        " gathered to all before each MoE layer, the sums scattered back; --moe-a2a-backend deepep prices DeepEP, on"
+        " NVIDIA GPUs for vLLM)"
     )
 
 

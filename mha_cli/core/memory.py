@@ -334,10 +334,10 @@ def plan_memory(
     )
     if straddles is not None:
         raise BadInputError(straddles)
-    if experts is not None and experts.deepep and device.vendor != DEEPEP_VENDOR:  # trial 268 #5
-        raise BadInputError(
-            f"DeepEP runs on NVIDIA GPUs alone (NVSHMEM); {device.name} is {device.vendor}'s: leave out"
-            " --moe-a2a-backend for the engines' default all-gather dispatch"
+    if experts is not None and experts.deepep and device.vendor != DEEPEP_VENDOR and settings.engine == "vllm":
+        raise BadInputError(  # trial 268 #5; SGLang's DeepEP dispatcher has ROCm (AITER) paths: not refused there
+            f"vLLM runs DeepEP on NVIDIA GPUs alone (NVSHMEM; ROCm has its own MoRI backends, not priced); {device.name}"
+            f" is {device.vendor}'s: leave out --moe-a2a-backend for the default all-gather dispatch, or --engine sglang"
         )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
         from mha_cli.core.engine.sglang_ep import sglang_experts_uneven

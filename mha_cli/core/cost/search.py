@@ -645,7 +645,7 @@ def launch_commands(
     unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
     from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
 
-    uneven = sglang_experts_uneven(model, d.expert_ranks if d.expert_parallel or shared else None)
+    uneven = sglang_experts_uneven(model, d.expert_ranks if d.expert_parallel else None)  # --ep-size written
     if uneven is not None and "sglang" in lines:  # its MoE layer asserts num_experts % ep_size == 0 (trial 268 #2)
         unloadable["sglang"] = uneven
     lines = {name: words for name, words in lines.items() if name not in unloadable}

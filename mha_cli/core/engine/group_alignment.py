@@ -18,8 +18,9 @@ vLLM 0.30 and later let a merged column layer (QKV, gate_up) whose part is not w
 ``_maybe_allow_fp8_block_shape_mismatch``, read in 0.32). Its routed experts: before 0.29 their width on a rank must be
 whole blocks (0.28.0's ``fp8.py`` raises "The output_size of gate's and up's weight ... is not divisible by weight
 quantization block_n"); from 0.29.0 ``refine_fp8_moe_block_shape`` (``fused_moe/oracle/fp8.py``) shrinks the block to
-gcd(block, width on a rank, hidden size) and refuses only where that is below 32 (``validate_fp8_block_shape_moe``; read
-in 0.29.0 and 0.32.0: review 267). SGLang 0.5.23 refuses both a column partition that is not whole blocks
+gcd(block, width on a rank, hidden size) and refuses only where that is below 32 (inline in 0.29.0's ``fp8.py``,
+``validate_fp8_block_shape_moe`` in 0.32.0: reviews 267, 269), for a checkpoint of its own fp8 method only: the
+compressed-tensors and Quark fp8 MoE methods still raise (``UNREFINED_METHODS``). SGLang 0.5.23 refuses both a column partition that is not whole blocks
 (``validate_block_quant_shapes``) and experts whose width on a rank is not (``Fp8MoEMethod.create_weights``). int4
 experts fall back to other kernels and are not judged. A module a checkpoint leaves unquantised (its ignore list, or a
 rule naming other modules: Kimi-K2.5's int4 experts, its attention bf16) is not judged either: each layer is judged
@@ -48,6 +49,9 @@ if TYPE_CHECKING:
 FP8_BLOCK = "fp8-block"
 VLLM_EXPERTS_REFINED_FROM = (0, 29)
 """vLLM's first release whose fp8 experts refine their block to a width on a rank that is not whole blocks."""
+UNREFINED_METHODS = ("compressed-tensors", "quark")
+"""Checkpoint methods whose fp8 MoE method raises on experts that are not whole blocks in every release read
+(``CompressedTensorsW8A8Fp8MoEMethod``, 0.29 and 0.32; Quark's ``quark_moe.py``, 0.32): no refinement."""
 REFINED_BLOCK_FLOOR = 32
 """The smallest block vLLM's refinement takes (``refine_fp8_moe_block_shape``); below it, refused."""
 GROUPED = ("awq", "gptq-int4", "int4", FP8_BLOCK)
@@ -79,11 +83,11 @@ class _Rules(NamedTuple):
     """What an engine release checks beyond the row-parallel inputs (module docstring)."""
 
     experts: bool
-    """The routed experts' width on a rank, whole fp8 blocks (SGLang; vLLM before ``VLLM_EXPERTS_REFINED_FROM``)."""
+    """The routed experts' width on a rank, whole fp8 blocks (SGLang; vLLM before ``VLLM_EXPERTS_REFINED_FROM``, or a
+    checkpoint of ``UNREFINED_METHODS``); else vLLM's refined block, gcd(block, width, hidden), at least
+    ``REFINED_BLOCK_FLOOR``."""
     columns: bool
     """A column-parallel layer's outputs on a rank, whole fp8 blocks (SGLang: no mismatch allowance)."""
-    refined: bool = False
-    """The experts' block refined to gcd(block, width, hidden), refused below ``REFINED_BLOCK_FLOOR`` (vLLM 0.29+)."""
 
 
 def group_straddle_refusal(
@@ -97,8 +101,10 @@ def group_straddle_refusal(
     split_experts = experts is not None and not experts.whole and experts.ranks > 1  # over DP ranks at tp 1 too
     if (tp == 1 and not split_experts) or engine not in ENGINES:
         return None
+    # only vLLM's Fp8MoEMethod refines (fp8.py); compressed-tensors' and Quark's fp8 MoE methods raise (review 269)
+    refines = engine == "vllm" and (scheme is None or scheme.method not in UNREFINED_METHODS)
     old_vllm = release is not None and release[:2] < VLLM_EXPERTS_REFINED_FROM
-    rules = _Rules(experts=engine == "sglang" or old_vllm, columns=engine == "sglang", refined=engine == "vllm")
+    rules = _Rules(experts=not refines or old_vllm, columns=engine == "sglang")
     straddles = _first_straddle(model, weight_dtype, scheme, tp, rules, experts)
     if straddles is None:
         return None
@@ -144,7 +150,9 @@ def _first_straddle(
                 if found is None or found[0] != FP8_BLOCK:
                     continue
                 width = tensor.shape[-1]
+                if width % found[1] == 0:  # whole blocks: nothing to refine
+                    continue
                 refined = math.gcd(found[1], width, model.d_model) >= REFINED_BLOCK_FLOOR
-                if (rules.experts and width % found[1]) or (rules.refined and not rules.experts and not refined):
+                if rules.experts or not refined:
                     return f"experts' {part}", width, "inputs", found
     return None

@@ -7,7 +7,7 @@ from typing import NoReturn
 
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.params import count_params
-from mha_cli.core.quantities import format_count
+from mha_cli.core.quantities import format_count, parse_param_count
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
@@ -133,11 +133,17 @@ def width_reach(
 def inward(count: int, *, up: bool) -> str:
     """``count`` to three significant figures, rounded toward the inside of a range it ends (``up`` at its low end),
     in a form ``--params`` reads: a pasted "152B" below the lowest design's 152.4B would meet a depth outside the aspect
-    band (review 265); ``format_count``'s "1B" for 1.004B or "1,000M" are neither inward nor read (review 267)."""
+    band (review 265); ``format_count``'s "1B" for 1.004B or "1,000M" are neither inward nor read (review 267). Exact:
+    the figure shown is read back and moved one step further in where it fell out (review 269)."""
     units = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"), (1, ""))
     factor, suffix = next(unit for unit in units if count >= unit[0] or unit[0] == 1)
-    value = count / factor
+    value = max(count, 1) / factor
     exponent = math.floor(math.log10(value))
     step = 10.0 ** (exponent - 2)  # the third significant figure
-    rounded = (math.ceil(value / step - 1e-9) if up else math.floor(value / step + 1e-9)) * step
-    return f"{rounded:.{max(0, 2 - exponent)}f}{suffix}"
+    decimals = max(0, 2 - exponent)
+    steps = math.ceil(value / step) if up else math.floor(value / step)
+    while True:
+        shown = f"{steps * step:.{decimals}f}{suffix}"
+        if (parse_param_count(shown) >= count) if up else (parse_param_count(shown) <= count):
+            return shown
+        steps += 1 if up else -1
