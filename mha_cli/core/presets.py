@@ -704,6 +704,14 @@ CHECKPOINT_WEIGHTS: dict[str, str] = {
 presets not listed are bf16 checkpoints."""
 
 
+CHECKPOINT_DTYPES: dict[str, str] = {
+    "llama-2-7b": "float16",  # meta-llama/Llama-2-7b-hf config.json (tests/fixtures/hf_configs/llama-2-7b.json)
+}
+"""The unquantised dtype a preset's published config.json names where it is not bfloat16 (``torch_dtype``): priced
+as that config.json is (``core.sources``: float16 weights and cache). The preset was priced bf16 where its config.json
+was fp16, with a bf16 warning on a V100 the file did not get (trial 270)."""
+
+
 def checkpoint_weights(name: str) -> str | None:
     """The format preset ``name``'s checkpoint is stored in, when it is quantised."""
     return CHECKPOINT_WEIGHTS.get(name.strip().lower())

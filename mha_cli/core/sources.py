@@ -17,7 +17,7 @@ from mha_cli.core.dtypes import FLOAT16_REFUSED
 from mha_cli.core.errors import BadInputError, UnpricedQuantizationError, one_line, quoted_path, shown_path
 from mha_cli.core.hf_cache import HfId, find_cached, hub_cache, is_folder, parse_hf_id
 from mha_cli.core.preset_ids import TOWER_LEFT_OUT, checkpoint_id, id_for_short_name, preset_for_id, short_names
-from mha_cli.core.presets import checkpoint_weights, find_preset, get_preset, preset_names
+from mha_cli.core.presets import CHECKPOINT_DTYPES, checkpoint_weights, find_preset, get_preset, preset_names
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, from_gguf, placeholder
@@ -109,6 +109,9 @@ def _preset(typed: str, name: str, served: ServedModel, assumption: str | None =
         kind="preset", origin=typed, model=get_preset(name).model_copy(deep=True), served=served,
         assumptions=[] if assumption is None else [assumption],
     )  # fmt: skip
+    stored = CHECKPOINT_DTYPES.get(name.strip().lower())
+    if stored is not None:  # a float16 checkpoint, as its config.json prices it
+        source = _with_float16_checkpoint(source, {"torch_dtype": stored, "model_type": source.model.family})
     return _with_checkpoint_format(source, checkpoint_weights(name))
 
 
