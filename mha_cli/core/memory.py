@@ -33,6 +33,7 @@ from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL
 from mha_cli.core.engine.settings import release_key_priced, resolve_settings
+from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
@@ -340,8 +341,6 @@ def plan_memory(
             f" is {device.vendor}'s: leave out --moe-a2a-backend for the default all-gather dispatch, or --engine sglang"
         )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
-        from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
-
         uneven = sglang_experts_uneven(model, experts.ranks)
         if uneven is not None:
             raise BadInputError(uneven)

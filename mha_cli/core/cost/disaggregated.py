@@ -52,6 +52,7 @@ from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_lay
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
 from mha_cli.core.cost.plan import LayoutPlans, check_rate
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
@@ -215,8 +216,6 @@ def worker_steps(
     layout = as_layout(worker)
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
     if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
-        from mha_cli.core.dp_attention import a2a_backend_on  # off NVIDIA, the all-gather (trial 268 #5)
-
         update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": a2a_backend_on(target.target.vendor)}
         deployment = deployment.model_copy(update=update)
     plans = LayoutPlans(model, one, deployment, *profiles, isl=isl, osl=osl, tp=layout.tp)

@@ -11,6 +11,7 @@ import math
 
 from mha_cli.core.cost.plan import ServingPlan, plan_at_rate
 from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.errors import MhaError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -79,8 +80,6 @@ def aggregated_layout(
     gpus = tp * dp
     one = target.model_copy(update={"n_devices": gpus, "spec": f"{gpus}x{target.target.id}"})
     if dp > 1:  # the dispatch the disaggregated DP workers are priced with (DeepEP on NVIDIA), so the two compare alike
-        from mha_cli.core.dp_attention import a2a_backend_on
-
         backend = a2a_backend_on(target.target.vendor)
         deployment = deployment.model_copy(update={"dp": dp, "expert_parallel": True, "moe_a2a_backend": backend})
     ttft_ms, itl_ms = targets

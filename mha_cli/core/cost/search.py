@@ -46,6 +46,7 @@ from mha_cli.core.engine.settings import (
     release_key_priced,
     resolve_settings,
 )
+from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -643,8 +644,6 @@ def launch_commands(
     from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
 
     unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
-    from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
-
     uneven = sglang_experts_uneven(model, d.expert_ranks if d.expert_parallel else None)  # --ep-size written
     if uneven is not None and "sglang" in lines:  # its MoE layer asserts num_experts % ep_size == 0 (trial 268 #2)
         unloadable["sglang"] = uneven
