@@ -1,5 +1,3 @@
-
-
 def test_a_float16_preset_is_priced_as_its_config_json():
     """meta-llama/Llama-2-7b-hf's config.json names float16: the file was priced fp16 and the preset bf16, with a bf16
     warning on a V100 the file did not get (trial 270 #1). Both fp16 now, the same bytes."""

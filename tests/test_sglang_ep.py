@@ -1,22 +1,39 @@
-"""SGLang's expert-parallel size must divide the routed experts (``core.engine.sglang_ep``, its fused MoE layer's
-assert, read in the 0.5.13 wheel): a plan wrote ``--ep-size 6`` for Qwen3-235B-A22B's 128 experts and ``--ep-size 72``
-for DeepSeek-V3's 256, lines SGLang refuses at start-up (trial 268 #2). vLLM spreads an uneven count: its line stays."""
+"""SGLang's expert-parallel size must divide its experts (``core.engine.sglang_ep``, its fused MoE layer's assert,
+read in the 0.5.13 wheel): a plan wrote ``--ep-size 6`` for Qwen3-235B-A22B's 128 experts, a line SGLang refuses at
+start-up (trial 268 #2). The experts counted include the redundant copies ``--ep-num-redundant-experts`` adds (from
+0.4.6.post5), as LMSYS ran DeepSeek-V3's 256 over EP72 with 32: the line adds them; before it the layout is refused."""
 
 from __future__ import annotations
 
-from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
+from mha_cli.core.engine.sglang_ep import redundant_experts, sglang_experts_uneven
 from mha_cli.core.sources import load_source
 from tests.conftest import reference_hf_config
 
 QWEN = str(reference_hf_config("qwen3-235b-a22b-instruct-2507"))
 
 
-def test_the_ranks_must_divide_the_experts():
+def test_the_ranks_must_divide_the_experts_and_their_copies():
     model = load_source(QWEN).model  # 128 routed experts
-    assert sglang_experts_uneven(model, 6) == (
-        "SGLang needs --ep-size to divide the 128 experts (here 6): give a layout whose ranks do"
+    assert redundant_experts(model, 6) == 4 and redundant_experts(model, 8) == 0  # 132 / 6 = 22
+    assert sglang_experts_uneven(model, 6) is None  # the latest adds the copies
+    assert sglang_experts_uneven(model, 6, (0, 4, 6, 1)).startswith(  # 0.4.6.post1
+        "SGLang before 0.4.6.post5 needs --ep-size to divide the 128 experts (here 6; from it"
     )
-    assert sglang_experts_uneven(model, 8) is None and sglang_experts_uneven(model, None) is None
+    deepseek = load_source("deepseek-v3").model
+    assert redundant_experts(deepseek, 72) == 32  # LMSYS's EP72: 288 / 72 = 4 a GPU
+
+
+def test_the_sglang_line_adds_the_copies_and_an_older_release_is_refused(cli):
+    pinned = ["plan", QWEN, "--target", "6xh200", "--dp", "6", "--closed-form", "--concurrency", "32"]
+    line = cli.json(*pinned, "--engine", "sglang")
+    assert "--ep-size 6" in line["launch"]["sglang"] and "--ep-num-redundant-experts 4" in line["launch"]["sglang"]
+    assert "the sglang line adds --ep-num-redundant-experts 4" in line["launch_note"]
+    refused = cli.run(*pinned, "--engine", "sglang@0.4.6.post1")
+    assert (
+        refused.exit_code == 2
+        and "SGLang before 0.4.6.post5 needs --ep-size to divide the 128 experts" in refused.output
+    )
+    assert "--ep-num-redundant-experts 4" in cli.json(*pinned)["launch"]["sglang"]  # a vLLM plan's SGLang line too
 
 
 def test_shared_experts_without_expert_parallelism_keep_their_sglang_line(cli):
@@ -27,19 +44,9 @@ def test_shared_experts_without_expert_parallelism_keep_their_sglang_line(cli):
     assert "sglang" in found["launch"] and "--ep-size" not in found["launch"]["sglang"]
 
 
-def test_sglang_is_refused_and_the_vllm_plan_has_no_sglang_line(cli):
-    pinned = ["plan", QWEN, "--target", "6xh200", "--dp", "6", "--closed-form", "--concurrency", "32"]
-    refused = cli.run(*pinned, "--engine", "sglang")
-    assert refused.exit_code == 2 and "SGLang needs --ep-size to divide the 128 experts (here 6)" in refused.output
-    vllm = cli.json(*pinned)
-    assert "sglang" not in vllm["launch"] and "vllm" in vllm["launch"]
-    assert "sglang: no line: SGLang needs --ep-size to divide the 128 experts" in vllm["launch_note"]
-
-
 def test_dp_attention_over_an_uneven_last_node_has_no_sglang_line(cli):
     """12 x H200 read as 8 + 4: vLLM wrote no line (its --data-parallel-size-local is one figure for every node) while
-    SGLang's --nnodes 2 put 6 GPUs on each node, one of which has 4 (trial 268 #1). Kimi-K2's 384 experts divide by
-    12 (DeepSeek-V3's 256 do not: its SGLang line is left out for that first)."""
+    SGLang's --nnodes 2 put 6 GPUs on each node, one of which has 4 (trial 268 #1)."""
     found = cli.json("plan", "kimi-k2", "--target", "12xh200", "--dp", "12", "--concurrency", "64", "--closed-form")
     assert not found.get("launch")  # neither engine's line
     assert (

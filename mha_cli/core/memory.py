@@ -341,7 +341,7 @@ def plan_memory(
             f" is {device.vendor}'s: leave out --moe-a2a-backend for the default all-gather dispatch, or --engine sglang"
         )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
-        uneven = sglang_experts_uneven(model, experts.ranks)
+        uneven = sglang_experts_uneven(model, experts.ranks, release_key_priced(chosen))
         if uneven is not None:
             raise BadInputError(uneven)
     kernel = vllm_expert_kernel(

@@ -46,7 +46,7 @@ from mha_cli.core.engine.settings import (
     release_key_priced,
     resolve_settings,
 )
-from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
+from mha_cli.core.engine.sglang_ep import redundant_experts, redundant_note, sglang_experts_uneven
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -644,9 +644,14 @@ def launch_commands(
     from mha_cli.core.engine.architectures_served import lacking_elsewhere, served_as
 
     unloadable = {name: why for name, why in lacking_elsewhere(served_as(model), engine.name).items() if name in lines}
-    uneven = sglang_experts_uneven(model, d.expert_ranks if d.expert_parallel else None)  # --ep-size written
-    if uneven is not None and "sglang" in lines:  # its MoE layer asserts num_experts % ep_size == 0 (trial 268 #2)
+    sglang_release = release_key_priced(deployment) if engine.name == "sglang" else None  # else its latest
+    ep_size = d.expert_ranks if d.expert_parallel else None  # where the sglang line writes --ep-size
+    uneven = sglang_experts_uneven(model, ep_size, sglang_release)
+    if uneven is not None and "sglang" in lines:  # its MoE layer asserts the experts divide (trial 268 #2)
         unloadable["sglang"] = uneven
+    elif "sglang" in lines and redundant_experts(model, ep_size):  # copies that make them divide (sglang_ep)
+        lines["sglang"] += ["--ep-num-redundant-experts", str(redundant_experts(model, ep_size))]
+        pool = pool._replace(notes=[*pool.notes, redundant_note(model, ep_size)])
     lines = {name: words for name, words in lines.items() if name not in unloadable}
     from mha_cli.core.links import host_devices
 

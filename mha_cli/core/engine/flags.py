@@ -208,6 +208,7 @@ SPANS: tuple[Span, ...] = (
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
     Span("sglang", "--kv-cache-dtype fp8_e5m2", "0.4.0", None, SGLANG_E5M2),
     Span("sglang", "--ep-size", "0.4.0.post1", None, SGLANG_ARGS),
+    Span("sglang", "--ep-num-redundant-experts", "0.4.6.post5", None, SGLANG_ARGS),
     Span("sglang", "--enable-ep-moe", "0.4.0.post1", "0.5.2", SGLANG_EP_MOE),
     Span("sglang", "--pp-size", "0.4.6.post2", None, f"{WHEELS}; https://github.com/sgl-project/sglang/pull/5724"),
     Span("sglang", "--enable-deepep-moe", "0.4.4.post2", "0.5.2",
