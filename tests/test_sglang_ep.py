@@ -69,3 +69,14 @@ def test_deepep_is_nvidias_alone(cli):
                       "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
     split = nvidia["splits"][nvidia["chosen"]]
     assert (split["decode_dp"] > 1) == ("deepep" in nvidia["launch"]["vllm"])  # DeepEP kept where it runs
+
+
+def test_a_disaggregated_sglang_worker_adds_the_copies_too(cli):
+    """The disaggregated DP workers wrote --ep-size N with no copies where the experts do not divide N (the aggregated
+    line adds them): Qwen3-235B-A22B's 128 experts over a 6-GPU worker need 4."""
+    from mha_cli.core.cost.disaggregated_launch import _parallel_flags
+    from mha_cli.core.cost.disaggregated_layouts import WorkerLayout
+
+    words = _parallel_flags(WorkerLayout(tp=1, dp=6), "decode", sglang=True, redundant=4)
+    assert words[-2:] == ["--ep-num-redundant-experts", "4"] and "--ep-size" in words
+    assert "--ep-num-redundant-experts" not in _parallel_flags(WorkerLayout(tp=1, dp=8), "decode", sglang=True)

@@ -46,6 +46,7 @@ from mha_cli.core.cost.launch_settings import format_notes, kv_cache_dtype_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.engine.settings import TPU_VENDOR
+from mha_cli.core.engine.sglang_ep import redundant_experts
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
@@ -70,8 +71,9 @@ def _host(node: int, nodes: int, local: str) -> str:
 
 
 def _parallel_flags(
-    layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None, deepep: bool = True
-) -> list[str]:
+    layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None, deepep: bool = True,
+    redundant: int = 0,
+) -> list[str]:  # fmt: skip
     """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
     throughput kernels; decode: its low-latency ones; ``deepep`` False, off NVIDIA: the engines' default dispatch),
     in the words of SGLang's ``generation_id`` (None: latest)."""
@@ -81,7 +83,9 @@ def _parallel_flags(
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
         dispatch = [*sglang_deepep_flags(generation_id), "--deepep-mode", mode] if deepep else []
-        return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus, *dispatch]
+        copies = ["--ep-num-redundant-experts", str(redundant)] if redundant else []  # core.engine.sglang_ep
+        return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus, *dispatch,
+                *copies]  # fmt: skip
     backend = "deepep_high_throughput" if role == "prefill" else "deepep_low_latency"
     return ["--tensor-parallel-size", str(layout.tp), "--data-parallel-size", str(layout.dp),
             "--enable-expert-parallel", *(["--all2all-backend", backend] if deepep else [])]  # fmt: skip
@@ -130,12 +134,14 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
 
 
 def disaggregated_launch(
-    plan: DisaggregatedPlan, split: Split, served: ServedModel, deployment: DeploymentSpec, *, utilisation: float
-) -> dict[str, str]:
+    plan: DisaggregatedPlan, split: Split, served: ServedModel, deployment: DeploymentSpec, *, utilisation: float,
+    spec: ModelSpec | None = None,
+) -> dict[str, str]:  # fmt: skip
     """The ``vllm`` and ``sglang`` lines of ``split`` (one command a line): ``utilisation`` the engine's memory
     fraction priced, on the priced engine's line only (vLLM's ``--gpu-memory-utilization``, SGLang's
     ``--mem-fraction-static``; TensorRT-LLM's free fraction is neither's, as ``search.launch_commands`` writes them),
-    the decode workers' running cap the largest batch whose step meets --itl-ms."""
+    the decode workers' running cap the largest batch whose step meets --itl-ms; ``spec``: the model, whose experts an
+    SGLang DP worker's --ep-size may need redundant copies of to divide (``core.engine.sglang_ep``)."""
     context = str(plan.isl + plan.osl)
     model = served.model
     sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
@@ -189,7 +195,8 @@ def disaggregated_launch(
             mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
-                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep), "--base-gpu-id", str(first), "--port", str(sglang_port),
+                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep,
+                                  redundant=0 if spec is None else redundant_experts(spec, layout.gpus)), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
@@ -260,7 +267,7 @@ def disaggregated_with_launch(
     if target.target.vendor == TPU_VENDOR:  # the lines written are CUDA's (review 265 #9)
         return plan.model_copy(update={"launch_note": TPU_NOT_WRITTEN})
     split = plan.splits[plan.chosen]
-    launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization)
+    launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization, spec=model)
     if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
         launch = {"vllm": launch["vllm"]}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
