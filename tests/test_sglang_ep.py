@@ -64,11 +64,12 @@ def test_deepep_is_nvidias_alone(cli):
     assert refused.exit_code == 2 and "vLLM runs DeepEP on NVIDIA GPUs alone (NVSHMEM" in refused.output
     found = cli.json("plan", "deepseek-v3", "--target", "2x8xmi300x", "--disaggregated", "--isl", "2048", "--osl",
                      "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
+    assert found["splits"][found["chosen"]]["decode_dp"] > 1  # a DP worker, priced and launched without DeepEP
     assert found["launch"] and not any("deepep" in line for line in found["launch"].values())
     nvidia = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--disaggregated", "--isl", "2048", "--osl",
                       "512", "--ttft-ms", "3000", "--itl-ms", "80")  # fmt: skip
     split = nvidia["splits"][nvidia["chosen"]]
-    assert (split["decode_dp"] > 1) == ("deepep" in nvidia["launch"]["vllm"])  # DeepEP kept where it runs
+    assert split["decode_dp"] > 1 and "deepep" in nvidia["launch"]["vllm"]  # DeepEP kept where it runs
 
 
 def test_a_disaggregated_sglang_worker_adds_the_copies_too(cli):

@@ -66,7 +66,8 @@ def calibrate_from_results(
     loaded = load_source(model)
     runs = collect(sources)
     check_model(runs, loaded, served_model_name)
-    server_note = server_engine(runs, deployment)
+    engine, server_note = server_engine(runs, deployment["engine"])
+    deployment = {**deployment, "engine": engine}
     longest = max(i + o for run in runs for i, o in run.lengths)
     spec = merge_deployment(loaded.deployment, model=loaded.model, seq_len=longest, target=resolved.spec,
                             **deployment)  # fmt: skip
@@ -93,17 +94,16 @@ def calibrate_from_results(
     write_text_atomic(path, fit.profile.model_dump_json(indent=1) + "\n", force=force)
     import shlex
 
-    engine = ["--engine", deployment["engine"]] if deployment["engine"] else []
-    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, *engine, "--profile", chosen])
+    engine_words = ["--engine", engine] if engine else []
+    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, *engine_words, "--profile", chosen])
     notes = [*fit.notes, *([server_note] if server_note else [])]
     Output(json).emit(fit.model_copy(update={"path": str(path), "use": use, "notes": notes}), render_fit)
 
 
-def server_engine(runs: list[MeasuredRun], deployment: dict[str, Any]) -> str | None:
-    """Price the server the files' client says it measured (``bench_results.server_of``: SGLang's ``bench_serving
-    --backend sglang-oai`` measured an SGLang server) where ``--engine`` is left out, setting ``deployment["engine"]``;
-    one line for files that name two engines. Returns the note saying which engine priced the fit, or why not the
-    files'."""
+def server_engine(runs: list[MeasuredRun], given: str | None) -> tuple[str | None, str | None]:
+    """(the engine that prices the fit, the note saying why) for runs whose client names the server it measured
+    (``bench_results.server_of``: SGLang's ``bench_serving --backend sglang-oai`` measured an SGLang server): that
+    engine where ``--engine`` (``given``) is left out; one line for files that name two engines."""
     from mha_cli.core.engine.generations import generation_of
 
     named = {(run.server, run.backend) for run in runs if run.server is not None}
@@ -114,17 +114,18 @@ def server_engine(runs: list[MeasuredRun], deployment: dict[str, Any]) -> str | 
             f" {', '.join(sorted(shown(backend) for _, backend in named))}): fit one engine's runs at a time"
         )
     if not servers:
-        return None
+        return given, None
     server, backends = servers[0], ", ".join(sorted(shown(backend) for _, backend in named))
-    given = deployment["engine"]
     if given is None:
-        deployment["engine"] = server
-        return f"priced with {server}'s rules: the files' client backend {backends} names it (--engine to set another)"
-    if generation_of(given).engine != server:
         return (
+            server,
+            f"priced with {server}'s rules: the files' client backend {backends} names it (--engine to set another)",
+        )
+    if generation_of(given).engine != server:
+        return given, (
             f"priced with {given}'s rules as --engine asks, though the files' client backend {backends} names {server}"
         )
-    return None
+    return given, None
 
 
 def render_fit(console: Console, fit: CalibrationFit) -> None:

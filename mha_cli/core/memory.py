@@ -328,10 +328,11 @@ def plan_memory(
     release = settings.engine_version or (None if last is None else f"{last[0]}.{last[1]}")
     refuse_rocm_nvfp4(model, deployment, weight_dtype, engine=settings.engine, vendor=device.vendor, release=release)
     scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
+    release_priced = release_key_priced(chosen)  # the one typed, else the generation's last: the rules' release
     refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability,
-                          release_key_priced(chosen))  # fmt: skip
+                          release_priced)  # fmt: skip
     straddles = group_straddle_refusal(  # a quantisation group cut by the split: core.engine.group_alignment
-        model, weight_dtype, scheme, kv.tp, settings.engine, release_key_priced(chosen), experts
+        model, weight_dtype, scheme, kv.tp, settings.engine, release_priced, experts
     )
     if straddles is not None:
         raise BadInputError(straddles)
@@ -341,7 +342,7 @@ def plan_memory(
             f" is {device.vendor}'s: leave out --moe-a2a-backend for the default all-gather dispatch, or --engine sglang"
         )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
-        uneven = sglang_experts_uneven(model, experts.ranks, release_key_priced(chosen))
+        uneven = sglang_experts_uneven(model, experts.ranks, release_priced)
         if uneven is not None:
             raise BadInputError(uneven)
     kernel = vllm_expert_kernel(

@@ -650,6 +650,7 @@ def launch_commands(
     if uneven is not None and "sglang" in lines:  # its MoE layer asserts the experts divide (trial 268 #2)
         unloadable["sglang"] = uneven
     elif "sglang" in lines and redundant_experts(model, ep_size):  # copies that make them divide (sglang_ep)
+        assert ep_size is not None
         lines["sglang"] += ["--ep-num-redundant-experts", str(redundant_experts(model, ep_size))]
         pool = pool._replace(notes=[*pool.notes, redundant_note(model, ep_size)])
     lines = {name: words for name, words in lines.items() if name not in unloadable}

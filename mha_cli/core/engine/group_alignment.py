@@ -99,8 +99,9 @@ def group_straddle_refusal(
     on a rank cuts a quantisation group (module docstring), and the largest tp dividing it that keeps them whole; None
     where none does or the engine is not read."""
     split_experts = experts is not None and not experts.whole and experts.ranks > 1  # over DP ranks at tp 1 too
-    if (tp == 1 and not split_experts) or engine not in ENGINES:
-        return None
+    formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
+    if (tp == 1 and not split_experts) or engine not in ENGINES or not formats & set(GROUPED):
+        return None  # (the last: nothing grouped, no tensor to walk: a bf16 search prices many layouts)
     # only vLLM's Fp8MoEMethod refines (fp8.py); compressed-tensors' and Quark's fp8 MoE methods raise (review 269)
     refines = engine == "vllm" and (scheme is None or scheme.method not in UNREFINED_METHODS)
     old_vllm = release is not None and release[:2] < VLLM_EXPERTS_REFINED_FROM
@@ -109,7 +110,7 @@ def group_straddle_refusal(
     if straddles is None:
         return None
     part, width, side, (fmt, group) = straddles
-    unit = "blocks" if fmt == "fp8-block" else "groups"
+    unit = "blocks" if fmt == FP8_BLOCK else "groups"
     said = (
         f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
         f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks)"
