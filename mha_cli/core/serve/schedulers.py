@@ -46,14 +46,19 @@ computing; SGLang (radix tree insert after a prefill chunk) and TensorRT-LLM (bl
 hold them once the step that computed them ends. vLLM's block pool and SGLang's radix cache hold the cached blocks
 once (``share_blocks``, ``core.cost.prefix_pool``): a hit links them and takes blocks only for the rest, a block no
 running request links stays cached among the free ones until a new block is taken (evicted, the tail first).
-TensorRT-LLM's pool is priced as if each request held its own copy of the prefix (it too shares it): a floor. Pure
-Python.
+TensorRT-LLM's pool is priced as if each request held its own copy of the prefix (it too shares it): a floor.
+
+**Sliding windows** (vLLM V1's hybrid allocator, no shared prefix): the pool is counted in blocks of one KV cache
+group, a request holding its blocks in each; a sliding-window or chunked group gives back the blocks its window left
+before each allocation, and from 0.21 asks at admission no more than the start-up sizer gave it
+(``core.serve.window_blocks``). Pure Python.
 """
 
 from collections import Counter, deque
 from typing import Literal, NamedTuple
 
 from mha_cli.core.serve.offload import PrefixTiers
+from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks, held_blocks
 
 EngineKind = Literal["vllm", "sglang", "trtllm"]
 
@@ -169,6 +174,13 @@ class EngineState:
         """Blocks returned to the free queue over the run (its tail)."""
         self.reclaimed_blocks = 0
         """Cached blocks taken back out of the free queue's middle by their own request over the run."""
+        self.window_groups: tuple[WindowGroup, ...] = ()
+        """vLLM's KV cache groups where some are sliding-window (or chunked) ones (``core.serve.window_blocks``): the
+        pool's blocks are then blocks of one group, a request holding its blocks in each; empty: a block holds one
+        block of tokens in every group, as a request takes them where no group frees any."""
+        self.caps_window_admission = False
+        """vLLM 0.21+: a windowed group's ask at admission is capped at the start-up sizer's
+        (``window_blocks.caps_window_admission``)."""
 
     def start(self, request: int) -> None:
         """SGLang, TensorRT-LLM: ``request`` is tried: with nothing computed yet, it starts at its prefix-cache hit;
@@ -300,7 +312,10 @@ class EngineState:
     def grow(self, request: int, tokens: int) -> bool:
         """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them. Sharing
         blocks, a request's first blocks are its hit, linked rather than taken: only those no running request
-        links leave the free queue (vLLM ``get_num_blocks_to_allocate``: the hit's blocks with ``ref_cnt == 0``)."""
+        links leave the free queue (vLLM ``get_num_blocks_to_allocate``: the hit's blocks with ``ref_cnt == 0``).
+        With windowed groups, the blocks their windows left go back first (``core.serve.window_blocks``)."""
+        if self.window_groups:
+            return self._grow_windowed(request, tokens)
         more = self.blocks_for(tokens) - self.held[request]
         link = 0
         if self.share_blocks and not self.held[request] and self.linked[request]:
@@ -325,6 +340,17 @@ class EngineState:
         self.evict_unreferenced()
         return True
 
+    def _grow_windowed(self, request: int, tokens: int) -> bool:
+        """``grow`` over windowed groups: the request's blocks for ``tokens`` less those its windows skipped at its
+        computed tokens (no prefix is shared in this mode: ``core.serve.simulate``)."""
+        held = held_blocks(self.window_groups, tokens, self.computed[request], self.block_size)
+        more = held - self.held[request]
+        if more > self.free_blocks:
+            return False
+        self.free_blocks -= more
+        self.held[request] = held
+        return True
+
     def _taken_with(self, request: int, link: int) -> int:
         """Of ``link`` hit blocks ``request`` would link, those that leave the free queue: the ones no running
         request links yet."""
@@ -334,7 +360,13 @@ class EngineState:
         """Whether the pool could hold all of waiting ``request``'s known tokens now, its hit linked, nothing
         taken, and still have ``keep`` blocks free (vLLM ``allocate_slots(full_sequence_must_fit=True)``: the blocks
         for ``request.num_tokens`` less the hit's blocks already in use, against the free blocks, evictable cached
-        ones included; V0 ``can_allocate``: the prompt's blocks and the watermark)."""
+        ones included; V0 ``can_allocate``: the prompt's blocks and the watermark; windowed groups:
+        ``window_blocks.admission_blocks``)."""
+        if self.window_groups:
+            ask = admission_blocks(
+                self.window_groups, self.known(request), self.block_size, capped=self.caps_window_admission
+            )
+            return ask - self.held[request] + keep <= self.free_blocks
         more = self.blocks_for(self.known(request)) - self.held[request]
         if self.share_blocks and not self.held[request] and self.linked[request]:
             link = min(self.linked[request], self.cached_blocks(request))

