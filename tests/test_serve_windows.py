@@ -12,6 +12,7 @@ from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks, held_blocks, skipped_tokens
 from mha_cli.core.serve.workload import Workload
+from tests.conftest import reference_hf_config
 
 FULL = WindowGroup("full", 0, 0)
 GEMMA3_SLIDING = WindowGroup("sliding", 1024, 1089)
@@ -95,3 +96,25 @@ def test_gemma3_at_33k_on_vllm_020_is_refused_with_the_cause(cli):
     assert result.exit_code == 2
     assert "vLLM 0.19-0.20 admits a request only when" in result.output
     assert "vllm@0.21" in result.output
+
+
+def test_a_state_group_holds_its_blocks_whatever_the_length():
+    state = WindowGroup("state", 0, 1)
+    assert held_blocks((FULL, state, state), 131072, 130000, 528) == 249 + 2
+    assert admission_blocks((FULL, state, state), 130000, 528, capped=False) == 247 + 2
+
+
+def test_a_mamba_hybrid_runs_what_its_engine_admits(cli):
+    """Granite-4.0-H-Small on one H200 at 131,072 tokens: 7,664 blocks of 528 tokens over 10 groups, 4 of attention
+    layers in one and 36 Mamba layers in nine, a state a block (what `mha kv` prints: 29.7x). A waiting request asks
+    ceil(130,000 / 528) + 9 = 256 blocks, a decoding one holds 249 + 9 = 258, so 1 + (7,664 - 256) // 258 = 29 run
+    at once, as the engine's plan admits; the old count (a block of tokens in every group: 7,664 // 10 = 766 of 249)
+    ran 3."""
+    plan = cli.json(
+        "plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "h200", "--tp", "1", "--isl", "130000",
+        "--osl", "1072", "--concurrency", "32", "--num-prompts", "64",
+    )  # fmt: skip
+    assert plan["memory"]["engine"]["kv_blocks"] == 7664
+    assert plan["running_per_replica"] == 29
+    assert plan["simulated"]["max_running"] == 1 + (7664 - 256) // 258 == 29
+    assert plan["simulated"]["preemptions"] == 0

