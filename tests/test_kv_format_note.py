@@ -39,11 +39,17 @@ def test_a_format_the_engine_offers_gets_no_such_note(cli, engine, kv):
 
 def test_check_counts_it_as_a_warning(cli):
     """``mha check`` passed an int8 cache on vLLM with 0 warnings (found by newuser trial 229): it now counts the note
-    (``--strict`` fails on it); on TensorRT-LLM's C++ engine, which has one, no warning."""
+    (``--strict`` fails on it), and the engine's plan says vLLM stops at start-up (its memory plan said it starts
+    and logged a pool: trial 271 #1), a second warning (MHA026, the engine does not start); on TensorRT-LLM's C++ engine, which
+    has one, no warning."""
     common = ("check", "llama-3-8b", "--target", "h20", "--kv-dtype", "int8")
     on_vllm, on_trtllm = cli.json(*common, "--engine", "vllm"), cli.json(*common, "--engine", "trtllm-cpp")
-    expected = NOTE.format(engine="vLLM", offers="fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4")
-    assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 1
+    offers = "fp32, fp16, bf16, fp8, fp8_ds_mla, nvfp4"
+    expected = NOTE.format(engine="vLLM", offers=offers)
+    assert on_vllm["deployment_warnings"] == [expected] and on_vllm["warnings"] == 2
+    assert "MHA026" in on_vllm["rules_fired"] and on_vllm["errors"] == 0
+    assert not on_vllm["memory"]["engine"]["starts"]
+    assert on_vllm["memory"]["engine"]["log_lines"] == [NOTE.split(":")[0].format(engine="vLLM", offers=offers)]
     assert on_trtllm["warnings"] == 0
     assert cli.run(*common, "--engine", "vllm", "--strict").exit_code == 1
 
@@ -103,3 +109,17 @@ def test_an_e5m2_cache_for_mla_on_vllm_is_refused_where_no_backend_takes_it(cli)
         assert not any("fp8_e5m2" in note for note in cli.json(*kv, *other)["engine"]["notes"]), other
     gqa = cli.json("kv", "llama-3.1-8b", "--target", "h200", "--kv-cache-dtype", "fp8_e5m2")
     assert not any("e4m3 alone" in note for note in gqa["engine"]["notes"])
+
+
+def test_kv_says_the_engine_stops_for_a_cache_it_refuses_on_that_gpu(cli):
+    """`mha kv` printed what vLLM "would log" (a pool of 363,216 tokens) and `starts: true` for an nvfp4 cache on a
+    V100, which vLLM refuses before sizing any pool, and `--fail-if-no-fit` exited 0; plan refuses it (trial 271
+    #1). The engine's plan now stops at start-up with that refusal; the format's bytes stay in the KV table."""
+    common = ("kv", "llama-3.1-8b", "--kv-dtype", "nvfp4", "--engine", "vllm@0.32", "--seq", "32k")
+    args = (*common, "--target", "v100")
+    engine = cli.json(*args)["memory"]["engine"]
+    refusal = "vLLM's nvfp4 KV cache runs on compute capability 8.x, 9.x, 10.x or 12.x, not on NVIDIA Tesla V100"
+    assert not engine["starts"] and engine["refusal"].startswith(refusal)
+    assert engine["log_lines"] == [engine["refusal"]]
+    assert cli.run(*args, "--fail-if-no-fit").exit_code == 1
+    assert cli.run(*common, "--target", "h100", "--fail-if-no-fit").exit_code == 0  # the control: it runs there

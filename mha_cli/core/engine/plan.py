@@ -1129,6 +1129,12 @@ def plan_engine(
     load_failure = _weights_overflow(target, weights_bytes_per_rank)
     if load_failure is not None:  # the engine never reaches its KV profiling: no pool message is logged
         pool = pool._replace(starts=False, refusal=load_failure.refusal, log_lines=[load_failure.refusal])
+    format_note = kv_format_note(
+        settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
+    )
+    if format_note is not None and pool.starts:  # refused at launch or backend selection, before any pool is sized
+        refused = format_note.removesuffix(":" + FORMAT_LACKING)
+        pool = pool._replace(starts=False, refusal=refused, log_lines=[refused])
     deficit = max(0, -pool.available)
     pool.budget.append(
         BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
@@ -1170,9 +1176,6 @@ def plan_engine(
     if not target.device_memory_measured:
         notes.append(f"{target.id}: its memory as torch reports it is an {target.torch_memory_source}")
     notes.extend(unified_memory_notes(target, settings.engine, settings.utilisation))
-    format_note = kv_format_note(
-        settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
-    )
     if format_note is not None:
         notes.append(format_note)
     padded = padded_vocab(model.embeddings.vocab_size)
