@@ -59,8 +59,8 @@ def pool_runs(results: Path = HERE / "results") -> list[PoolRun]:
     manifest = json.loads((results / "manifest.json").read_text())
     out = []
     for entry in manifest["runs"]:
-        if not entry.get("kv_blocks_override"):
-            continue
+        if not entry.get("kv_blocks_override") or not entry["shape"].startswith("preempt"):
+            continue  # a small pool of another study (window_eval.py)
         (run,) = read_results(results / entry["file"])
         delta: dict[str, Any] = entry["metrics_delta"]
         out.append(PoolRun(run, entry["model"], entry["kv_blocks_override"], entry["prefix_caching"],

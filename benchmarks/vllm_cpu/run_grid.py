@@ -24,6 +24,9 @@ Examples:
     python3 benchmarks/vllm_cpu/run_grid.py --dry-run       # print commands
     python3 benchmarks/vllm_cpu/run_grid.py --models tiny-llama --only short \
         --concurrency 1 4 16 --no-open-loop
+    # a sliding-window model (the tiny Gemma 3 of models/gemma3) on a small pool, its running requests sampled
+    python3 benchmarks/vllm_cpu/run_grid.py --models gemma3 --only window --concurrency 8 --no-open-loop \
+        --kv-blocks 200 --no-prefix-caching --max-num-batched-tokens 256
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -96,7 +100,11 @@ MODELS = {
     "tiny-llama": llama_config(512, 1536, 4, 8, 2),
     # 8 layers, 8 heads of 128, 4 KV heads (GQA 2:1)
     "small-llama": llama_config(1024, 2816, 8, 8, 4),
+    # the tiny Gemma 3 of startup_families.py: 7 sliding-window layers (window 256) and 1 full one
+    "gemma3": json.loads((MODELS_DIR / "gemma3" / "config.json").read_text()),
 }
+GRID_MODELS = ["tiny-llama", "small-llama"]
+"""The models of the whole grid (gemma3: the small-pool window runs only)."""
 
 # --- server settings (all explicit, all recorded) ---------------------------
 SERVER = {
@@ -140,6 +148,9 @@ SHAPES = {  # name: (input_len, output_len)
     # blocks: its first decode already needs a new one)
     "preempt": (512, 384),
     "preempt-long": (1024, 512),
+    # with --kv-blocks on a sliding-window model: prompts of many windows, so a running request holds far less than
+    # its length in the windowed groups
+    "window": (1536, 256),
 }
 RANGE_RATIO = 0.0  # fixed lengths: exact input/output token counts
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
@@ -168,6 +179,7 @@ GRID = {
         },
     },
 }
+GRID["gemma3"] = {"concurrency": {"window": [8]}, "prompt_factor": 1.0, "open": {"window": []}}
 CLIENT_TIMEOUT_S = 420
 SERVER_START_TIMEOUT_S = 600
 
@@ -175,7 +187,7 @@ SERVER_START_TIMEOUT_S = 600
 def num_prompts_closed(shape, c, factor=1.0):
     # at least ~8 "rounds" of the concurrency window for short prompts and
     # 4 for long ones, so the steady state dominates the ramp-up and drain
-    if shape.startswith("preempt"):  # the window and half again: slow runs (one engine step in ~0.1 s on an AVX2 host)
+    if shape.startswith(("preempt", "window")):  # the window and half again: slow runs (a step ~0.1 s on AVX2)
         return 3 * c // 2
     n = max(8 * c, 64) if shape == "short" else max(4 * c, 32)
     return max(int(n * factor), 2 * c, 16)
@@ -400,6 +412,23 @@ def scrape_metrics():
     return out
 
 
+def sample_running(stop, seen):
+    """Until ``stop`` is set, the server's ``vllm:num_requests_running`` gauge every 0.2 s into ``seen`` (the
+    running requests it counts each step: ``PrometheusStatLogger.record``)."""
+    while not stop.is_set():
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{PORT}/metrics", timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            text = ""
+        values = [
+            float(line.rpartition(" ")[2]) for line in text.splitlines() if line.startswith("vllm:num_requests_running")
+        ]
+        if values:
+            seen.append(sum(values))
+        stop.wait(0.2)
+
+
 def warm_up(name, requests=2):
     """Requests of 16 prompt and 8 output tokens straight to the server, before its counters are read: the client
     then runs without warm-ups of its own (``--num-warmups 0``), which would repeat its first prompt at its full
@@ -593,6 +622,7 @@ def suffix(args):
     pool, ``_kv48`` (prefix caching on) or ``_kv48_nocache``."""
     tail = f"_p{args.prefix_len}" if args.prefix_len else ""
     tail += f"_kv{args.kv_blocks}" if args.kv_blocks else ""
+    tail += f"_b{args.max_num_batched_tokens}" if args.max_num_batched_tokens else ""
     if tail and not args.prefix_caching:
         tail += "_nocache"
     return tail
@@ -671,9 +701,16 @@ def serve_session(args, name, todo, t_start, vers, mach):
             if args.kv_blocks:
                 warm_up(name)
                 before = scrape_metrics()
+            running, stop = [], threading.Event()
+            sampler = threading.Thread(target=sample_running, args=(stop, running), daemon=True)
+            if args.kv_blocks:
+                sampler.start()
             t0 = time.time()
             rc = run_client(cmd, LOGS / (pt["file"][:-5] + ".client.log"))
             dt = time.time() - t0
+            stop.set()
+            if args.kv_blocks:
+                sampler.join()
             after = scrape_metrics() if args.kv_blocks else None
             ok = rc == 0 and (RESULTS / pt["file"]).exists()
             log(f"  rc={rc} in {dt:.0f}s{'' if ok else ' FAILED'}")
@@ -711,6 +748,7 @@ def serve_session(args, name, todo, t_start, vers, mach):
                 entry["metrics_before"] = before
                 entry["metrics_after"] = after
                 entry["metrics_delta"] = {k: after[k] - before.get(k, 0.0) for k in sorted(after)}
+                entry["running_sampled"] = {"max": max(running, default=0.0), "samples": len(running)}
             man = load_manifest()
             man["runs"] = [r for r in man["runs"] if r["file"] != pt["file"]]
             man["runs"].append(entry)
@@ -727,7 +765,7 @@ def serve_session(args, name, todo, t_start, vers, mach):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--models", nargs="+", default=GRID_MODELS, choices=list(MODELS))
     ap.add_argument("--only", nargs="+", choices=list(SHAPES), help="prompt shapes to run (default: all)")
     ap.add_argument("--concurrency", nargs="+", type=int, help=f"closed-loop concurrencies (default: {CONCURRENCIES})")
     ap.add_argument("--rates", nargs="+", type=float, help="subset of open-loop rates")
@@ -749,7 +787,13 @@ def main():
         help="the server's pool in blocks (--num-gpu-blocks-override N), prefix caching on; one server per run, its"
         " /metrics counters (preemptions, prefix cache) kept before and after the run in the manifest",
     )  # fmt: skip
+    ap.add_argument(
+        "--max-num-batched-tokens", type=int, default=0,
+        help=f"the server's step budget (default {SERVER['max_num_batched_tokens']}); recorded in the run's settings",
+    )  # fmt: skip
     args = ap.parse_args()
+    if args.max_num_batched_tokens:
+        SERVER["max_num_batched_tokens"] = args.max_num_batched_tokens
     if not args.prefix_len and not args.kv_blocks:
         args.prefix_caching = False
 
