@@ -133,3 +133,13 @@ def test_counts_past_a_million_t_are_shown_in_powers_of_ten(count, shown):
     """``recommend --params 1e30B`` was refused as "parameter budget 1,000,000,000,000,000,013,287,555,072T is too
     large": a float's rounding noise printed as digits the user never typed."""
     assert format_count(count) == shown
+
+
+def test_an_unknown_suffix_is_named_as_typed():
+    """The token-count error echoed 'Q' for a typed '8q' (trial 271 #5); units still match in either case."""
+    with pytest.raises(BadInputError, match="unknown suffix 'q' in token count '8q'"):
+        parse_token_count("8q")
+    with pytest.raises(BadInputError, match="unknown unit 'gx' in memory size '80gx'"):
+        parse_byte_size("80gx")
+    assert parse_token_count("8K") == parse_token_count("8k") == 8192
+    assert parse_byte_size("24gib") == 24 * 2**30

@@ -369,7 +369,7 @@ def plan(
     _check_max_model_len(max_model_len, isl + osl)
     if shared_prefix is not None and not 0 <= shared_prefix <= isl:
         raise BadInputError(
-            f"--shared-prefix {shared_prefix:,}: give 0 to --isl ({isl:,}); the prefix is part of the prompt"
+            f"--shared-prefix {shared_prefix:,}: give 0 up to --isl ({isl:,}); the prefix is part of the prompt"
         )
     offload_bytes = _offload_bytes(kv_offload_gib, shared_prefixes, shared_prefix)
     if concurrency is not None:
@@ -502,7 +502,7 @@ def plan(
         if shared_prefix > shortest:
             raise BadInputError(
                 f"--shared-prefix {shared_prefix:,}: the lengths file has a prompt of {shortest:,} tokens; the prefix"
-                f" is part of every prompt: give 0 to {shortest:,}"
+                f" is part of every prompt: give 0 up to {shortest:,}"
             )
     long_requests = None if client is None else longest_request_note(client, isl, osl, loaded.model, deployment)
     if slo_percentile not in (0, 50, 90, 99):

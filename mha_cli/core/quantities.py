@@ -45,6 +45,7 @@ _BYTE_UNITS = {
 
 
 def _split(text: object, what: str, example: str) -> tuple[Decimal, str]:
+    """(the number, its suffix as typed) of a quantity ``text``."""
     if not isinstance(text, str):
         raise BadInputError(f"{what} must be a number or text such as {example} (got {type(text).__name__})")
     if len(text) > MAX_QUANTITY_CHARS:
@@ -58,7 +59,7 @@ def _split(text: object, what: str, example: str) -> tuple[Decimal, str]:
         raise BadInputError(f"cannot read {what} {shown(text)}") from exc
     if abs(number.adjusted()) > _MAX_EXPONENT:
         raise BadInputError(f"{what} {shown(text)} is out of range")
-    return number, match.group(2).upper()
+    return number, match.group(2)
 
 
 def _scale(text: str, number: Decimal, factor: int, what: str) -> int:
@@ -87,11 +88,11 @@ def parse_param_count(text: str | int) -> int:
     if isinstance(text, int):
         return _exact_int(text, "parameter count")
     number, suffix = _split(text, "parameter count", "7B, 350M, 1.5T")
-    if suffix not in _DECIMAL_COUNT:
+    if suffix.upper() not in _DECIMAL_COUNT:
         raise BadInputError(
             f"unknown suffix {shown(suffix, 8)} in parameter count {shown(text)}: use K, M, B (or G) or T (e.g. 7B)"
         )
-    return _scale(text, number, _DECIMAL_COUNT[suffix], "parameter count")
+    return _scale(text, number, _DECIMAL_COUNT[suffix.upper()], "parameter count")
 
 
 def parse_token_count(text: str | int) -> int:
@@ -99,11 +100,11 @@ def parse_token_count(text: str | int) -> int:
     if isinstance(text, int):
         return _exact_int(text, "token count")
     number, suffix = _split(text, "token count", "8192, 8k, 128K")
-    if suffix not in _BINARY_COUNT:
+    if suffix.upper() not in _BINARY_COUNT:
         raise BadInputError(
             f"unknown suffix {shown(suffix, 8)} in token count {shown(text)}: use k, M or G (e.g. 8k = 8192)"
         )
-    return _scale(text, number, _BINARY_COUNT[suffix], "token count")
+    return _scale(text, number, _BINARY_COUNT[suffix.upper()], "token count")
 
 
 def parse_byte_size(text: str | int) -> int:
@@ -111,11 +112,11 @@ def parse_byte_size(text: str | int) -> int:
     if isinstance(text, int):
         return _exact_int(text, "memory size")
     number, suffix = _split(text, "memory size", "80GB, 24GiB")
-    if suffix not in _BYTE_UNITS:
+    if suffix.upper() not in _BYTE_UNITS:
         raise BadInputError(
             f"unknown unit {shown(suffix, 8)} in memory size {shown(text)}: use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB"
         )
-    return _scale(text, number, _BYTE_UNITS[suffix], "memory size")
+    return _scale(text, number, _BYTE_UNITS[suffix.upper()], "memory size")
 
 
 def format_bytes(n_bytes: float) -> str:
