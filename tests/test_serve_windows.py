@@ -1,4 +1,4 @@
-"""vLLM's sliding-window groups in the simulated serving loop (``core.serve.window_blocks``): the blocks a request
+"""vLLM's sliding-window groups in the simulated serving loop (``core.engine.window_blocks``): the blocks a request
 holds and asks for, by hand, and what the loop admits with them, against the old count (a block of tokens in every
 group) that refused or starved these runs."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from mha_cli.core.engine.vllm_rule_releases import caps_window_admission
+from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, held_blocks, skipped_tokens
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.step_cost import StepCost
-from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks, held_blocks, skipped_tokens
 from mha_cli.core.serve.workload import Workload
 from tests.conftest import reference_hf_config
 
@@ -89,13 +89,18 @@ def test_gemma3_at_33k_runs_what_its_pool_admits_beside_decoding_requests(cli, r
 
 
 def test_gemma3_at_33k_on_vllm_020_is_refused_with_the_cause(cli):
-    result = cli.run(
-        "plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--isl", "32000", "--osl", "1000", "--concurrency",
-        "8", "--engine", "vllm@0.20",
-    )  # fmt: skip
+    """vLLM 0.20 asks 7 x 2,063 = 14,441 blocks for the prompt, more than its pool of 12,905 at 33,000 tokens: it
+    never admits one (vllm-project/vllm#39734), though it starts. `plan` refuses in one line pointing at `kv`, which
+    says why; 0.21 runs 4 (above)."""
+    pinned = ("--target", "h100", "--tp", "1", "--isl", "32000", "--osl", "1000", "--concurrency", "8")
+    result = cli.run("plan", "gemma-3-27b", *pinned, "--engine", "vllm@0.20")
     assert result.exit_code == 2
-    assert "vLLM 0.19-0.20 admits a request only when" in result.output
-    assert "vllm@0.21" in result.output
+    assert "the engine admits no request of this length on this deployment: see `mha kv` for why" in result.output
+    engine = cli.json("kv", "gemma-3-27b", "--target", "h100", "--seq", "33000", "--engine", "vllm@0.20")["memory"][
+        "engine"
+    ]
+    assert engine["starts"] and engine["admitted_per_replica"] == 0
+    assert any("asks 14,441 blocks of 12,905, so none is admitted" in note for note in engine["notes"])
 
 
 def test_a_state_group_holds_its_blocks_whatever_the_length():

@@ -1,5 +1,5 @@
 """The real vLLM's sliding-window runs on this CPU (``benchmarks/vllm_cpu/results``, ``window_eval.py``): the
-simulated loop with ``core.serve.window_blocks`` runs as many requests at once as the server's gauge showed, and the
+simulated loop with ``core.engine.window_blocks`` runs as many requests at once as the server's gauge showed, and the
 old count (a block of tokens in every group) runs fewer: it must lose."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mha_cli.core.engine.window_blocks import admission_blocks, running_at_length, window_groups_of
 from tests.benchmark_modules import BENCHMARKS, load_benchmark
 
 window_eval = load_benchmark("vllm_cpu/window_eval")
@@ -28,3 +29,16 @@ def test_the_rule_runs_what_the_server_ran_and_the_old_count_fewer(entry):
     assert rule.preemptions == entry["metrics_delta"]["vllm:num_preemptions_total"] == 0
     assert old.max_running == 1 < measured
     assert [group.kind for group in engine.groups].count("sliding") == 7
+
+
+@pytest.mark.parametrize("entry", RUNS, ids=lambda entry: Path(entry["file"]).stem)
+def test_the_closed_forms_count_is_what_ran_and_the_logged_concurrency_less(entry):
+    """`mha kv`'s requests at once for vLLM 0.19+ with windowed groups (``running_at_length``) at the run's lengths
+    is what the server ran; the maximum concurrency it logged (200 blocks: 3.92x, 120: 2.35x) is less."""
+    run, _, engine = window_eval.simulated(entry)
+    (prompt, output), usable = run.lengths[0], entry["kv_blocks_override"] - window_eval.NULL_BLOCKS
+    groups = window_groups_of(engine.groups, engine.block_size)
+    running = running_at_length(groups, usable, prompt + output, engine.block_size, capped=True)
+    assert running == entry["running_sampled"]["max"]
+    logged = entry["kv_blocks_override"] / admission_blocks(groups, 2048, engine.block_size, capped=True)
+    assert int(logged) < running  # the log's figure: the pool over the sizer's blocks for max_model_len 2,048

@@ -6,7 +6,7 @@ Each run (``run_grid.py --models gemma3 --only window --kv-blocks N --no-prefix-
 groups of one layer) with prompts of six windows. The server's ``vllm:num_requests_running`` gauge was sampled every
 0.2 s through the run (``run_grid.sample_running``); its maximum is a floor of what ran at once. The run is simulated
 three ways on the server's pool (its blocks less the null block) and settings: with the rule of
-``core.serve.window_blocks`` (a windowed group frees the blocks its window left, and vLLM 0.21+ asks at admission
+``core.engine.window_blocks`` (a windowed group frees the blocks its window left, and vLLM 0.21+ asks at admission
 what the start-up sizer gave one request), and two controls that must lose: the old count (a block of tokens in
 every group, the pool's blocks over the groups) and vLLM 0.19-0.20's uncapped ask. Times come from the nominal CPU
 profile, not fitted on this model: read the requests at once and the preemptions, which the scheduler's order sets.

@@ -95,6 +95,12 @@ from mha_cli.core.engine.vllm_rule_releases import (
     profiles_cuda_graphs,
     sliding_in_flight_batches,
 )
+from mha_cli.core.engine.window_blocks import (
+    admission_blocks,
+    decoding_blocks,
+    running_at_length,
+    window_groups_of,
+)
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
@@ -1047,6 +1053,36 @@ ENGINES = {"vllm-v0": _vllm_v0, "vllm-v1": _vllm, "vllm-0.21": _vllm, "sglang-0.
 """Each generation's rules (``core.engine.generations`` says what differs; the functions read it from the inputs)."""
 
 
+def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> tuple[int, str | None] | None:
+    """vLLM 0.19+ with sliding-window, chunked or state groups: (the requests of ``seq_len`` tokens its scheduler
+    runs at once, each decoding one holding its window's blocks and a newcomer asking its admission blocks; why,
+    where that is not the logged maximum concurrency), ``core.engine.window_blocks``; None otherwise (the logged
+    maximum concurrency counts them)."""
+    if settings.engine != "vllm" or not pool.starts or not admits_whole_prompt(settings.release):
+        return None
+    groups = window_groups_of(pool.groups, pool.block_size)
+    if not groups:
+        return None
+    capped = caps_window_admission(settings.release)
+    running = running_at_length(groups, pool.blocks, seq_len, pool.block_size, capped=capped)
+    ask = admission_blocks(groups, seq_len, pool.block_size, capped=capped)
+    if not running:
+        return 0, (
+            f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
+            f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {pool.blocks:,}, so none is"
+            " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
+        )
+    if running == int(pool.concurrency):
+        return running, None
+    held = decoding_blocks(groups, seq_len, pool.block_size)
+    return running, (
+        f"vLLM's scheduler runs {running:,} request(s) of {seq_len:,} tokens at once, not the logged"
+        f" {pool.concurrency:.2f}x: a decoding one holds {held:,} blocks over its groups (a windowed group its"
+        f" window's alone), a newcomer asks {ask:,} of the {pool.blocks:,} (core.engine.window_blocks; the real"
+        " vLLM on this CPU ran 5 where it logged 3.92x, outputs/serving/vllm_cpu_windows.md)"
+    )
+
+
 def plan_engine(
     model: ModelSpec,
     kv: KvFootprint,
@@ -1152,6 +1188,11 @@ def plan_engine(
         settings = settings.model_copy(update={"max_num_seqs": requests})
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
+    windowed = _windowed_running(settings, pool, kv.seq_len)
+    if windowed is not None:
+        running, note = windowed
+        admitted = min(running, settings.max_num_seqs)
+        notes += [note] if note else []
     if running_note is not None:
         notes.append(running_note)
     if cpu and settings.kv_cache_bytes is None:

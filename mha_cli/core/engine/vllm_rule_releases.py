@@ -106,7 +106,7 @@ prompt."""
 
 WINDOW_ADMISSION_CAP_FROM = (0, 21)
 """The first vLLM (major, minor) whose whole-prompt admission caps a sliding-window (or chunked) group's ask at the
-blocks the start-up sizer gave one request there (``core.serve.window_blocks``)."""
+blocks the start-up sizer gave one request there (``core.engine.window_blocks``)."""
 
 V1_FROM = (0, 8)
 """The first vLLM (major, minor) whose engine is V1 by default."""

@@ -52,14 +52,14 @@ TensorRT-LLM's pool is priced as if each request held its own copy of the prefix
 KV cache group, a request holding its blocks in each; a sliding-window or chunked group gives back the blocks its
 window left before each allocation, and from 0.21 asks at admission no more than the start-up sizer gave it; a
 Mamba-state group holds one block
-(``core.serve.window_blocks``). Pure Python.
+(``core.engine.window_blocks``). Pure Python.
 """
 
 from collections import Counter, deque
 from typing import Literal, NamedTuple
 
+from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, held_blocks
 from mha_cli.core.serve.offload import PrefixTiers
-from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks, held_blocks
 
 EngineKind = Literal["vllm", "sglang", "trtllm"]
 
@@ -176,12 +176,12 @@ class EngineState:
         self.reclaimed_blocks = 0
         """Cached blocks taken back out of the free queue's middle by their own request over the run."""
         self.window_groups: tuple[WindowGroup, ...] = ()
-        """vLLM's KV cache groups where some are sliding-window (or chunked) ones (``core.serve.window_blocks``): the
+        """vLLM's KV cache groups where some are sliding-window, chunked or state ones (``core.engine.window_blocks``): the
         pool's blocks are then blocks of one group, a request holding its blocks in each; empty: a block holds one
         block of tokens in every group, as a request takes them where no group frees any."""
         self.caps_window_admission = False
         """vLLM 0.21+: a windowed group's ask at admission is capped at the start-up sizer's
-        (``window_blocks.caps_window_admission``)."""
+        (``core.engine.vllm_rule_releases.caps_window_admission``)."""
 
     def start(self, request: int) -> None:
         """SGLang, TensorRT-LLM: ``request`` is tried: with nothing computed yet, it starts at its prefix-cache hit;
@@ -314,7 +314,7 @@ class EngineState:
         """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them. Sharing
         blocks, a request's first blocks are its hit, linked rather than taken: only those no running request
         links leave the free queue (vLLM ``get_num_blocks_to_allocate``: the hit's blocks with ``ref_cnt == 0``).
-        With windowed groups, the blocks their windows left go back first (``core.serve.window_blocks``)."""
+        With windowed groups, the blocks their windows left go back first (``core.engine.window_blocks``)."""
         if self.window_groups:
             return self._grow_windowed(request, tokens)
         more = self.blocks_for(tokens) - self.held[request]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import Field
 
 from mha_cli.core.cost.prefix_pool import shares_prefix_blocks
+from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, window_groups_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
@@ -30,7 +31,6 @@ from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
-from mha_cli.core.serve.window_blocks import WindowGroup, admission_blocks
 from mha_cli.core.serve.workload import Workload
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class EngineLimits(NamedTuple):
     """The pool holds a cached prefix's blocks once, however many requests reference them (vLLM V1, SGLang:
     ``core.cost.prefix_pool``); False: each request its own copy (the floor)."""
     window_groups: tuple[WindowGroup, ...] = ()
-    """vLLM V1's KV cache groups where some are sliding-window, chunked or state ones (``core.serve.window_blocks``);
+    """vLLM V1's KV cache groups where some are sliding-window, chunked or state ones (``core.engine.window_blocks``);
     empty: none, or groups the simulator counts as full ones."""
     group_blocks: int = 0
     """With ``window_groups``: the pool's blocks of one group (``kv_blocks`` is it over the groups)."""
@@ -101,7 +101,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
-    windowed = engine.name == "vllm" and window_groups(engine)
+    windowed = engine.name == "vllm" and window_groups_of(engine.groups, engine.block_size)
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
@@ -113,18 +113,6 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         window_groups=windowed or (), group_blocks=engine.kv_blocks if windowed else 0,
         caps_window_admission=bool(windowed) and engine.caps_window_admission,
     )  # fmt: skip
-
-
-def window_groups(engine: "EnginePlan") -> tuple[WindowGroup, ...]:
-    """vLLM's KV cache groups as ``core.serve.window_blocks`` counts them, where one is a sliding-window, chunked or
-    state group and every group is on the pool's block; empty otherwise (full groups alone, or a group of another
-    block, which the simulator counts as full groups)."""
-    kinds = {group.kind for group in engine.groups}
-    if not kinds & {"sliding", "chunked", "state"}:
-        return ()
-    if any(group.block_size != engine.block_size for group in engine.groups):
-        return ()
-    return tuple(WindowGroup(group.kind, group.window or 0, group.blocks_per_request) for group in engine.groups)
 
 
 class TracePoint(NamedTuple):

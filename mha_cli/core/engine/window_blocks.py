@@ -22,7 +22,11 @@ matches the startup pool sizer", vllm-project/vllm#39734; ``core.engine.vllm_rul
 Pure Python.
 """
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from mha_cli.core.engine.pages import KvGroup
 
 
 class WindowGroup(NamedTuple):
@@ -66,3 +70,45 @@ def admission_blocks(groups: tuple[WindowGroup, ...], tokens: int, block_size: i
         else min(blocks, group.admission_blocks) if capped and group.kind != "full" else blocks
         for group in groups
     )  # fmt: skip
+
+
+def decoding_blocks(groups: tuple[WindowGroup, ...], tokens: int, block_size: int) -> int:
+    """Blocks, over every group, a decoding request of ``tokens`` tokens holds at most: a full group all of them, a
+    sliding one its window's ceil((window - 1) / block) + 1 (the window need not start on a block), a chunked one its
+    chunk's and one more, a state group its own."""
+    blocks = -(-tokens // block_size)
+    held = 0
+    for group in groups:
+        if group.kind == "state":
+            held += group.admission_blocks
+        elif group.kind == "sliding":
+            held += min(blocks, -(-(group.window - 1) // block_size) + 1)
+        elif group.kind == "chunked":
+            held += min(blocks, -(-group.window // block_size) + 1)
+        else:
+            held += blocks
+    return held
+
+
+def running_at_length(
+    groups: tuple[WindowGroup, ...], pool_blocks: int, tokens: int, block_size: int, *, capped: bool
+) -> int:
+    """Requests of ``tokens`` tokens vLLM's scheduler runs at once on ``pool_blocks`` blocks once they decode: a
+    waiting one is admitted while its ask (``admission_blocks``) fits beside those running, each holding
+    ``decoding_blocks``; 0 where one alone is never admitted (0.19-0.20's uncapped ask over the pool)."""
+    ask = admission_blocks(groups, tokens, block_size, capped=capped)
+    if ask > pool_blocks:
+        return 0
+    return 1 + (pool_blocks - ask) // decoding_blocks(groups, tokens, block_size)
+
+
+def window_groups_of(groups: "Sequence[KvGroup]", block_size: int) -> tuple[WindowGroup, ...]:
+    """vLLM's KV cache ``groups`` (``core.engine.pages.KvGroup``) as this module counts them, where one is a
+    sliding-window, chunked or state group and every group is on the pool's ``block_size``; empty otherwise (full
+    groups alone, or a group on another block, counted as full groups)."""
+    kinds = {group.kind for group in groups}
+    if not kinds & {"sliding", "chunked", "state"}:
+        return ()
+    if any(group.block_size != block_size for group in groups):
+        return ()
+    return tuple(WindowGroup(group.kind, group.window or 0, group.blocks_per_request) for group in groups)
