@@ -123,3 +123,19 @@ def test_a_mamba_hybrid_runs_what_its_engine_admits(cli):
     assert plan["running_per_replica"] == 29
     assert plan["simulated"]["max_running"] == 1 + (7664 - 256) // 258 == 29
     assert plan["simulated"]["preemptions"] == 0
+
+
+def test_kvs_batch_as_allocated_agrees_with_its_verdict(cli):
+    """`mha kv gemma-3-27b-it --seq 32768 --batch 2 --target h100` said "fits", 2 at once, beside "as allocated
+    21.0 GiB, short by 7.4 GiB": twice the sizer's blocks (trial 272 #3). As allocated is now the batch as the
+    scheduler holds it: one decoding (2,048 + 6 x 65 = 2,438 blocks of 16 x 8,192 B x 10 layers) and one admitted
+    on its ask (2,048 + 6 x 1,089 = 8,582)."""
+    args = ("kv", str(reference_hf_config("gemma-3-27b-it")), "--seq", "32768", "--target", "h100")
+    block = 16 * 8192 * 10
+    two = cli.json(*args, "--batch", "2")["memory"]
+    assert two["engine"]["running_kv_bytes"] == [2438 * block, 8582 * block]
+    assert two["allocated_kv_bytes_per_device"] == (2438 + 8582) * block
+    assert two["fits"] and two["max_sequences"] == 2 and two["headroom_bytes"] >= 0
+    three = cli.json(*args, "--batch", "3")["memory"]
+    assert three["allocated_kv_bytes_per_device"] == (2 * 2438 + 8582) * block
+    assert not three["fits"] and three["headroom_bytes"] < 0

@@ -249,9 +249,10 @@ def memory_table(plan: MemoryPlan) -> Table:
     allocated = plan.allocated_kv_bytes_per_device
     if allocated != plan.kv_bytes_per_device:  # whole blocks in every group, state pages: what headroom is against
         batch = "as allocated"
-        table.add_row(
-            "  as allocated", f"{allocated:,}", format_bytes(allocated), f"whole blocks of {engine_blocks(engine)}"
-        )
+        how = f"whole blocks of {engine_blocks(engine)}"
+        if engine.running_kv_bytes is not None:
+            how += ": the batch decoding, its windows' blocks alone, the last one's admission ask"
+        table.add_row("  as allocated", f"{allocated:,}", format_bytes(allocated), how)
     style = "green" if plan.fits else "bold red"
     if plan.headroom_bytes >= 0:
         headroom = ("headroom", plan.headroom_bytes, f"available - {batch}")

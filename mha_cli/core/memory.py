@@ -406,6 +406,9 @@ def plan_memory(
 def _load_fields(engine: EnginePlan, kv: KvFootprint, sequences: int) -> dict[str, Any]:
     """A memory plan's fields that its load sets (``sequences`` per replica, each of ``kv``): the rest do not see it."""
     allocated = sequences * engine.kv_bytes_per_request
+    if engine.running_kv_bytes is not None and sequences:  # the others decoding, the last one admitted
+        held, ask = engine.running_kv_bytes
+        allocated = (sequences - 1) * held + ask
     return {
         "sequences_per_replica": sequences, "kv_bytes_per_device": sequences * kv.bytes_per_sequence_per_rank,
         "allocated_kv_bytes_per_device": allocated,

@@ -157,6 +157,10 @@ class EnginePlan(Record):
     kv_bytes_per_request: int
     """What one request of max_model_len takes from the pool as the engine allocates it (vLLM: its blocks in every
     group, padding slots included)."""
+    running_kv_bytes: tuple[int, int] | None = None
+    """vLLM 0.19+ with windowed or state groups (``core.engine.window_blocks``): (what a decoding request of
+    max_model_len holds, its windows' blocks alone in the windowed groups; what a newcomer asks to be admitted);
+    None: ``kv_bytes_per_request`` is both."""
     block_size: int
     kv_blocks: int
     kv_tokens: int
@@ -1053,11 +1057,20 @@ ENGINES = {"vllm-v0": _vllm_v0, "vllm-v1": _vllm, "vllm-0.21": _vllm, "sglang-0.
 """Each generation's rules (``core.engine.generations`` says what differs; the functions read it from the inputs)."""
 
 
-def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> tuple[int, str | None] | None:
-    """vLLM 0.19+ with sliding-window, chunked or state groups: (the requests of ``seq_len`` tokens its scheduler
-    runs at once, each decoding one holding its window's blocks and a newcomer asking its admission blocks; why,
-    where that is not the logged maximum concurrency), ``core.engine.window_blocks``; None otherwise (the logged
-    maximum concurrency counts them)."""
+class WindowedRunning(NamedTuple):
+    """vLLM's scheduler on windowed or state groups (``core.engine.window_blocks``), for requests of max_model_len."""
+
+    running: int
+    """Requests at once: each decoding one holding ``held_blocks``, a newcomer asking ``ask_blocks``."""
+    held_blocks: int
+    ask_blocks: int
+    note: str | None
+    """Why, where ``running`` is not the logged maximum concurrency."""
+
+
+def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> WindowedRunning | None:
+    """vLLM 0.19+ with sliding-window, chunked or state groups: its scheduler's requests of ``seq_len`` tokens at once
+    (``WindowedRunning``); None otherwise (the logged maximum concurrency counts them)."""
     if settings.engine != "vllm" or not pool.starts or not admits_whole_prompt(settings.release):
         return None
     groups = window_groups_of(pool.groups, pool.block_size)
@@ -1066,20 +1079,30 @@ def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> tu
     capped = caps_window_admission(settings.release)
     running = running_at_length(groups, pool.blocks, seq_len, pool.block_size, capped=capped)
     ask = admission_blocks(groups, seq_len, pool.block_size, capped=capped)
+    held = decoding_blocks(groups, seq_len, pool.block_size)
     if not running:
-        return 0, (
-            f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
-            f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {pool.blocks:,}, so none is"
-            " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
+        return WindowedRunning(
+            0,
+            held,
+            ask,
+            (
+                f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
+                f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {pool.blocks:,}, so none is"
+                " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
+            ),
         )
     if running == int(pool.concurrency):
-        return running, None
-    held = decoding_blocks(groups, seq_len, pool.block_size)
-    return running, (
-        f"vLLM's scheduler runs {running:,} request(s) of {seq_len:,} tokens at once, not the logged"
-        f" {pool.concurrency:.2f}x: a decoding one holds {held:,} blocks over its groups (a windowed group its"
-        f" window's alone), a newcomer asks {ask:,} of the {pool.blocks:,} (core.engine.window_blocks; the real"
-        " vLLM on this CPU ran 5 where it logged 3.92x, outputs/serving/vllm_cpu_windows.md)"
+        return WindowedRunning(running, held, ask, None)
+    return WindowedRunning(
+        running,
+        held,
+        ask,
+        (
+            f"vLLM's scheduler runs {running:,} request(s) of {seq_len:,} tokens at once, not the logged"
+            f" {pool.concurrency:.2f}x: a decoding one holds {held:,} blocks over its groups (a windowed group its"
+            f" window's alone), a newcomer asks {ask:,} of the {pool.blocks:,} (core.engine.window_blocks; the real"
+            " vLLM on this CPU ran 5 where it logged 3.92x, outputs/serving/vllm_cpu_windows.md)"
+        ),
     )
 
 
@@ -1189,10 +1212,12 @@ def plan_engine(
     admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
     notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
     windowed = _windowed_running(settings, pool, kv.seq_len)
+    running_kv_bytes = None
     if windowed is not None:
-        running, note = windowed
-        admitted = min(running, settings.max_num_seqs)
-        notes += [note] if note else []
+        admitted = min(windowed.running, settings.max_num_seqs)
+        notes += [windowed.note] if windowed.note else []
+        block_bytes = pool.request_bytes // sum(group.blocks_per_request for group in pool.groups)
+        running_kv_bytes = (windowed.held_blocks * block_bytes, windowed.ask_blocks * block_bytes)
     if running_note is not None:
         notes.append(running_note)
     if cpu and settings.kv_cache_bytes is None:
@@ -1232,7 +1257,7 @@ def plan_engine(
         cuda_graph_estimate=graphs,
         available_kv_bytes=pool.available + deficit, deficit_bytes=deficit,
         kv_bytes_per_token_per_rank=kv.bytes_per_token_per_rank,
-        kv_bytes_per_request=pool.request_bytes,
+        kv_bytes_per_request=pool.request_bytes, running_kv_bytes=running_kv_bytes,
         block_size=pool.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         async_scheduling=settings.async_scheduling, max_concurrency=pool.concurrency,
