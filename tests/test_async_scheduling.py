@@ -87,14 +87,19 @@ GPT_OSS_DISAGGREGATED = ("plan", "gpt-oss-20b", "--target", "2xh100", "--disaggr
 
 
 def test_disaggregated_workers_carry_it_and_a_decode_worker_admits_by_hand(cli):
-    """gpt-oss-20b at 32,768 tokens, vLLM's latest: 12 full layers of 32,768 / 16 = 2,048 blocks a request and 12
-    sliding ones (window 128) of cdiv(127 + 2 x 8,192, 16) + 1 = 1,033 blocks, off cdiv(127 + 8,192, 16) + 1 = 521. The
-    decode worker of tp 1 holds the pool `mha kv` sizes at that context (the flag leaves the pool alone) and admits
-    floor(blocks / blocks a request): 47 on, 57 off. Every vLLM worker's line says --no-async-scheduling; SGLang's none."""
+    """gpt-oss-20b at 32,768 tokens, vLLM's latest: a group of 12 full layers, 32,768 / 16 = 2,048 blocks a request,
+    and one of 12 sliding ones (window 128), where a newcomer asks cdiv(127 + 2 x 8,192, 16) + 1 = 1,033 blocks (off:
+    cdiv(127 + 8,192, 16) + 1 = 521) and a decoding request holds cdiv(127, 16) + 1 = 9. The decode worker of tp 1
+    holds the pool `mha kv` sizes at that context (the flag leaves the pool alone) and admits while a newcomer's ask
+    fits beside the decoding ones (``core.engine.window_blocks``): 1 + (blocks - ask) // 2,057, 71 either way (the
+    start-up sizer's blocks, pool // ask, gave 47 and 57). Every vLLM worker's line says --no-async-scheduling;
+    SGLang's none."""
     pool = cli.json("kv", "gpt-oss-20b", "--target", "h100-sxm", "--seq", "32768")["engine"]["kv_blocks"]
     on, off = cli.json(*GPT_OSS_DISAGGREGATED), cli.json(*GPT_OSS_DISAGGREGATED, "--no-async-scheduling")
     admitted = [next(d["admitted"] for d in plan["decode"] if (d["tp"], d["dp"]) == (1, 1)) for plan in (on, off)]
-    assert admitted == [pool // (2048 + 1033), pool // (2048 + 521)] == [47, 57]
+    held = 2048 + 9
+    assert admitted == [1 + (pool - 2048 - 1033) // held, 1 + (pool - 2048 - 521) // held] == [71, 71]
+    assert [pool // (2048 + 1033), pool // (2048 + 521)] == [47, 57]  # the sizer's count, the rule before
     assert "async" not in on["launch"]["vllm"]
     assert off["launch"]["vllm"].splitlines()[0] == (
         "CUDA_VISIBLE_DEVICES=0 VLLM_NIXL_SIDE_CHANNEL_PORT=5600 vllm serve openai/gpt-oss-20b --port 8100"
