@@ -37,7 +37,7 @@ def test_the_closed_forms_count_is_what_ran_and_the_logged_concurrency_less(entr
     is what the server ran; the maximum concurrency it logged (200 blocks: 3.92x, 120: 2.35x) is less."""
     run, _, engine = window_eval.simulated(entry)
     (prompt, output), usable = run.lengths[0], entry["kv_blocks_override"] - window_eval.NULL_BLOCKS
-    groups = window_groups_of(engine.groups, engine.block_size)
+    groups = window_groups_of(engine.groups, engine.block_size, engine.max_model_len)
     running = running_at_length(groups, usable, prompt + output, engine.block_size, capped=True)
     assert running == entry["running_sampled"]["max"]
     logged = entry["kv_blocks_override"] / admission_blocks(groups, 2048, engine.block_size, capped=True)

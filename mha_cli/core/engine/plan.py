@@ -96,6 +96,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     sliding_in_flight_batches,
 )
 from mha_cli.core.engine.window_blocks import (
+    NULL_BLOCKS,
     admission_blocks,
     decoding_blocks,
     running_at_length,
@@ -192,6 +193,10 @@ class EnginePlan(Record):
     """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
     the JSON output."""
+    window_free_lags: bool = Field(default=False, exclude=True)
+    """vLLM 0.26+ with batches in flight (async scheduling, pipeline stages): a windowed group frees its blocks behind
+    the tokens processed, not those scheduled (``core.engine.window_blocks.held_blocks``). Not part of the JSON
+    output."""
     caps_window_admission: bool = Field(default=False, exclude=True)
     """vLLM 0.21+: its whole-prompt admission caps a sliding-window group's ask at the start-up sizer's blocks
     (``core.engine.vllm_rule_releases.caps_window_admission``). Not part of the JSON output."""
@@ -394,9 +399,14 @@ class _Pool(NamedTuple):
     block_size: int
     """Tokens per block as the engine settles them (vLLM may raise the asked block size)."""
     state_running_cap: int | None = None
+    """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
     estimate_tokens: int | None = None
     """SGLang 0.5.8-0.5.9's hybrid SWA pool: the profiled tokens its request pool's estimate reads (None: ``tokens``)."""
-    """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
+    block_bytes: int = 0
+    """vLLM: one block of one group, every layer of the group (0: another engine)."""
+    in_flight_batches: int = 1
+    """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
+    request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
 
 
 DEFAULT_WEIGHTS_HOW = "this rank's shard (vocab padded to 64)"
@@ -806,6 +816,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         tokens=pool.kv_tokens, concurrency=concurrency, request_bytes=per_request, starts=refusal is None,
         refusal=refusal, log_lines=log_lines, block_size=pool.block_size,
         groups=pool.groups, layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers, notes=notes,
+        block_bytes=pool.page_bytes * (pool.layers_per_group or 0), in_flight_batches=in_flight,
     )  # fmt: skip
 
 
@@ -1073,11 +1084,12 @@ def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> Wi
     (``WindowedRunning``); None otherwise (the logged maximum concurrency counts them)."""
     if settings.engine != "vllm" or not pool.starts or not admits_whole_prompt(settings.release):
         return None
-    groups = window_groups_of(pool.groups, pool.block_size)
+    groups = window_groups_of(pool.groups, pool.block_size, seq_len)
     if not groups:
         return None
     capped = caps_window_admission(settings.release)
-    running = running_at_length(groups, pool.blocks, seq_len, pool.block_size, capped=capped)
+    usable = pool.blocks - NULL_BLOCKS
+    running = running_at_length(groups, usable, seq_len, pool.block_size, capped=capped)
     ask = admission_blocks(groups, seq_len, pool.block_size, capped=capped)
     held = decoding_blocks(groups, seq_len, pool.block_size)
     if not running:
@@ -1087,7 +1099,7 @@ def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> Wi
             ask,
             (
                 f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
-                f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {pool.blocks:,}, so none is"
+                f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {usable:,}, so none is"
                 " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
             ),
         )
@@ -1100,7 +1112,7 @@ def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> Wi
         (
             f"vLLM's scheduler runs {running:,} request(s) of {seq_len:,} tokens at once, not the logged"
             f" {pool.concurrency:.2f}x: a decoding one holds {held:,} blocks over its groups (a windowed group its"
-            f" window's alone), a newcomer asks {ask:,} of the {pool.blocks:,} (core.engine.window_blocks; the real"
+            f" window's alone), a newcomer asks {ask:,} of the {usable:,} (core.engine.window_blocks; the real"
             " vLLM on this CPU ran 5 where it logged 3.92x, outputs/serving/vllm_cpu_windows.md)"
         ),
     )
@@ -1216,8 +1228,7 @@ def plan_engine(
     if windowed is not None:
         admitted = min(windowed.running, settings.max_num_seqs)
         notes += [windowed.note] if windowed.note else []
-        block_bytes = pool.request_bytes // sum(group.blocks_per_request for group in pool.groups)
-        running_kv_bytes = (windowed.held_blocks * block_bytes, windowed.ask_blocks * block_bytes)
+        running_kv_bytes = (windowed.held_blocks * pool.block_bytes, windowed.ask_blocks * pool.block_bytes)
     if running_note is not None:
         notes.append(running_note)
     if cpu and settings.kv_cache_bytes is None:
@@ -1267,6 +1278,7 @@ def plan_engine(
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
+        window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,

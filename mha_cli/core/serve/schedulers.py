@@ -182,6 +182,11 @@ class EngineState:
         self.caps_window_admission = False
         """vLLM 0.21+: a windowed group's ask at admission is capped at the start-up sizer's
         (``core.engine.vllm_rule_releases.caps_window_admission``)."""
+        self.window_free_lags = False
+        """vLLM 0.26+ with batches in flight: a windowed group frees behind the tokens processed, a request's
+        computed less those its last step scheduled (``in_flight``)."""
+        self.in_flight = [0] * count
+        """With ``window_free_lags``: the tokens each request's last allocation was for, still in flight at its next."""
 
     def start(self, request: int) -> None:
         """SGLang, TensorRT-LLM: ``request`` is tried: with nothing computed yet, it starts at its prefix-cache hit;
@@ -344,12 +349,15 @@ class EngineState:
     def _grow_windowed(self, request: int, tokens: int) -> bool:
         """``grow`` over windowed groups: the request's blocks for ``tokens`` less those its windows skipped at its
         computed tokens (no prefix is shared in this mode: ``core.serve.simulate``)."""
-        held = held_blocks(self.window_groups, tokens, self.computed[request], self.block_size)
+        computed = self.computed[request]
+        processed = computed - self.in_flight[request] if self.window_free_lags else computed
+        held = held_blocks(self.window_groups, tokens, max(0, processed), self.block_size)
         more = held - self.held[request]
         if more > self.free_blocks:
             return False
         self.free_blocks -= more
         self.held[request] = held
+        self.in_flight[request] = tokens - computed
         return True
 
     def _taken_with(self, request: int, link: int) -> int:
@@ -395,6 +403,7 @@ class EngineState:
         self.free_blocks += self.held[request]
         self.released_blocks += self.held[request]
         self.held[request] = 0
+        self.in_flight[request] = 0
 
     def decay_ratio(self, steps: int = 1) -> None:
         """SGLang: ``steps`` decode steps' decay of ``new_token_ratio`` toward its minimum."""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import Field
 
 from mha_cli.core.cost.prefix_pool import shares_prefix_blocks
-from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, window_groups_of
+from mha_cli.core.engine.window_blocks import NULL_BLOCKS, WindowGroup, admission_blocks, window_groups_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
@@ -61,9 +61,13 @@ class EngineLimits(NamedTuple):
     """vLLM V1's KV cache groups where some are sliding-window, chunked or state ones (``core.engine.window_blocks``);
     empty: none, or groups the simulator counts as full ones."""
     group_blocks: int = 0
-    """With ``window_groups``: the pool's blocks of one group (``kv_blocks`` is it over the groups)."""
+    """With ``window_groups``: the pool's usable blocks, each a block of one group (the null block out);
+    ``kv_blocks`` is then the pool as the start-up sizer counts requests of max_model_len, in blocks of every group,
+    for a run that shares a prefix (whose hits the simulator counts in every group)."""
     caps_window_admission: bool = False
     """vLLM 0.21+: a windowed group's ask at admission capped at the start-up sizer's."""
+    window_free_lags: bool = False
+    """vLLM 0.26+ with batches in flight: a windowed group frees behind the tokens processed, not scheduled."""
     whole_prompt_admission: bool = True
     """vLLM 0.19+ admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk (0.8-0.18)."""
@@ -101,7 +105,9 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
-    windowed = engine.name == "vllm" and window_groups_of(engine.groups, engine.block_size)
+    windowed = engine.name == "vllm" and window_groups_of(engine.groups, engine.block_size, engine.max_model_len)
+    if windowed:  # counted in every group only where a prefix is shared: as many as the start-up sizer allows
+        blocks = int(engine.max_concurrency * -(-engine.max_model_len // engine.block_size))
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
@@ -110,8 +116,9 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         watermark_blocks=int(engine.admission_watermark * blocks),
         caches_preempted_blocks=engine.name == "vllm" and not engine.admission_watermark,
         counts_lookups_at_admission=engine.counts_lookups_at_admission, recv_interval=recv_interval,
-        window_groups=windowed or (), group_blocks=engine.kv_blocks if windowed else 0,
+        window_groups=windowed or (), group_blocks=engine.kv_blocks - NULL_BLOCKS if windowed else 0,
         caps_window_admission=bool(windowed) and engine.caps_window_admission,
+        window_free_lags=bool(windowed) and engine.window_free_lags,
     )  # fmt: skip
 
 
@@ -239,6 +246,7 @@ class _Run:
         if self.windowed:
             self.state.window_groups = limits.window_groups
             self.state.caps_window_admission = limits.caps_window_admission
+            self.state.window_free_lags = limits.window_free_lags
         self.state.whole_prompt_admission = limits.engine == "vllm" and limits.whole_prompt_admission
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
         self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
@@ -459,7 +467,7 @@ class _Run:
                 continue
             repeats = (
                 skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
-                and (engine != "sglang" or not state.waiting)
+                and (engine != "sglang" or not state.waiting) and not self.windowed
             )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
             self.after_step(ended, keep_trace)
