@@ -111,9 +111,11 @@ def running_at_length(
 
 def window_groups_of(groups: "Sequence[KvGroup]", block_size: int, max_model_len: int) -> tuple[WindowGroup, ...]:
     """vLLM's KV cache ``groups`` (``core.engine.pages.KvGroup``) as this module counts them, where one is a state
-    group or a sliding-window or chunked one whose window is shorter than ``max_model_len``, and every group is on
-    the pool's ``block_size``; empty otherwise (no group holds less than a full one, or a group on another block:
-    counted as full groups)."""
+    group or a sliding-window or chunked one whose window is shorter than ``max_model_len``, one holds attention,
+    and every group is on the pool's ``block_size``; empty otherwise (no group holds less than a full one, an
+    attention-free model, or a group on another block: counted as before)."""
+    if all(group.kind == "state" for group in groups):  # attention-free: its pool is counted in states
+        return ()
     if not any(group.kind == "state" or (group.window or max_model_len) < max_model_len for group in groups):
         return ()
     if any(group.block_size != block_size for group in groups):
