@@ -193,12 +193,17 @@ def test_mha_at_long_context_only_when_asked_and_then_priced_with_alternatives()
 
 def test_mla_never_below_1b_unless_asked():
     # Serving-first and a cache that does not fit: the trade-off must skip MLA and take a smaller GQA/MQA.
-    result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference", engine="vllm@0.20")  # V1's
+    result = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference", engine="vllm@0.21")
     # GQA-2 holds 18 sequences and MLA is not considered: once MQA (high risk), now a low-risk local:global pattern
     chosen = next(a for a in result.alternatives if a.is_recommended)
     assert chosen.layer_pattern is not None and chosen.quality_risk == "low" and result.fits
     assert any(a.variant == "MLA" and a.verdict == "excluded (MHA092)" for a in result.alternatives)
     assert any(f.id == "MHA092" and f.values["requested"] is False for f in result.trace)
+    # vLLM 0.20 asks a newcomer's every block in the windowed groups too (core.engine.window_blocks): the 5:1
+    # pattern runs 22 of the 24, so the pick falls back to MQA there
+    older = rec(500e6, seq=65536, target="rtx-4090", batch=24, priority="inference", engine="vllm@0.20")
+    pattern = next(a for a in older.alternatives if a.label == "GQA-8 5:1 w1024")
+    assert pattern.max_sequences == 22 and next(a for a in older.alternatives if a.is_recommended).variant == "MQA"
     asked = rec(500e6, variant="MLA")
     assert asked.model.variant == "MLA"
     assert any(f.id == "MHA092" and f.severity == "warning" for f in asked.trace)
