@@ -1092,30 +1092,21 @@ def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> Wi
     running = running_at_length(groups, usable, seq_len, pool.block_size, capped=capped)
     ask = admission_blocks(groups, seq_len, pool.block_size, capped=capped)
     held = decoding_blocks(groups, seq_len, pool.block_size)
+    note = None
     if not running:
-        return WindowedRunning(
-            0,
-            held,
-            ask,
-            (
-                f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
-                f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {usable:,}, so none is"
-                " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
-            ),
+        note = (
+            f"vLLM 0.19-0.20 admits a request only when its pool holds every block of it in each KV cache group,"
+            f" windowed ones too: one of {seq_len:,} tokens asks {ask:,} blocks of {usable:,}, so none is"
+            " admitted though the start-up check passes (vllm-project/vllm#39734; from 0.21 the ask is capped)"
         )
-    if running == int(pool.concurrency):
-        return WindowedRunning(running, held, ask, None)
-    return WindowedRunning(
-        running,
-        held,
-        ask,
-        (
+    elif running != int(pool.concurrency):
+        note = (
             f"vLLM's scheduler runs {running:,} request(s) of {seq_len:,} tokens at once, not the logged"
             f" {pool.concurrency:.2f}x: a decoding one holds {held:,} blocks over its groups (a windowed group its"
             f" window's alone), a newcomer asks {ask:,} of the {usable:,} (core.engine.window_blocks; the real"
             " vLLM on this CPU ran 5 where it logged 3.92x, outputs/serving/vllm_cpu_windows.md)"
-        ),
-    )
+        )
+    return WindowedRunning(running, held, ask, note)
 
 
 def plan_engine(

@@ -51,8 +51,7 @@ TensorRT-LLM's pool is priced as if each request held its own copy of the prefix
 **Sliding windows and states** (vLLM V1's hybrid allocator, no shared prefix): the pool is counted in blocks of one
 KV cache group, a request holding its blocks in each; a sliding-window or chunked group gives back the blocks its
 window left before each allocation, and from 0.21 asks at admission no more than the start-up sizer gave it; a
-Mamba-state group holds one block
-(``core.engine.window_blocks``). Pure Python.
+Mamba-state group holds one block (``core.engine.window_blocks``). Pure Python.
 """
 
 from collections import Counter, deque

@@ -93,9 +93,8 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
     """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
     vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens),
     with ``window_groups`` where a group holds less (a window, a state), the other engines' tokens in blocks. An
-    attention-free
-    model's pool holds states, one a request whatever its length: blocks of max_model_len tokens (vLLM's block size
-    for such a model), as many as the pool holds states. ``recv_interval``: SGLang's ``--scheduler-recv-interval``
+    attention-free model's pool holds states, one a request whatever its length: blocks of max_model_len tokens
+    (vLLM's block size for such a model), as many as the pool holds states. ``recv_interval``: SGLang's ``--scheduler-recv-interval``
     (``ServingCase.recv_interval``)."""
     if not engine.kv_bytes_per_token_per_rank:
         return EngineLimits(
