@@ -181,3 +181,18 @@ def test_a_shared_prefix_on_a_windowed_model_is_priced_not_refused(cli):
         "8", "--shared-prefix", "1000", "--num-prompts", "16",
     )  # fmt: skip
     assert plan["simulated"]["max_running"] == 1 and plan["simulated"]["prefix_cache_hit_rate"] > 0
+
+
+def test_before_vllm_091_sliding_layers_beside_full_ones_are_priced_full(cli):
+    """vLLM 0.8.5 and 0.9.0's ``unify_hybrid_kv_cache_specs`` turn every sliding-window spec into a full-attention
+    one when both kinds are present; the hybrid KV cache manager keeps them apart from 0.9.1 (read in the wheels;
+    review 273 #5). Gemma-3-4B at 32K on an H100: one group of all 34 layers, int(blocks x 16 / 32,768) at once, on
+    0.9.0; seven groups, five sliding, from 0.9.1. Mistral-7B-v0.1's layers are all sliding: its window is kept."""
+    args = ("kv", str(reference_hf_config("gemma-3-4b-it")), "--target", "h100", "--seq", "32768")
+    early = cli.json(*args, "--engine", "vllm@0.9.0")["engine"]
+    assert [group["kind"] for group in early["groups"]] == ["full"] and early["groups"][0]["n_layers"] == 34
+    assert early["admitted_per_replica"] == early["kv_blocks"] * 16 // 32768
+    later = cli.json(*args, "--engine", "vllm@0.9.1")["engine"]
+    assert {group["kind"] for group in later["groups"]} == {"full", "sliding"} and len(later["groups"]) == 7
+    mistral = cli.json("kv", "mistral-7b-v0.1", "--target", "h100", "--seq", "32768", "--engine", "vllm@0.9.0")
+    assert [(group["kind"], group["window"]) for group in mistral["engine"]["groups"]] == [("sliding", 4096)]

@@ -79,6 +79,9 @@ class PagingRules(NamedTuple):
     chunked_groups: bool = False
     """Chunked local attention layers keep groups of their own (the hybrid allocator stays on); else every layer is
     priced as full attention."""
+    sliding_groups: bool = True
+    """Sliding-window layers beside full ones keep groups of their own (the hybrid KV cache manager, from 0.9.1);
+    else, before it, every such layer is priced as full attention (0.8-0.9.0 ``unify_hybrid_kv_cache_specs``)."""
 
 
 VLLM_V1_RULES = PagingRules("vLLM V1 (0.10-0.20)", False, False, False)
@@ -140,7 +143,7 @@ def layer_kinds_for_vllm(
     pages: dict[tuple[PageKind, int | None], int] = {}
     for kind, count in kinds.items():
         page: tuple[PageKind, int | None] = ("full", None)
-        if hybrid and kind == "local":
+        if hybrid and kind == "local" and (rules.sliding_groups or "global" not in kinds):
             page = ("sliding", model.layers.sliding_window)
         elif hybrid and kind == "chunked":
             page = ("chunked", model.layers.attention_chunk)

@@ -85,6 +85,12 @@ GRAPHS_PROFILED_FROM = (0, 20, 0, 0)
 """The first vLLM whose CUDA-graph memory is profiled and taken from the KV budget by default."""
 TOKENS_FROM_CONCURRENCY_FROM = (0, 20, 1, 0)
 """The first vLLM whose "GPU KV cache size" is int(maximum concurrency x max_model_len)."""
+SLIDING_GROUPS_FROM = (0, 9, 1, 0)
+"""The first vLLM whose sliding-window layers beside full-attention ones keep groups of their own: the hybrid KV cache
+manager (``config.py`` ``SchedulerConfig.disable_hybrid_kv_cache_manager``, False by default, and
+``v1/core/kv_cache_utils.py`` ``_get_kv_cache_config_uniform_page_size``, both in the 0.9.1 wheel); 0.8.5 and 0.9.0's
+``unify_hybrid_kv_cache_specs`` turn every sliding-window spec into a full-attention one when both kinds are present
+(a model of sliding layers alone keeps its window, vllm-project/vllm#14097)."""
 STATE_GROUPS_FROM = (0, 10, 0, 0)
 """The first vLLM whose Mamba/linear-attention layers take groups of their own on a raised attention block."""
 CHUNKED_GROUPS_FROM = (0, 14, 0, 0)
@@ -145,7 +151,7 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
         return generation_rules
     flags = (
         key >= TOKENS_FROM_CONCURRENCY_FROM, key >= WIDEST_GROUP_FROM, key >= STATE_GROUPS_FROM,
-        key >= CHUNKED_GROUPS_FROM,
+        key >= CHUNKED_GROUPS_FROM, key >= SLIDING_GROUPS_FROM,
     )  # fmt: skip
     if all(flags):
         return VLLM_0_21_RULES
