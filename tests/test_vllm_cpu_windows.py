@@ -4,6 +4,7 @@ old count (a block of tokens in every group) runs fewer: it must lose."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,11 +35,14 @@ def test_the_rule_runs_what_the_server_ran_and_the_old_count_fewer(entry):
 @pytest.mark.parametrize("entry", RUNS, ids=lambda entry: Path(entry["file"]).stem)
 def test_the_closed_forms_count_is_what_ran_and_the_logged_concurrency_less(entry):
     """`mha kv`'s requests at once for vLLM 0.19+ with windowed groups (``running_at_length``) at the run's lengths
-    is what the server ran; the maximum concurrency it logged (200 blocks: 3.92x, 120: 2.35x) is less."""
+    is what the server ran; the maximum concurrency the server logged (its start-up lines kept in the run's server
+    log: 200 blocks 3.92x, 120 blocks 2.35x) is less, and is the pool over the sizer's blocks for 2,048 tokens."""
     run, _, engine = window_eval.simulated(entry)
     (prompt, output), usable = run.lengths[0], entry["kv_blocks_override"] - window_eval.NULL_BLOCKS
     groups = window_groups_of(engine.groups, engine.block_size, engine.max_model_len)
     running = running_at_length(groups, usable, prompt + output, engine.block_size, capped=True)
     assert running == entry["running_sampled"]["max"]
-    logged = entry["kv_blocks_override"] / admission_blocks(groups, 2048, engine.block_size, capped=True)
-    assert int(logged) < running  # the log's figure: the pool over the sizer's blocks for max_model_len 2,048
+    log = (BENCHMARKS.parent / entry["server_log"]).read_text()
+    logged = float(re.search(r"Maximum concurrency for 2,048 tokens per request: ([\d.]+)x", log).group(1))
+    sizer = entry["kv_blocks_override"] / admission_blocks(groups, 2048, engine.block_size, capped=True)
+    assert logged == pytest.approx(sizer, abs=0.005) and int(logged) < running
