@@ -55,6 +55,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
+from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
@@ -305,7 +306,31 @@ def plan_disaggregated(
             "--disaggregated searches its workers' layouts (tensor-parallel, and DP attention with expert parallelism"
             " for an MoE model): leave out --dp and --expert-parallel"
         )
-    check_engine_runs_on(deployment_generation(deployment).engine, target.target)
+    generation = deployment_generation(deployment)
+    check_engine_runs_on(generation.engine, target.target)
+    if generation.id == "vllm-v0":  # its launch lines would name a connector V0 does not have
+        raise BadInputError(
+            "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
+            " (or sglang)"
+        )
+    connector_note, worker_deployment = None, deployment
+    if generation.engine == "vllm":  # every worker runs NixlConnector, which sets how vLLM groups its layers
+        worker_deployment = deployment.model_copy(update={"kv_connector": "nixl"})
+        release = release_in_force(deployment)
+        connector_off = connector_turns_off_hybrid("nixl", release)
+        if connector_off and any(kind in ("local", "chunked") for kind in model.token_layer_kinds()):
+            connector_note = (
+                f"NixlConnector turns vLLM {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every"
+                " release before 0.23): its sliding-window and chunked layers are held, and moved, as full attention"
+            )
+        if has_fixed_state(model) and not model.attention_free and connector_off:
+            raise BadInputError(
+                f"--disaggregated runs every vLLM worker with NixlConnector, which turns vLLM"
+                f" {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every release before 0.23), and"
+                f" vLLM then refuses a Mamba/linear-attention hybrid such as {model.name} ('Hybrid KV cache manager"
+                " is disabled but failed to convert the KV cache specs to one unified type'): use --engine vllm@0.23"
+                " or later, or --engine sglang"
+            )
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
     itl_s = None if itl_ms is None else itl_ms / 1e3
     workers: dict[WorkerLayout, WorkerSteps] = {}
@@ -313,12 +338,14 @@ def plan_disaggregated(
     per_node = target.devices_per_node  # 2x8xh100: 8; a worker of more GPUs takes whole nodes
     for layout in worker_layouts(model, deployment, target.n_devices, per_node):
         try:
-            workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
+            workers[layout] = worker_steps(model, target, worker_deployment, profiles, layout, isl=isl, osl=osl)
         except EngineRefusedError as exc:  # its reason leaves out the layout's own figures: one line for all it stops
             refused.setdefault(exc.reason, []).append(layout.label)
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]
+    if connector_note is not None:
+        notes.append(connector_note)
     vllm_release = release_in_force(deployment) if (deployment.engine or "vllm") == "vllm" else None
     past = past_derived_length(model, isl + osl, ("vllm",), vllm_release)  # the launch lines are vLLM's
     if past:
@@ -331,11 +358,6 @@ def plan_disaggregated(
             f" the other pool beside them): {'; '.join(notes)}; give {more}: a worker may span whole nodes"
         )
     engine = next(iter(workers.values())).engine
-    if engine.generation == "vllm-v0":  # its launch lines would name a connector V0 does not have
-        raise BadInputError(
-            "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
-            " (or sglang)"
-        )
     prefill = {layout: w.prefill() for layout, w in workers.items()}
     decode = {layout: w.decode(itl_s) for layout, w in workers.items()}
     transfers: dict[tuple[WorkerLayout, WorkerLayout], KvTransfer] = {}
@@ -347,7 +369,9 @@ def plan_disaggregated(
         (p, d) for p in workers for d in workers if p.gpus + d.gpus <= target.n_devices and (p == d or not same_tp)
     ]
     for p, d in pairs:
-        transfers[p, d] = request_transfer(model, deployment, target, p, d, isl=isl, link_id=link_id)
+        transfers[p, d] = request_transfer(
+            model, deployment, target, p, d, isl=isl, link_id=link_id, windows_full=workers[d].engine.windows_full
+        )
         first_step = workers[d].decode_step(max(1, decode[d].goodput_batch))
         fixed = prefill[p].prompt_ms / 1e3 + transfers[p, d].seconds + first_step
         # under DP attention each rank queues its own prompts: dp M/D/1 queues of a rank's capacity each
@@ -465,13 +489,16 @@ def _rates_of(split: Split) -> SplitRates:
 
 def request_transfer(
     model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget, prefill: WorkerLayout, decode: WorkerLayout,
-    *, isl: int, link_id: str | None,
+    *, isl: int, link_id: str | None, windows_full: bool = False,
 ) -> KvTransfer:  # fmt: skip
     """One request's cache from a ``prefill`` worker to a ``decode`` worker: as the decode worker's ranks hold it (its
-    tp, within the one data-parallel rank that runs the request under DP attention), over ``link_id`` (default: by
+    tp, within the one data-parallel rank that runs the request under DP attention; ``windows_full``: its engine keeps
+    every token of a sliding-window or chunked layer, ``EnginePlan.windows_full``), over ``link_id`` (default: by
     placement)."""
-    per_rank = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=decode.tp,
-                            mla_cache=deployment.mla_cache).bytes_per_sequence_per_rank  # fmt: skip
+    kv = kv_footprint(model, seq_len=isl, kv_dtype=deployment.kv_dtype, tp=decode.tp, mla_cache=deployment.mla_cache)
+    per_rank = kv.bytes_per_sequence_per_rank
+    if windows_full:  # every caching layer holds all isl tokens, the fixed state beside them
+        per_rank = isl * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank
     return kv_transfer(per_rank, prefill_tp=prefill.tp, decode_tp=decode.tp, over=kv_link(target, link_id))
 
 

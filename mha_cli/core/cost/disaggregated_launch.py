@@ -28,7 +28,6 @@ several nodes each line names its node's address as ``NODEk_IP`` (to replace). P
 
 from __future__ import annotations
 
-import json
 import shlex
 
 from mha_cli.core.cost.disaggregated import DisaggregatedPlan, Split, plan_disaggregated
@@ -42,7 +41,7 @@ from mha_cli.core.cost.launch_nodes import (
     sglang_lines,
     vllm_lines,
 )
-from mha_cli.core.cost.launch_settings import format_notes, kv_cache_dtype_words, notes_for, pool_words
+from mha_cli.core.cost.launch_settings import NIXL_CONFIG, format_notes, kv_cache_dtype_words, notes_for, pool_words
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.engine.settings import TPU_VENDOR
@@ -51,7 +50,6 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget
 
-NIXL_CONFIG = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
 VLLM_PREFILL_PORT, VLLM_DECODE_PORT, VLLM_PROXY_PORT = 8100, 8200, 8192
 NIXL_SIDE_CHANNEL_PORT = 5600
 """vLLM's default ``VLLM_NIXL_SIDE_CHANNEL_PORT``; each worker takes it plus its first GPU's index (unique per host)."""

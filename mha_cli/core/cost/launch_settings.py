@@ -37,6 +37,7 @@ Pure Python.
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 from mha_cli.core.byte_units import GIB
@@ -126,6 +127,15 @@ def kv_cache_dtype_words(deployment: DeploymentSpec, *, sglang: bool) -> list[st
     if deployment.kv_fp8_variant == "e5m2":
         return ["--kv-cache-dtype", "fp8_e5m2"]
     return ["--kv-cache-dtype", "fp8_e4m3" if sglang else "fp8"]
+
+
+NIXL_CONFIG = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, separators=(",", ":"))
+"""vLLM's ``--kv-transfer-config`` for NixlConnector, one worker both sending and receiving."""
+
+
+def kv_connector_words(deployment: DeploymentSpec) -> list[str]:
+    """``--kv-transfer-config`` for the KV connector priced (``DeploymentSpec.kv_connector``), none without one."""
+    return ["--kv-transfer-config", NIXL_CONFIG] if deployment.kv_connector == "nixl" else []
 
 
 TRTLLM_INT8_KV = (

@@ -29,7 +29,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mha_cli.core.cost.launch_nodes import STRADDLING
-from mha_cli.core.cost.launch_settings import kv_cache_dtype_words
+from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, kv_connector_words
 from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
@@ -591,6 +591,7 @@ def launch_commands(
         vllm += ["--quantization", "fp8"]
         sglang += ["--quantization", "fp8"]
     vllm += kv_cache_dtype_words(deployment, sglang=False)  # vLLM stores sparse MLA's fp8 as fp8_ds_mla
+    vllm += kv_connector_words(deployment)
     sglang += kv_cache_dtype_words(deployment, sglang=True)
     caching = prefix_caching_on(deployment, engine.generation)
     vllm_generation = engine.generation if engine.name == "vllm" else "vllm-0.21"

@@ -85,15 +85,18 @@ from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
+    CONNECTOR_CLASSES,
     admission_watermark,
     admits_whole_prompt,
     caps_window_admission,
+    connector_turns_off_hybrid,
     counts_lookups_at_admission,
     counts_preempted_lookups,
     max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
     sliding_in_flight_batches,
+    without_hybrid_manager,
 )
 from mha_cli.core.engine.window_blocks import (
     NULL_BLOCKS,
@@ -193,6 +196,10 @@ class EnginePlan(Record):
     """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
     the JSON output."""
+    windows_full: bool = Field(default=False, exclude=True)
+    """Sliding-window and chunked layers hold every token of a request in this engine's pool, as full ones do (vLLM
+    without its hybrid KV cache manager, SGLang off its hybrid SWA pool): what a prefill/decode transfer moves. Not
+    part of the JSON output."""
     window_free_lags: bool = Field(default=False, exclude=True)
     """vLLM 0.26+ with batches in flight (async scheduling, pipeline stages): a windowed group frees its blocks behind
     the tokens processed, not those scheduled (``core.engine.window_blocks.held_blocks``). Not part of the JSON
@@ -404,6 +411,8 @@ class _Pool(NamedTuple):
     """SGLang 0.5.8-0.5.9's hybrid SWA pool: the profiled tokens its request pool's estimate reads (None: ``tokens``)."""
     block_bytes: int = 0
     """vLLM: one block of one group, every layer of the group (0: another engine)."""
+    windows_full: bool = False
+    """Sliding-window and chunked layers hold every token of a request here (no window), beside full ones."""
     in_flight_batches: int = 1
     """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
@@ -618,6 +627,17 @@ def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> WeightsOve
     )
 
 
+def _connector_refusal(kv: KvFootprint) -> str | None:
+    """vLLM's start-up error for a Mamba/linear-attention hybrid whose hybrid KV cache manager a KV connector turned
+    off (``unify_hybrid_kv_cache_specs``, before 0.23); None for any other model."""
+    if not (kv.n_state_layers and kv.n_token_layers):
+        return None
+    return (
+        "ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+        " (a KV connector turns it off before vLLM 0.23: use --engine vllm@0.23 or later)"
+    )
+
+
 def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
     """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len."""
     if available <= 0:
@@ -689,6 +709,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
     rules = (
         VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     )
+    connector_off = (
+        not cpu
+        and connector_turns_off_hybrid(settings.kv_connector, settings.release)
+        and (rules.sliding_groups or rules.chunked_groups or rules.state_groups)  # 0.9.0: no manager to turn off
+    )
+    if connector_off:  # a KV connector before 0.23: every layer kind priced as full attention
+        rules = without_hybrid_manager(rules)
     pp = 1 if inputs.stage is None else inputs.stage.pp
     async_on = not cpu and settings.async_scheduling is not False  # on by default from 0.15.0 at any pp
     concurrent = max_concurrent_batches(pp, async_scheduling=async_on, v2_runner=inputs.v2_runner)
@@ -713,7 +740,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
-    refusal = _set_pool_overflow(inputs) or _vllm_refusal(
+    refusal = (connector_off and _connector_refusal(kv)) or _set_pool_overflow(inputs) or _vllm_refusal(
         available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
         kv.seq_len,
     )  # fmt: skip
@@ -765,7 +792,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" {format_bytes(pool.page_bytes)} by raising the smaller page's block ({raised} tokens a block;"
             f" unify_kv_cache_spec_page_size{own})"
         )
-    if not pool.hybrid_allocator and kv.n_local_layers:
+    if connector_off and (kv.n_local_layers or kv.n_state_layers):
+        notes.append(
+            f"the KV connector (--kv-transfer-config, {CONNECTOR_CLASSES[settings.kv_connector or 'nixl']}) turns"
+            f" vLLM {'.'.join(map(str, settings.release or ()))}'s hybrid KV cache manager off (every release from"
+            " 0.9.1 to 0.22, whatever the connector): sliding-window and chunked layers are priced as full attention"
+        )
+    elif not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
     if model.attention_free:
         notes.append(
@@ -817,6 +850,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         refusal=refusal, log_lines=log_lines, block_size=pool.block_size,
         groups=pool.groups, layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers, notes=notes,
         block_bytes=pool.page_bytes * (pool.layers_per_group or 0), in_flight_batches=in_flight,
+        windows_full=bool(kv.n_local_layers + kv.n_chunked_layers)
+        and not any(group.kind in ("sliding", "chunked") for group in pool.groups),
     )  # fmt: skip
 
 
@@ -927,6 +962,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
         state_running_cap=None if states is None else states.running_cap, estimate_tokens=estimate_tokens,
+        windows_full=bool(_sliding_layers(kv)) and swa is None,
     )  # fmt: skip
 
 
@@ -1269,7 +1305,7 @@ def plan_engine(
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
-        window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1,
+        window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1, windows_full=pool.windows_full,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,

@@ -73,6 +73,9 @@ class EngineSettings(Record):
     kv_fp8_variant: Annotated[str, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
     """vLLM: an fp8 cache's encoding (``DeploymentSpec.kv_fp8_variant``), which its MLA backends take as e4m3 alone
     (``core.engine.mla_fp8``)."""
+    kv_connector: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """vLLM: the KV connector configured (``DeploymentSpec.kv_connector``), which turns the hybrid KV cache manager off
+    before 0.23 (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``); None: none."""
     awq_dequantizes: bool = False
     """vLLM: an AWQ checkpoint runs the unfused ``AWQLinearMethod`` (``DeploymentSpec.vllm_awq_kernel`` ``awq``), whose
     profiling run holds a layer's weight dequantized to fp16 (``core.engine.activation.awq_dequant_peak_bytes``)."""
@@ -480,6 +483,10 @@ def resolve_settings(
     check_engine_runs_on(engine, target)
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
+    if deployment.kv_connector is not None and (engine != "vllm" or chosen.id == "vllm-v0"):
+        raise BadInputError(
+            "kv_connector names vLLM V1's NixlConnector (--kv-transfer-config): use it with --engine vllm (0.8 or later)"
+        )
     if deployment.kv_cache_memory_bytes is not None:
         _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")
     covered = _covered_release(chosen, deployment.engine_version)
@@ -518,6 +525,7 @@ def resolve_settings(
             release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
             awq_dequantizes=deployment.vllm_awq_kernel == "awq", async_scheduling=deployment.async_scheduling,
+            kv_connector=deployment.kv_connector,
             kv_fp8_variant=deployment.kv_fp8_variant,
             weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip

@@ -1,0 +1,100 @@
+"""vLLM's hybrid KV cache manager turned off by a KV connector (``core.engine.vllm_rule_releases``): every release
+from 0.9.1 to 0.22 turns it off under any ``--kv-transfer-config``, 0.23 on keeps it for NixlConnector (read in the
+wheels). ``plan --disaggregated`` launches every vLLM worker with NixlConnector, so its sliding-window models are held
+and moved as full attention there, and its Mamba hybrids would not start (trial 274 #1)."""
+
+from __future__ import annotations
+
+import shlex
+
+import yaml
+
+from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid
+from mha_cli.core.sources import load_source
+from tests.conftest import reference_hf_config
+
+GPT_OSS_LAYER = 8 * 64 * 2 * 2
+"""gpt-oss-20b, one layer, one token: 8 KV heads x head_dim 64 x (K, V) x 2 B = 2,048 B; 24 layers, every other one
+sliding with a 128-token window."""
+
+
+def test_the_connector_rule_by_release():
+    assert connector_turns_off_hybrid("nixl", (0, 22)) and connector_turns_off_hybrid("nixl", (0, 10))
+    assert not connector_turns_off_hybrid("nixl", (0, 23))
+    assert not connector_turns_off_hybrid("nixl", None)  # the latest release read (0.32)
+    assert not connector_turns_off_hybrid(None, (0, 22))  # control: no connector
+
+
+def _with_connector(tmp_path, config: str) -> str:
+    """``config``'s model in a config file whose deployment runs NixlConnector."""
+    model = load_source(str(reference_hf_config(config))).model
+    path = tmp_path / f"{config}.yaml"
+    document = {"schema_version": 2, "model": model.model_dump(mode="json", exclude_none=True),
+                "deployment": {"kv_connector": "nixl"}}  # fmt: skip
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+def test_a_connector_before_023_prices_sliding_layers_as_full(cli, tmp_path):
+    """Gemma-3-4B at 32K on an H100: with NixlConnector, 0.22 holds all 34 layers in one full group, int(blocks x 16
+    / 32,768) requests at once, and says why; 0.23 keeps its five sliding groups apart, as 0.22 does without one."""
+    args = ("kv", _with_connector(tmp_path, "gemma-3-4b-it"), "--target", "h100", "--seq", "32768")
+    off = cli.json(*args, "--engine", "vllm@0.22")["engine"]
+    assert [(group["kind"], group["n_layers"]) for group in off["groups"]] == [("full", 34)]
+    assert off["admitted_per_replica"] == off["kv_blocks"] * 16 // 32768
+    assert any("NixlConnector) turns vLLM 0.22's hybrid KV cache manager off" in note for note in off["notes"])
+    on = cli.json(*args, "--engine", "vllm@0.23")["engine"]
+    assert [group["kind"] for group in on["groups"]].count("sliding") == 6
+    plain = cli.json("kv", str(reference_hf_config("gemma-3-4b-it")), "--target", "h100", "--seq", "32768",
+                     "--engine", "vllm@0.22")["engine"]  # fmt: skip
+    assert [group["kind"] for group in plain["groups"]].count("sliding") == 6
+    assert plain["admitted_per_replica"] > 4 * off["admitted_per_replica"]
+    # the launch line carries the connector it was priced with
+    plan = cli.json("plan", args[1], "--target", "h100", "--isl", "8000", "--osl", "500", "--engine", "vllm@0.22")
+    words = shlex.split(plan["launch"]["vllm"])
+    assert words[words.index("--kv-transfer-config") + 1] == '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+
+
+def test_a_connector_stops_a_mamba_hybrid_before_023(cli, tmp_path):
+    """vLLM's ``unify_hybrid_kv_cache_specs`` cannot make Mamba and attention specs one kind: it raises."""
+    args = ("kv", _with_connector(tmp_path, "granite-4.0-h-small"), "--target", "h100", "--seq", "8192")
+    off = cli.json(*args, "--engine", "vllm@0.22")["engine"]
+    assert not off["starts"] and "Hybrid KV cache manager is disabled" in off["refusal"]
+    assert cli.json(*args, "--engine", "vllm@0.23")["engine"]["starts"]
+
+
+def test_the_connector_names_vllm_v1_only(cli, tmp_path):
+    result = cli.run("kv", _with_connector(tmp_path, "gemma-3-4b-it"), "--target", "h100", "--engine", "sglang")
+    assert result.exit_code == 2 and "kv_connector names vLLM V1's NixlConnector" in result.stderr
+
+
+def _disaggregated(cli, engine: str, model: str = "gpt-oss-20b") -> dict:
+    return cli.json("plan", model, "--target", "4xh100", "--disaggregated", "--isl", "32000", "--osl", "768",
+                    "--engine", engine)  # fmt: skip
+
+
+def test_disaggregated_vllm_workers_hold_and_move_windows_as_the_release_does(cli):
+    """gpt-oss-20b, 32,000-token prompts: before 0.23 the transfer moves every layer's 32,000 tokens; from 0.23 the
+    12 sliding layers move their 128-token window. The decode worker admits fewer before 0.23."""
+    old, new = _disaggregated(cli, "vllm@0.22"), _disaggregated(cli, "vllm@0.23")
+    assert old["pairings"][0]["transfer"]["bytes"] == 24 * GPT_OSS_LAYER * 32000
+    assert new["pairings"][0]["transfer"]["bytes"] == 12 * GPT_OSS_LAYER * (32000 + 128)
+    assert any("NixlConnector turns vLLM 0.22's hybrid KV cache manager off" in note for note in old["notes"])
+    assert not any("hybrid KV cache manager off" in note for note in new["notes"])
+    assert old["decode"][0]["admitted"] < new["decode"][0]["admitted"]
+
+
+def test_disaggregated_vllm_refuses_a_mamba_hybrid_before_023(cli):
+    result = cli.run("plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "4xh100", "--disaggregated",
+                     "--isl", "8000", "--osl", "500", "--engine", "vllm@0.20")  # fmt: skip
+    assert result.exit_code == 2
+    assert "turns vLLM 0.20's hybrid KV cache manager off" in result.stderr and "vllm@0.23" in result.stderr
+
+
+def test_sglang_off_its_swa_pool_moves_every_token(cli):
+    """SGLang 0.5.2 serves gpt-oss off its hybrid SWA pool (from 0.5.8): its pool, and so its transfer, holds every
+    layer's 32,000 tokens; the latest, on the pool, moves the sliding layers' window."""
+    plan = _disaggregated(cli, "sglang@0.5.2")
+    assert plan["pairings"][0]["transfer"]["bytes"] == 24 * GPT_OSS_LAYER * 32000
+    plan = _disaggregated(cli, "sglang")
+    assert plan["pairings"][0]["transfer"]["bytes"] == 12 * GPT_OSS_LAYER * (32000 + 128)
