@@ -25,7 +25,10 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
          ["kv", "gpt-oss-20b", "--target", "h100", "--weight-dtype", "mxfp4"]),
         (["kv", "llama-3-8b", "--target", "b200", "--quantization", "modelopt_fp4"],
          ["kv", "llama-3-8b", "--target", "b200", "--weight-dtype", "nvfp4"]),
-        (["kv", "llama-3-8b", "--max-model-len", "32k"], ["kv", "llama-3-8b", "--seq", "32768"]),
+        # vLLM's human_readable_int: a lowercase suffix is decimal, an uppercase one binary (--seq: both binary)
+        (["kv", "llama-3-8b", "--max-model-len", "32K"], ["kv", "llama-3-8b", "--seq", "32768"]),
+        (["kv", "llama-3-8b", "--max-model-len", "32k"], ["kv", "llama-3-8b", "--seq", "32000"]),
+        (["kv", "llama-3-8b", "--max-model-len", "25.6k"], ["kv", "llama-3-8b", "--seq", "25600"]),
         (["check", "llama-3-8b", "--target", "2xh100", "--tensor-parallel-size", "2", "--kv-cache-dtype", "fp8_e4m3"],
          ["check", "llama-3-8b", "--target", "2xh100", "--tp", "2", "--kv-dtype", "fp8"]),
         (["recommend", "--params", "8B", "--target", "2xh100", "--tensor-parallel-size", "2", "--quantization", "fp8"],
@@ -42,9 +45,13 @@ from mha_cli.core.errors import EXIT_BAD_INPUT
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--max-model-len",
           "2560", "--closed-form"],
          ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2048", "--osl", "512", "--closed-form"]),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "7000", "--osl", "1000", "--max-model-len",
+          "8k", "--closed-form"],
+         ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "7000", "--osl", "1000", "--closed-form"]),
     ],
-    ids=["tp", "kv-fp8", "kv-e4m3", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len",
-         "check", "recommend", "plan", "max-concurrency", "users", "plan-max-model-len"],
+    ids=["tp", "kv-fp8", "kv-e4m3", "kv-auto", "q-fp8", "q-awq", "q-gptq", "q-mxfp4", "q-nvfp4", "max-model-len-K",
+         "max-model-len-k", "max-model-len-decimal",
+         "check", "recommend", "plan", "max-concurrency", "users", "plan-max-model-len", "plan-max-model-len-k"],
 )  # fmt: skip
 def test_a_vllm_flag_gives_the_same_json_as_the_native_one(cli, vllm, native):
     assert cli.json(*vllm) == cli.json(*native)
@@ -183,3 +190,17 @@ def test_minimax_m2_by_its_hugging_face_id_prices_as_its_published_config(cli, h
     assert by_id["model"]["attention"]["rope"]["partial_rotary_factor"] == 0.5  # rotary_dim 64 of head_dim 128
     assert by_id["weight_bytes"] == by_file["weight_bytes"] == 230_024_049_664
     assert by_id["total_bytes"] == by_file["total_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["kv", "llama-3-8b", "--max-model-len", "1.5K"], "vLLM takes no decimals with a binary suffix (K)"),
+        (["kv", "llama-3-8b", "--max-model-len", "8x"], "cannot read token count '8x' as vLLM does"),
+        (["plan", "llama-3-8b", "--target", "h100", "--isl", "7000", "--osl", "1000", "--max-model-len", "8K"],
+         "--max-model-len 8K (8,192 tokens as vLLM reads it)"),
+    ],
+)  # fmt: skip
+def test_a_max_model_len_vllm_would_not_read_so_is_refused_in_one_line(cli, args, said):
+    result = cli.run(*args)
+    assert result.exit_code == EXIT_BAD_INPUT and said in result.stderr and len(result.stderr.splitlines()) == 1

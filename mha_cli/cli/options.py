@@ -14,13 +14,34 @@ SOURCE_HELP = (
     " Face cache, else the preset for it), a model folder or its config.json, or our config file (mha recommend --out)."
 )
 SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP, show_default=False)]
+
+
+def _vllm_max_model_len(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    """``--max-model-len`` read as vLLM reads it (``core.quantities.parse_vllm_int``: ``8k`` is 8,000, ``8K`` 8,192),
+    passed on as a whole number; ``--seq`` as typed (``8k`` = 8,192). A value vLLM would refuse: one line."""
+    from mha_cli.cli.output import print_error
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.errors import MhaError
+    from mha_cli.core.quantities import parse_vllm_int
+
+    if value is None or typed_spelling(ctx, param) != "--max-model-len":
+        return value
+    try:
+        return str(parse_vllm_int(value))
+    except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
+        print_error(f"--max-model-len: {exc.message}")
+        raise typer.Exit(code=exc.exit_code) from None
+
+
+SEQ_HELP = "Tokens per sequence: 8192, 8k (= 8192), 128K; as vLLM's --max-model-len, 8k is 8,000 and 8K 8,192."
 SeqOpt = Annotated[
     str | None,
     typer.Option(
         "--seq",
         "--max-model-len",
-        help="Tokens per sequence (vLLM's max_model_len): 8192, 8k (= 8192), 128K.",
+        help=SEQ_HELP,
         show_default=False,
+        callback=_vllm_max_model_len,
     ),
 ]
 BatchOpt = Annotated[int | None, typer.Option("--batch", help="Concurrent sequences.", show_default=False)]
@@ -31,9 +52,10 @@ SourceSeqOpt = Annotated[
     typer.Option(
         "--seq",
         "--max-model-len",
-        help="Tokens per sequence (vLLM's max_model_len): 8192, 8k (= 8192), 128K. Default: the config file's, else the model's"
-        " trained context (max_position_embeddings), else 8192.",
+        help=f"{SEQ_HELP} Default: the config file's, else the model's trained context (max_position_embeddings), else"
+        " 8192.",
         show_default=False,
+        callback=_vllm_max_model_len,
     ),
 ]
 SourceBatchOpt = Annotated[

@@ -748,17 +748,18 @@ def _offload_bytes(gib: float | None, prefixes: int | None, shared_prefix: int |
 
 def _check_max_model_len(max_model_len: str | None, context: int) -> None:
     """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
-    from mha_cli.core.quantities import parse_token_count
+    from mha_cli.core.quantities import parse_vllm_int
 
     if max_model_len is None:
         return
     try:
-        tokens = parse_token_count(max_model_len)
+        tokens = parse_vllm_int(max_model_len)  # as vLLM reads it: 8k is 8,000
     except BadInputError as exc:
         raise BadInputError(f"--max-model-len: {exc.message}") from None
+    read = "" if max_model_len.strip() == str(tokens) else f" ({tokens:,} tokens as vLLM reads it)"
     if tokens != context:
         raise BadInputError(
-            f"--max-model-len {max_model_len}: plan sizes the engine (and its launch line's --max-model-len) for"
+            f"--max-model-len {max_model_len}{read}: plan sizes the engine (and its launch line's --max-model-len) for"
             f" --isl + --osl = {context:,} tokens; set --isl and --osl to the context to plan for"
         )
 

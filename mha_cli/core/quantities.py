@@ -107,6 +107,38 @@ def parse_token_count(text: str | int) -> int:
     return _scale(text, number, _BINARY_COUNT[suffix.upper()], "token count")
 
 
+_VLLM_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_VLLM_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_VLLM_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+
+
+def parse_vllm_int(text: str) -> int:
+    """A count as vLLM's ``--max-model-len`` reads it (``utils/argparse_utils.py`` ``human_readable_int``, vLLM
+    0.32): a lowercase suffix decimal (``8k`` -> 8,000, ``25.6k`` -> 25,600, the fraction dropped), an uppercase one
+    binary and whole (``8K`` -> 8,192; ``1.5K`` refused); else a whole number."""
+    match = _VLLM_INT.fullmatch(text.strip()) if len(text) <= MAX_QUANTITY_CHARS else None
+    if match is not None:
+        number, suffix = match.groups()
+        if suffix in _VLLM_DECIMAL:
+            value = int(Decimal(number) * _VLLM_DECIMAL[suffix])
+        elif "." in number:
+            raise BadInputError(
+                f"{shown(text)}: vLLM takes no decimals with a binary suffix ({suffix}): write {number}{suffix.lower()}"
+                f" ({number} x 1,000) or a whole number of {suffix}"
+            )
+        else:
+            value = int(number) * _VLLM_BINARY[suffix]
+        if value <= 0:
+            raise BadInputError(f"token count {shown(text)} must be positive")
+        return value
+    if text.strip().isdigit():  # vLLM's int(value)
+        return parse_token_count(text.strip())
+    raise BadInputError(
+        f"cannot read token count {shown(text)} as vLLM does: write a whole number, or one with k (x 1,000) or K"
+        " (x 1,024), e.g. 8k = 8,000, 8K = 8,192"
+    )
+
+
 def parse_byte_size(text: str | int) -> int:
     """Parse a memory size: ``80GB`` -> 80 * 10**9, ``24GiB`` -> 24 * 2**30."""
     if isinstance(text, int):
