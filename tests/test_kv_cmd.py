@@ -454,6 +454,23 @@ def test_plan_launches_the_nvfp4_cache_only_where_vllm_has_it(cli):
     assert any("vLLM 0.20 has no nvfp4 KV cache" in note for note in checked["deployment_warnings"])
 
 
+def test_a_kv_format_the_release_lacks_is_not_judged_as_a_deployment_too_large(cli):
+    """An 8B on a B200 with an nvfp4 cache on vLLM 0.14: the release refuses the format, not the memory. It was
+    MHA026's "0 sequences fit; none: even 32 x b200 has no room beside the weights" (trial 274 #2): now no fit rule
+    fires, the format's warning stands (--strict fails on it), and the ways out are the formats it runs, each checked."""
+    args = ("llama-3-8b", "--target", "b200", "--kv-dtype", "nvfp4", "--engine", "vllm@0.14")
+    checked = cli.json("check", *args)
+    assert not {"MHA025", "MHA026"} & set(checked["rules_fired"])
+    assert any("vLLM 0.14 has no nvfp4 KV cache" in note for note in checked["deployment_warnings"])
+    assert cli.run("check", *args, "--strict").exit_code == 1
+    text = " ".join(cli.run("check", *args).output.split())  # the verdict line as one line
+    assert "refuses the deployment whatever its memory" in text and "does not fit the target" not in text
+    kv = cli.json("kv", *args)
+    assert [way["change"] for way in kv["ways_out"]] == ["--kv-dtype fp8", "--kv-dtype bf16"]
+    assert all(way["fits"] for way in kv["ways_out"])
+    assert cli.json("check", "llama-3-8b", "--target", "b200", "--kv-dtype", "fp8", "--engine", "vllm@0.14")["passed"]
+
+
 def test_a_recommended_files_unknown_target_is_located_before_its_tp_is_checked(cli, tmp_path):
     """A `recommend --out` file has deployment.tp, whose check resolved the file's target first and gave the bare
     line, without the file or the field (review 249)."""

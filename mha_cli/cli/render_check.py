@@ -63,9 +63,15 @@ def render_check(console: Console, result: CheckResult) -> None:
             table.add_row(*cells, style=styles[finding.severity])  # messages quote user strings: never markup
         console.print(table)
     unfit = result.passed and result.memory is not None and not result.memory.fits
+    refused = unfit and result.memory is not None and result.memory.engine.refused_outright
+    why = (
+        "; the engine refuses the deployment whatever its memory, a warning (above): --strict fails on it"
+        if refused
+        else "; the deployment does not fit the target, a warning (MHA025/MHA026): --strict fails on it"
+    )
     console.print(
         f"{verdict_line(result)}: {counted(result.errors, 'hard-rule violation')}, {counted(result.warnings, 'warning')}"
-        + ("; the deployment does not fit the target, a warning (MHA025/MHA026): --strict fails on it" if unfit else "")
+        + (why if unfit else "")
     )
 
 

@@ -95,6 +95,8 @@ def ways_out(
     ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
+    if plan.engine.refused_outright:  # a KV format it lacks: no memory freed makes it start; the formats it runs may
+        return _formats_it_runs(model, deployment, plan)
     # under --dp, or on the cpu target (this one machine: no group of it to spread over), the devices stay as they are
     keeps_ranks = deployment.dp is not None or one_machine(target)
     devices = None if keeps_ranks else devices_that_fit(model, target, deployment, total_params)
@@ -154,6 +156,15 @@ def ways_out(
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
     return ways or [_last_way(model, target, deployment, plan, total_params)]
+
+
+def _formats_it_runs(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> list[str]:
+    """The ways out of an engine that refuses ``deployment`` whatever its memory: an fp8 or bf16 cache where it asked
+    another (each checked by the command's judge, which keeps those that start and fit); else the refusal itself, as
+    the ``none:`` line."""
+    formats = [dtype for dtype in ("fp8", "bf16") if dtype != deployment.kv_dtype]
+    ways = [f"--kv-dtype {dtype} (a KV format {plan.engine.name} runs)" for dtype in formats]
+    return ways or [f"none: {plan.engine.refusal}"]
 
 
 def _last_way(
@@ -512,8 +523,8 @@ def flag_fit(
     """MHA025 (the weights do not fit) or MHA026 (the batch's cache does not) on ``trace`` when ``plan`` does not
     fit ``target``; returns the ways out (``ways_out``). With ``judge`` (``mha check``'s: ``deployment_judge``) the
     message names those of them that pass it (``core.ways.settle``)."""
-    if plan.fits:
-        return []
+    if plan.fits or plan.engine.refused_outright:  # refused whatever the memory: not a rule of fit (kv_format_note)
+        return [] if plan.fits else ways_out(model, target, deployment, plan, kv, total_params)
     ways = ways_out(model, target, deployment, plan, kv, total_params)
     how = ""
     if judge is not None:

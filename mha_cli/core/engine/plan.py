@@ -196,6 +196,10 @@ class EnginePlan(Record):
     """vLLM 0.19+: its scheduler admits a waiting request only when the pool holds its whole prompt
     (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: on its first chunk, or another engine. Not part of
     the JSON output."""
+    refused_outright: bool = Field(default=False, exclude=True)
+    """The engine refuses this deployment whatever its memory (a KV format it lacks, ``kv_format_note``; a Mamba hybrid
+    beside a KV connector before vLLM 0.23): no device or setting that frees memory makes it start. Not part of the
+    JSON output."""
     windows_full: bool = Field(default=False, exclude=True)
     """Sliding-window and chunked layers hold every token of a request in this engine's pool, as full ones do (vLLM
     without its hybrid KV cache manager, SGLang off its hybrid SWA pool): what a prefill/decode transfer moves. Not
@@ -413,6 +417,8 @@ class _Pool(NamedTuple):
     """vLLM: one block of one group, every layer of the group (0: another engine)."""
     windows_full: bool = False
     """Sliding-window and chunked layers hold every token of a request here (no window), beside full ones."""
+    refused_outright: bool = False
+    """The engine refuses this deployment whatever its memory (``EnginePlan.refused_outright``)."""
     in_flight_batches: int = 1
     """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
@@ -740,7 +746,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
-    refusal = (connector_off and _connector_refusal(kv)) or _set_pool_overflow(inputs) or _vllm_refusal(
+    outright = _connector_refusal(kv) if connector_off else None
+    refusal = outright or _set_pool_overflow(inputs) or _vllm_refusal(
         available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
         kv.seq_len,
     )  # fmt: skip
@@ -852,6 +859,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         block_bytes=pool.page_bytes * (pool.layers_per_group or 0), in_flight_batches=in_flight,
         windows_full=bool(kv.n_local_layers + kv.n_chunked_layers)
         and not any(group.kind in ("sliding", "chunked") for group in pool.groups),
+        refused_outright=outright is not None,
     )  # fmt: skip
 
 
@@ -1232,7 +1240,7 @@ def plan_engine(
     )
     if format_note is not None and pool.starts:  # refused at launch or backend selection, before any pool is sized
         refused = format_note.removesuffix(":" + FORMAT_LACKING)
-        pool = pool._replace(starts=False, refusal=refused, log_lines=[refused])
+        pool = pool._replace(starts=False, refusal=refused, log_lines=[refused], refused_outright=True)
     deficit = max(0, -pool.available)
     pool.budget.append(
         BudgetLine(label="= deficit (no KV cache)", bytes=deficit,
@@ -1306,6 +1314,7 @@ def plan_engine(
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
         window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1, windows_full=pool.windows_full,
+        refused_outright=pool.refused_outright,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,
