@@ -352,9 +352,11 @@ def test_no_split_that_fits_is_said_not_called_a_miss():
 
 def test_a_context_past_the_trained_one_is_said():
     """Llama-3.1-8B was trained for 131,072 tokens: 131,072 + 256 is past it, and vLLM refuses such a --max-model-len
-    (the aggregated plan says so too); the control at 1,024 + 256 says nothing."""
+    (the aggregated plan says so too), as SGLang refuses such a --context-length (both engines' lines are printed:
+    trial 274 #6); the control at 1,024 + 256 says nothing."""
     long = _plan("llama-3.1-8b", "2xh100", 131_072, 256)
     assert any("131,328 tokens is past" in note and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in note for note in long.notes)
+    assert any("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in note for note in long.notes)
     assert not any("is past" in note for note in _plan("llama-3.1-8b", "2xh100", 1024, 256).notes)
 
 

@@ -347,7 +347,7 @@ def plan_disaggregated(
     if connector_note is not None:
         notes.append(connector_note)
     vllm_release = release_in_force(deployment) if (deployment.engine or "vllm") == "vllm" else None
-    past = past_derived_length(model, isl + osl, ("vllm",), vllm_release)  # the launch lines are vLLM's
+    past = past_derived_length(model, isl + osl, ("vllm", "sglang"), vllm_release)  # both engines' lines are printed
     if past:
         notes.append(past)
     if not workers:
