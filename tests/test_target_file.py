@@ -198,3 +198,15 @@ def test_a_config_written_with_a_target_file_reads_it_from_anywhere(cli, tmp_pat
         memory = cli.json("kv", str(tmp_path / out))["memory"]
         assert (memory["n_devices"], memory["max_sequences"]) == (here[out]["n_devices"], here[out]["max_sequences"])
         assert memory["n_devices"] == 2
+
+
+def test_a_files_link_is_named_from_the_file(cli, h100_file, tmp_path):
+    """The KV transfer of `plan --disaggregated` on a file target cites the file's interconnect_gbs, not the table's;
+    a file without one is priced on the assumed PCIe 4.0 host link and says so (trial 274 #5)."""
+    args = ("plan", "llama-3-8b", "--disaggregated", "--isl", "2000", "--osl", "200")
+    transfer = cli.json(*args, "--target", f"2x{h100_file}")["pairings"][0]["transfer"]
+    assert "(h100.yaml: interconnect_gbs 900 GB/s both directions" in transfer["how"] and transfer["gbs"] == 450
+    (tmp_path / "pcie.yaml").write_text(yaml.safe_dump({k: v for k, v in H100.items() if k != "interconnect_gbs"}))
+    transfer = cli.json(*args, "--target", "2xpcie.yaml")["pairings"][0]["transfer"]
+    assert transfer["link_name"] == "NVIDIA H100 SXM5 80GB host link" and transfer["gbs"] == 31.5
+    assert "no interconnect_gbs for pcie.yaml: PCIe 4.0 x16 assumed" in transfer["how"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mha_cli.core.links import LINKS, Link, link, scale_out_link, scale_up_gbs
 from mha_cli.core.record import Record
-from mha_cli.core.targets import ResolvedTarget
+from mha_cli.core.targets import TARGET_FILE_SUFFIXES, ResolvedTarget
 
 SCALE_UP_LATENCY_S = 2e-6
 """One transfer's start-up on the scale-up link: the order of magnitude of ``core.links``' PCIe rows (2 us)."""
@@ -41,12 +41,14 @@ def scale_up_link(target: ResolvedTarget) -> Link:
     """The target's device-to-device link inside a node, as a ``Link`` (half its bidirectional ``interconnect_gbs``)."""
     device = target.target
     gbs = scale_up_gbs(device.interconnect_gbs)
+    table = f"{device.id}:" if device.id.lower().endswith(TARGET_FILE_SUFFIXES) else "hardware_targets.csv"
     source = (
-        f"hardware_targets.csv interconnect_gbs {device.interconnect_gbs:g} GB/s both directions, half each way"
+        f"{table} interconnect_gbs {device.interconnect_gbs:g} GB/s both directions, half each way"
         if device.interconnect_gbs
-        else f"no interconnect_gbs for {device.id}: {LINKS['pcie4'].name}"
+        else f"no interconnect_gbs for {device.id}: {LINKS['pcie4'].name} assumed"
     )
-    return Link("scale-up", f"{device.name} scale-up link", gbs, SCALE_UP_LATENCY_S, source)
+    name = f"{device.name} scale-up link" if device.interconnect_gbs else f"{device.name} host link"
+    return Link("scale-up", name, gbs, SCALE_UP_LATENCY_S, source)
 
 
 def kv_link(target: ResolvedTarget, named: str | None = None) -> Link:
