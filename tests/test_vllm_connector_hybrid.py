@@ -1,7 +1,8 @@
 """vLLM's hybrid KV cache manager turned off by a KV connector (``core.engine.vllm_rule_releases``): every release
-from 0.9.1 to 0.22 turns it off under any ``--kv-transfer-config``, 0.23 on keeps it for NixlConnector (read in the
-wheels). ``plan --disaggregated`` launches every vLLM worker with NixlConnector, so its sliding-window models are held
-and moved as full attention there, and its Mamba hybrids would not start (trial 274 #1)."""
+from 0.9.1 to 0.21 turns it off under any ``--kv-transfer-config``; from 0.22 only for a connector that does not
+subclass ``SupportsHMA``, and NixlConnector does (read in the wheels; review 276 found 0.22.0's check).
+``plan --disaggregated`` launches every vLLM worker with NixlConnector, so before 0.22 its sliding-window models are
+held and moved as full attention there, and its Mamba hybrids would not start (trial 274 #1)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import shlex
 
 import yaml
 
-from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid
+from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid, has_hybrid_manager
+from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.sources import load_source
 from tests.conftest import reference_hf_config
 
@@ -19,10 +21,11 @@ sliding with a 128-token window."""
 
 
 def test_the_connector_rule_by_release():
-    assert connector_turns_off_hybrid("nixl", (0, 22)) and connector_turns_off_hybrid("nixl", (0, 10))
-    assert not connector_turns_off_hybrid("nixl", (0, 23))
+    assert connector_turns_off_hybrid("nixl", (0, 21)) and connector_turns_off_hybrid("nixl", (0, 10))
+    assert not connector_turns_off_hybrid("nixl", (0, 22))
     assert not connector_turns_off_hybrid("nixl", None)  # the latest release read (0.32)
-    assert not connector_turns_off_hybrid(None, (0, 22))  # control: no connector
+    assert not connector_turns_off_hybrid(None, (0, 21))  # control: no connector
+    assert has_hybrid_manager("0.9.1") and has_hybrid_manager("0.9") and not has_hybrid_manager("0.9.0")
 
 
 def _with_connector(tmp_path, config: str) -> str:
@@ -35,37 +38,47 @@ def _with_connector(tmp_path, config: str) -> str:
     return str(path)
 
 
-def test_a_connector_before_023_prices_sliding_layers_as_full(cli, tmp_path):
-    """Gemma-3-4B at 32K on an H100: with NixlConnector, 0.22 holds all 34 layers in one full group, int(blocks x 16
-    / 32,768) requests at once, and says why; 0.23 keeps its five sliding groups apart, as 0.22 does without one."""
+def test_a_connector_before_022_prices_sliding_layers_as_full(cli, tmp_path):
+    """Gemma-3-4B at 32K on an H100: with NixlConnector, 0.21 holds all 34 layers in one full group, int(blocks x 16
+    / 32,768) requests at once, and says why; 0.22 keeps its six sliding groups apart, as 0.21 does without one."""
     args = ("kv", _with_connector(tmp_path, "gemma-3-4b-it"), "--target", "h100", "--seq", "32768")
-    off = cli.json(*args, "--engine", "vllm@0.22")["engine"]
+    off = cli.json(*args, "--engine", "vllm@0.21")["engine"]
     assert [(group["kind"], group["n_layers"]) for group in off["groups"]] == [("full", 34)]
     assert off["admitted_per_replica"] == off["kv_blocks"] * 16 // 32768
-    assert any("NixlConnector) turns vLLM 0.22's hybrid KV cache manager off" in note for note in off["notes"])
-    on = cli.json(*args, "--engine", "vllm@0.23")["engine"]
+    assert any("NixlConnector) turns vLLM 0.21's hybrid KV cache manager off" in note for note in off["notes"])
+    on = cli.json(*args, "--engine", "vllm@0.22")["engine"]
     assert [group["kind"] for group in on["groups"]].count("sliding") == 6
     plain = cli.json("kv", str(reference_hf_config("gemma-3-4b-it")), "--target", "h100", "--seq", "32768",
-                     "--engine", "vllm@0.22")["engine"]  # fmt: skip
+                     "--engine", "vllm@0.21")["engine"]  # fmt: skip
     assert [group["kind"] for group in plain["groups"]].count("sliding") == 6
     assert plain["admitted_per_replica"] > 4 * off["admitted_per_replica"]
     # the launch line carries the connector it was priced with
-    plan = cli.json("plan", args[1], "--target", "h100", "--isl", "8000", "--osl", "500", "--engine", "vllm@0.22")
+    plan = cli.json("plan", args[1], "--target", "h100", "--isl", "8000", "--osl", "500", "--engine", "vllm@0.21")
     words = shlex.split(plan["launch"]["vllm"])
     assert words[words.index("--kv-transfer-config") + 1] == '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
 
 
-def test_a_connector_stops_a_mamba_hybrid_before_023(cli, tmp_path):
-    """vLLM's ``unify_hybrid_kv_cache_specs`` cannot make Mamba and attention specs one kind: it raises."""
-    args = ("kv", _with_connector(tmp_path, "granite-4.0-h-small"), "--target", "h100", "--seq", "8192")
-    off = cli.json(*args, "--engine", "vllm@0.22")["engine"]
-    assert not off["starts"] and "Hybrid KV cache manager is disabled" in off["refusal"]
-    assert cli.json(*args, "--engine", "vllm@0.23")["engine"]["starts"]
+def test_a_connector_stops_a_mamba_hybrid_before_022(cli, tmp_path):
+    """vLLM's ``unify_hybrid_kv_cache_specs`` cannot make Mamba and attention specs one kind: it raises. ``check``
+    warns (so --strict fails), ``kv`` names the way out the refusal gives; 0.22 starts it."""
+    path = _with_connector(tmp_path, "granite-4.0-h-small")
+    args = ("kv", path, "--target", "h100", "--seq", "8192")
+    off = cli.json(*args, "--engine", "vllm@0.21")
+    assert not off["engine"]["starts"] and "Hybrid KV cache manager is disabled" in off["engine"]["refusal"]
+    assert [way["text"] for way in off["ways_out"]] == [f"none: {off['engine']['refusal']}"]
+    assert "use --engine vllm@0.22 or later" in off["engine"]["refusal"]
+    checked = cli.json("check", path, "--target", "h100", "--engine", "vllm@0.21")
+    assert any("vllm would not start: ValueError: Hybrid KV cache manager" in w for w in checked["deployment_warnings"])
+    assert cli.run("check", path, "--target", "h100", "--engine", "vllm@0.21", "--strict").exit_code == 1
+    assert cli.json(*args, "--engine", "vllm@0.22")["engine"]["starts"]
+    assert cli.run("check", path, "--target", "h100", "--engine", "vllm@0.22", "--strict").exit_code == 0
 
 
-def test_the_connector_names_vllm_v1_only(cli, tmp_path):
-    result = cli.run("kv", _with_connector(tmp_path, "gemma-3-4b-it"), "--target", "h100", "--engine", "sglang")
-    assert result.exit_code == 2 and "kv_connector names vLLM V1's NixlConnector" in result.stderr
+def test_the_connector_names_vllm_09_on_only(cli, tmp_path):
+    path = _with_connector(tmp_path, "gemma-3-4b-it")
+    for engine in ("sglang", "vllm@0.8.5"):
+        result = cli.run("kv", path, "--target", "h100", "--engine", engine)
+        assert result.exit_code == EXIT_BAD_INPUT and "kv_connector names vLLM's NixlConnector" in result.stderr
 
 
 def _disaggregated(cli, engine: str, model: str = "gpt-oss-20b") -> dict:
@@ -74,21 +87,37 @@ def _disaggregated(cli, engine: str, model: str = "gpt-oss-20b") -> dict:
 
 
 def test_disaggregated_vllm_workers_hold_and_move_windows_as_the_release_does(cli):
-    """gpt-oss-20b, 32,000-token prompts: before 0.23 the transfer moves every layer's 32,000 tokens; from 0.23 the
-    12 sliding layers move their 128-token window. The decode worker admits fewer before 0.23."""
-    old, new = _disaggregated(cli, "vllm@0.22"), _disaggregated(cli, "vllm@0.23")
+    """gpt-oss-20b, 32,000-token prompts: before 0.22 the transfer moves every layer's 32,000 tokens; from 0.22 the
+    12 sliding layers move their 128-token window. The decode worker admits fewer before 0.22."""
+    old, new = _disaggregated(cli, "vllm@0.21"), _disaggregated(cli, "vllm@0.22")
     assert old["pairings"][0]["transfer"]["bytes"] == 24 * GPT_OSS_LAYER * 32000
     assert new["pairings"][0]["transfer"]["bytes"] == 12 * GPT_OSS_LAYER * (32000 + 128)
-    assert any("NixlConnector turns vLLM 0.22's hybrid KV cache manager off" in note for note in old["notes"])
+    assert any("NixlConnector turns vLLM 0.21's hybrid KV cache manager off" in note for note in old["notes"])
     assert not any("hybrid KV cache manager off" in note for note in new["notes"])
     assert old["decode"][0]["admitted"] < new["decode"][0]["admitted"]
+    # 0.9.0 has no hybrid manager to turn off (its sliding layers are full anyway): no note says it does
+    gemma = ("plan", str(reference_hf_config("gemma-3-4b-it")), "--target", "2xh100", "--disaggregated", "--isl", "8000",
+             "--osl", "200", "--engine")  # fmt: skip
+    assert not any("hybrid KV cache manager off" in note for note in cli.json(*gemma, "vllm@0.9.0")["notes"])
+    assert any("hybrid KV cache manager off" in note for note in cli.json(*gemma, "vllm@0.9.1")["notes"])
 
 
-def test_disaggregated_vllm_refuses_a_mamba_hybrid_before_023(cli):
+def test_the_aggregated_comparison_runs_no_connector(cli, tmp_path):
+    """A config file's kv_connector prices the disaggregated workers, not the aggregated servers beside them (review
+    276 #5): their figures equal those of the same model without one."""
+    args = ("--target", "2xh100", "--disaggregated", "--isl", "16000", "--osl", "500", "--engine", "vllm@0.21")
+    with_connector = cli.json("plan", _with_connector(tmp_path, "gemma-3-4b-it"), *args)["aggregated"]
+    plain = cli.json("plan", str(reference_hf_config("gemma-3-4b-it")), *args)["aggregated"]
+    assert [(a["itl_ms"], a["output_tokens_per_s_per_gpu"]) for a in with_connector] == [
+        (a["itl_ms"], a["output_tokens_per_s_per_gpu"]) for a in plain
+    ]
+
+
+def test_disaggregated_vllm_refuses_a_mamba_hybrid_before_022(cli):
     result = cli.run("plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "4xh100", "--disaggregated",
-                     "--isl", "8000", "--osl", "500", "--engine", "vllm@0.20")  # fmt: skip
-    assert result.exit_code == 2
-    assert "turns vLLM 0.20's hybrid KV cache manager off" in result.stderr and "vllm@0.23" in result.stderr
+                     "--isl", "8000", "--osl", "500", "--engine", "vllm@0.21")  # fmt: skip
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "turns vLLM 0.21's hybrid KV cache manager off" in result.stderr and "vllm@0.22" in result.stderr
 
 
 def test_sglang_off_its_swa_pool_moves_every_token(cli):

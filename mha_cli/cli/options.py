@@ -18,7 +18,8 @@ SourceArg = Annotated[str, typer.Argument(help=SOURCE_HELP, show_default=False)]
 
 def _vllm_max_model_len(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
     """``--max-model-len`` read as vLLM reads it (``core.quantities.parse_vllm_int``: ``8k`` is 8,000, ``8K`` 8,192),
-    passed on as a whole number; ``--seq`` as typed (``8k`` = 8,192). A value vLLM would refuse: one line."""
+    passed on as a whole number, ``auto`` or -1 as the option left out; ``--seq`` as typed (``8k`` = 8,192). A value
+    vLLM would refuse: one line."""
     from mha_cli.cli.output import print_error
     from mha_cli.cli.typed_spellings import typed_spelling
     from mha_cli.core.errors import MhaError
@@ -26,6 +27,8 @@ def _vllm_max_model_len(ctx: typer.Context, param: typer.CallbackParam, value: s
 
     if value is None or typed_spelling(ctx, param) != "--max-model-len":
         return value
+    if value.strip().lower() in ("auto", "-1"):  # vLLM's human_readable_int_or_auto: the length it derives
+        return None  # the default: the config file's, else the model's trained context
     try:
         return str(parse_vllm_int(value))
     except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code

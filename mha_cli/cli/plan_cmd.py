@@ -750,7 +750,7 @@ def _check_max_model_len(max_model_len: str | None, context: int) -> None:
     """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
     from mha_cli.core.quantities import parse_vllm_int
 
-    if max_model_len is None:
+    if max_model_len is None or max_model_len.strip().lower() in ("auto", "-1"):  # vLLM's derived length: no check
         return
     try:
         tokens = parse_vllm_int(max_model_len)  # as vLLM reads it: 8k is 8,000

@@ -161,6 +161,8 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
     if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
         format_note = deployment_kv_format_note(priced.deployment, model)
         outside_rules += [format_note] if format_note is not None else []
+        if format_note is None and memory.engine.refused_outright:  # another refusal whatever the memory: said too
+            outside_rules.append(f"{memory.engine.name} would not start: {memory.engine.refusal}")
         if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
             release = release_in_force(priced.deployment) if memory.engine.name == "vllm" else None
             refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,), release)

@@ -95,7 +95,7 @@ def ways_out(
     ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
-    if plan.engine.refused_outright:  # a KV format it lacks: no memory freed makes it start; the formats it runs may
+    if plan.engine.refused_outright:  # no memory freed makes it start: for a KV format it lacks, the formats it runs
         return _formats_it_runs(model, deployment, plan)
     # under --dp, or on the cpu target (this one machine: no group of it to spread over), the devices stay as they are
     keeps_ranks = deployment.dp is not None or one_machine(target)
@@ -159,10 +159,14 @@ def ways_out(
 
 
 def _formats_it_runs(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> list[str]:
-    """The ways out of an engine that refuses ``deployment`` whatever its memory: an fp8 or bf16 cache where it asked
-    another (each checked by the command's judge, which keeps those that start and fit); else the refusal itself, as
-    the ``none:`` line."""
+    """The ways out of an engine that refuses ``deployment`` whatever its memory: for a KV format it lacks, an fp8 or
+    bf16 cache (each checked by the command's judge, which keeps those that start and fit); else (or where it asked
+    those) the refusal itself, which names its way out, as the ``none:`` line."""
+    from mha_cli.core.engine.plan import deployment_kv_format_note
+
     formats = [dtype for dtype in ("fp8", "bf16") if dtype != deployment.kv_dtype]
+    if deployment_kv_format_note(deployment, model) is None:  # not the format: a connector before vLLM 0.22
+        formats = []
     ways = [f"--kv-dtype {dtype} (a KV format {plan.engine.name} runs)" for dtype in formats]
     return ways or [f"none: {plan.engine.refusal}"]
 

@@ -114,29 +114,34 @@ _VLLM_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 
 def parse_vllm_int(text: str) -> int:
     """A count as vLLM's ``--max-model-len`` reads it (``utils/argparse_utils.py`` ``human_readable_int``, vLLM
-    0.32): a lowercase suffix decimal (``8k`` -> 8,000, ``25.6k`` -> 25,600, the fraction dropped), an uppercase one
-    binary and whole (``8K`` -> 8,192; ``1.5K`` refused); else a whole number."""
-    match = _VLLM_INT.fullmatch(text.strip()) if len(text) <= MAX_QUANTITY_CHARS else None
-    if match is not None:
-        number, suffix = match.groups()
-        if suffix in _VLLM_DECIMAL:
-            value = int(Decimal(number) * _VLLM_DECIMAL[suffix])
-        elif "." in number:
+    0.32): a lowercase suffix decimal, ``int(float(number) x 1,000)`` (``8k`` -> 8,000, ``25.6k`` -> 25,600), an
+    uppercase one binary and whole (``8K`` -> 8,192; ``1.5K`` refused), else Python's ``int`` (``8_000``, ``+8000``).
+    Only a positive count: ``auto`` and -1 are the caller's (``cli.options``)."""
+    text = text.strip()
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise BadInputError(f"token count {shown(text)} is too long: write a number such as 8k or 8192")
+    match = _VLLM_INT.fullmatch(text)
+    try:
+        if match is None:
+            value = int(text)
+        elif match.group(2) in _VLLM_DECIMAL:
+            value = int(float(match.group(1)) * _VLLM_DECIMAL[match.group(2)])
+        else:
+            value = int(match.group(1)) * _VLLM_BINARY[match.group(2)]
+    except ValueError:
+        if match is not None:  # a decimal before a binary suffix
+            number, suffix = match.groups()
             raise BadInputError(
                 f"{shown(text)}: vLLM takes no decimals with a binary suffix ({suffix}): write {number}{suffix.lower()}"
                 f" ({number} x 1,000) or a whole number of {suffix}"
-            )
-        else:
-            value = int(number) * _VLLM_BINARY[suffix]
-        if value <= 0:
-            raise BadInputError(f"token count {shown(text)} must be positive")
-        return value
-    if text.strip().isdigit():  # vLLM's int(value)
-        return parse_token_count(text.strip())
-    raise BadInputError(
-        f"cannot read token count {shown(text)} as vLLM does: write a whole number, or one with k (x 1,000) or K"
-        " (x 1,024), e.g. 8k = 8,000, 8K = 8,192"
-    )
+            ) from None
+        raise BadInputError(
+            f"cannot read token count {shown(text)} as vLLM does: write a whole number, or one with k (x 1,000) or K"
+            " (x 1,024), e.g. 8k = 8,000, 8K = 8,192"
+        ) from None
+    if value <= 0:
+        raise BadInputError(f"token count {shown(text)} must be positive")
+    return value
 
 
 def parse_byte_size(text: str | int) -> int:

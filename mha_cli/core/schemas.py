@@ -1232,7 +1232,7 @@ class DeploymentSpec(_Strict):
     (``Using FlashInfer for top-p & top-k sampling``); None: the release's default."""
     kv_connector: Annotated[Literal["nixl"] | None, Field(exclude_if=lambda value: value is None)] = None
     """vLLM: the KV connector the server runs (``--kv-transfer-config``): ``nixl``, NixlConnector, as ``plan
-    --disaggregated`` launches each worker; vLLM 0.9.1-0.22 then turn the hybrid KV cache manager off
+    --disaggregated`` launches each worker; vLLM 0.9.1-0.21 then turn the hybrid KV cache manager off
     (``core.engine.vllm_rule_releases``). None: no connector."""
     vllm_awq_kernel: Literal["awq", "awq_marlin"] | None = None
     """vLLM: the kernel an AWQ checkpoint runs, as its log names it: ``awq`` (``AWQLinearMethod``, which dequantizes a

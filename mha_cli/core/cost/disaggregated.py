@@ -55,7 +55,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
-from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid
+from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid, has_hybrid_manager
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
@@ -213,8 +213,11 @@ def worker_steps(
     worker: int | WorkerLayout, *, isl: int, osl: int,
 ) -> WorkerSteps:  # fmt: skip
     """One worker of ``worker``'s layout (an int: tp GPUs) on ``target``'s devices, in its nodes: its engine plan
-    (refused in one line when it would not start)."""
+    (refused in one line when it would not start). A vLLM worker runs NixlConnector (``kv_connector``), which sets
+    how vLLM groups its layers (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``)."""
     layout = as_layout(worker)
+    if deployment_generation(deployment).engine == "vllm":
+        deployment = deployment.model_copy(update={"kv_connector": "nixl"})
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
     if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
         update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": a2a_backend_on(target.target.vendor)}
@@ -313,22 +316,21 @@ def plan_disaggregated(
             "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"
             " (or sglang)"
         )
-    connector_note, worker_deployment = None, deployment
-    if generation.engine == "vllm":  # every worker runs NixlConnector, which sets how vLLM groups its layers
-        worker_deployment = deployment.model_copy(update={"kv_connector": "nixl"})
+    connector_note = None
+    if generation.engine == "vllm":  # every worker runs NixlConnector (worker_steps), which sets how vLLM groups layers
         release = release_in_force(deployment)
-        connector_off = connector_turns_off_hybrid("nixl", release)
+        connector_off = connector_turns_off_hybrid("nixl", release) and has_hybrid_manager(deployment.engine_version)
         if connector_off and any(kind in ("local", "chunked") for kind in model.token_layer_kinds()):
             connector_note = (
                 f"NixlConnector turns vLLM {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every"
-                " release before 0.23): its sliding-window and chunked layers are held, and moved, as full attention"
+                " release before 0.22): its sliding-window and chunked layers are held, and moved, as full attention"
             )
         if has_fixed_state(model) and not model.attention_free and connector_off:
             raise BadInputError(
                 f"--disaggregated runs every vLLM worker with NixlConnector, which turns vLLM"
-                f" {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every release before 0.23), and"
+                f" {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every release before 0.22), and"
                 f" vLLM then refuses a Mamba/linear-attention hybrid such as {model.name} ('Hybrid KV cache manager"
-                " is disabled but failed to convert the KV cache specs to one unified type'): use --engine vllm@0.23"
+                " is disabled but failed to convert the KV cache specs to one unified type'): use --engine vllm@0.22"
                 " or later, or --engine sglang"
             )
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
@@ -338,7 +340,7 @@ def plan_disaggregated(
     per_node = target.devices_per_node  # 2x8xh100: 8; a worker of more GPUs takes whole nodes
     for layout in worker_layouts(model, deployment, target.n_devices, per_node):
         try:
-            workers[layout] = worker_steps(model, target, worker_deployment, profiles, layout, isl=isl, osl=osl)
+            workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
         except EngineRefusedError as exc:  # its reason leaves out the layout's own figures: one line for all it stops
             refused.setdefault(exc.reason, []).append(layout.label)
         except MhaError as exc:
@@ -406,9 +408,10 @@ def plan_disaggregated(
         confirmed = confirm_splits(splits, run, at_load, ttft_ms=ttft_ms, itl_ms=itl_ms, fixed_rate=rate is not None)
         splits, chosen, simulated = confirmed.splits, confirmed.chosen, confirmed.simulated
         confirmed_notes = confirmed.notes
+    alone = deployment.model_copy(update={"kv_connector": None})  # an aggregated server runs no connector
     aggregated = [
         aggregated_layout(
-            model, target, deployment, profiles, layout.tp, isl=isl, osl=osl, rate=rate, targets=targets, dp=layout.dp
+            model, target, alone, profiles, layout.tp, isl=isl, osl=osl, rate=rate, targets=targets, dp=layout.dp
         )
         for layout in workers
     ]

@@ -198,7 +198,7 @@ class EnginePlan(Record):
     the JSON output."""
     refused_outright: bool = Field(default=False, exclude=True)
     """The engine refuses this deployment whatever its memory (a KV format it lacks, ``kv_format_note``; a Mamba hybrid
-    beside a KV connector before vLLM 0.23): no device or setting that frees memory makes it start. Not part of the
+    beside a KV connector before vLLM 0.22): no device or setting that frees memory makes it start. Not part of the
     JSON output."""
     windows_full: bool = Field(default=False, exclude=True)
     """Sliding-window and chunked layers hold every token of a request in this engine's pool, as full ones do (vLLM
@@ -635,12 +635,12 @@ def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> WeightsOve
 
 def _connector_refusal(kv: KvFootprint) -> str | None:
     """vLLM's start-up error for a Mamba/linear-attention hybrid whose hybrid KV cache manager a KV connector turned
-    off (``unify_hybrid_kv_cache_specs``, before 0.23); None for any other model."""
+    off (``unify_hybrid_kv_cache_specs``, before 0.22); None for any other model."""
     if not (kv.n_state_layers and kv.n_token_layers):
         return None
     return (
         "ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
-        " (a KV connector turns it off before vLLM 0.23: use --engine vllm@0.23 or later)"
+        " (a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later)"
     )
 
 
@@ -720,7 +720,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         and connector_turns_off_hybrid(settings.kv_connector, settings.release)
         and (rules.sliding_groups or rules.chunked_groups or rules.state_groups)  # 0.9.0: no manager to turn off
     )
-    if connector_off:  # a KV connector before 0.23: every layer kind priced as full attention
+    if connector_off:  # a KV connector before 0.22: every layer kind priced as full attention
         rules = without_hybrid_manager(rules)
     pp = 1 if inputs.stage is None else inputs.stage.pp
     async_on = not cpu and settings.async_scheduling is not False  # on by default from 0.15.0 at any pp
@@ -799,11 +799,11 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" {format_bytes(pool.page_bytes)} by raising the smaller page's block ({raised} tokens a block;"
             f" unify_kv_cache_spec_page_size{own})"
         )
-    if connector_off and (kv.n_local_layers or kv.n_state_layers):
+    if connector_off and (kv.n_local_layers or kv.n_chunked_layers):
         notes.append(
             f"the KV connector (--kv-transfer-config, {CONNECTOR_CLASSES[settings.kv_connector or 'nixl']}) turns"
             f" vLLM {'.'.join(map(str, settings.release or ()))}'s hybrid KV cache manager off (every release from"
-            " 0.9.1 to 0.22, whatever the connector): sliding-window and chunked layers are priced as full attention"
+            " 0.9.1 to 0.21, whatever the connector): sliding-window and chunked layers are priced as full attention"
         )
     elif not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")

@@ -75,7 +75,7 @@ class EngineSettings(Record):
     (``core.engine.mla_fp8``)."""
     kv_connector: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """vLLM: the KV connector configured (``DeploymentSpec.kv_connector``), which turns the hybrid KV cache manager off
-    before 0.23 (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``); None: none."""
+    before 0.22 (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``); None: none."""
     awq_dequantizes: bool = False
     """vLLM: an AWQ checkpoint runs the unfused ``AWQLinearMethod`` (``DeploymentSpec.vllm_awq_kernel`` ``awq``), whose
     profiling run holds a layer's weight dequantized to fp16 (``core.engine.activation.awq_dequant_peak_bytes``)."""
@@ -483,9 +483,11 @@ def resolve_settings(
     check_engine_runs_on(engine, target)
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
-    if deployment.kv_connector is not None and (engine != "vllm" or chosen.id == "vllm-v0"):
+    in_force = _release_in_force(chosen, deployment.engine_version)
+    if deployment.kv_connector is not None and (engine != "vllm" or (in_force is not None and in_force < (0, 9))):
         raise BadInputError(
-            "kv_connector names vLLM V1's NixlConnector (--kv-transfer-config): use it with --engine vllm (0.8 or later)"
+            "kv_connector names vLLM's NixlConnector (--kv-transfer-config, first in vLLM 0.9.0): use it with --engine"
+            " vllm, 0.9 or later"
         )
     if deployment.kv_cache_memory_bytes is not None:
         _check_pool_setting(chosen, deployment.engine_version, cpu=target.vendor == "CPU")

