@@ -342,6 +342,25 @@ def test_reasons_that_differ_in_their_figures_are_said_once_with_the_ways_out_th
                    "--closed-form").exit_code == 0  # fmt: skip
 
 
+def test_a_way_out_of_a_search_where_nothing_starts_is_what_its_run_picks(cli):
+    """Qwen3-235B in bf16 loads on no layout of 4 H20s. Its ways out were judged in the closed form while the run
+    they name is simulated, so "--target 8xh20 ... at 32 user(s) meets them (97 tokens/s per GPU)" named a point that
+    run rules out, picking 16 users (trial 275 #2): each way's figure is now the pasted run's own pick."""
+    from tests.conftest import reference_hf_config
+
+    base = ("plan", str(reference_hf_config("qwen3-235b-a22b-instruct-2507")), "--isl", "2048", "--osl", "512",
+            "--ttft-ms", "2000", "--itl-ms", "40")  # fmt: skip
+    refused = cli.run(*base, "--target", "4xh20")
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "ways out:" in line
+    for change in ("--weight-dtype fp8", "--target 8xh20"):
+        said = line.split(f"{change} (", 1)[1].split("))", 1)[0] + ")"  # "layout at N user(s) meets them (T ...)"
+        target = () if change.startswith("--target") else ("--target", "4xh20")
+        found = cli.json(*base, *target, *change.split())
+        pick = found["candidates"][found["chosen"]]
+        assert f"at {pick['concurrency']:,} user(s) meets them ({pick['output_tokens_per_s_per_gpu']:,.0f}" in said
+
+
 def test_a_search_where_no_layout_starts_says_each_reason_once():
     """Kimi-K2 on 8 x H200 at 4,608 tokens: vLLM's "No available memory for the cache blocks" was repeated for each
     of 17 layouts, a 4,647-character line cut at 1,000 (found by newuser trial 236)."""

@@ -343,3 +343,17 @@ def test_a_search_way_out_without_targets_does_not_claim_to_meet_them(cli):
     refused = cli.run("plan", str(reference_hf_config("deepseek-v3")), "--target", "8xh100", "--closed-form")
     text = " ".join(refused.output.split())
     assert refused.exit_code == 2 and "meets them" not in text and "user(s) is picked" in text
+
+
+def test_a_dp_attention_layout_refused_names_the_ways_without_dp(cli):
+    """DeepSeek-V3 on 8 H20s at --dp 2 (or 8) has no room for a KV block; tp 8 without DP attention has (trial 275
+    #3: the ways were tried with --dp kept, tp 8 x dp 2 = 16 GPUs, and "--target 1xh20" offered for a 671B model).
+    Each way named is tried without --dp, says so, and runs when pasted so."""
+    base = ("plan", str(reference_hf_config("deepseek-v3")), "--target", "8xh20", "--isl", "2048", "--osl", "512",
+            "--concurrency", "16", "--closed-form")  # fmt: skip
+    for dp in ("2", "8"):
+        refused = cli.run(*base, "--dp", dp)
+        assert refused.exit_code == EXIT_BAD_INPUT
+        said = " ".join(refused.output.split())
+        assert said.endswith(": use e.g. --tp 8 or --target 16xh20 --tp 16 (leaving out --dp)"), said
+    assert cli.json(*base, "--tp", "8")["deployment"]["tp"] == 8

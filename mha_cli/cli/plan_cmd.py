@@ -205,7 +205,7 @@ def plan(
         float,
         typer.Option(
             "--random-range-ratio",
-            help="Lengths drawn uniformly in [n (1 - r), n (1 + r)] around --isl and --osl, as vllm bench serve's"
+            help="Lengths drawn uniformly from n (1 - r) to n (1 + r) around --isl and --osl, as vllm bench serve's"
             " random dataset draws them.",
         ),
     ] = 0.0,

@@ -633,18 +633,23 @@ def deployment_judge(
     return judge
 
 
-def with_layout_ways(exc: MhaError, target: ResolvedTarget, tp: int, judge: Judge, pp: int = 1) -> BadInputError:
-    """``exc`` naming the ways out of its layout that ``judge`` (the refusing command run again) accepts
-    (``memory.layout_changes``), or saying that none of those tried is."""
-    ways = settle(layout_changes(target, tp, pp), judge, FLAG_FIELDS, keep=2, goal="is accepted")
+def with_layout_ways(
+    exc: MhaError, target: ResolvedTarget, tp: int, judge: Judge, pp: int = 1, *, without: str = "",
+    first: tuple[str, ...] = (),
+) -> BadInputError:  # fmt: skip
+    """``exc`` naming the ways out of its layout that ``judge`` (the refusing command run again) accepts (``first``,
+    then ``memory.layout_changes``), or saying that none of those tried is; ``without``: what every way leaves out,
+    as the judge tried them (``" (leaving out --dp)"``)."""
+    changes = list(dict.fromkeys([*first, *layout_changes(target, tp, pp)]))
+    ways = settle(changes, judge, FLAG_FIELDS, keep=2, goal="is accepted")
     message = exc.message.rstrip(".")  # an engine's own sentence ends in a full stop
     if ways[0].fits:
-        return BadInputError(f"{message}: use e.g. {' or '.join(way.change for way in ways)}")
+        return BadInputError(f"{message}: use e.g. {' or '.join(way.change for way in ways)}{without}")
     if not ways[0].text.startswith("none: tried"):  # the generator's own word: why no layout is worth trying
         return BadInputError(f"{message}; {ways[0].text.removeprefix('none: ')}")
     tried = ways[0].figure.removeprefix("tried ").removesuffix(" alone")
     tried = tried.replace(" alone and each with the ways out from there", ", each with the ways out from there")
-    return BadInputError(f"{message}; tried as a way out and refused too: {tried}")
+    return BadInputError(f"{message}; tried as a way out and refused too: {tried}{without}")
 
 
 def _with_replicas_hint(

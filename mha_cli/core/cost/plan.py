@@ -494,17 +494,23 @@ def _with_ways(
     exc: MhaError, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
     ceiling: DeviceProfile, *, tp: int, pp: int, **common: int,
 ) -> BadInputError:  # fmt: skip
-    """``exc`` naming the --target / --tp with which ``plan_serving``, run again, accepts the layout."""
+    """``exc`` naming the --target / --tp with which ``plan_serving``, run again, accepts the layout. Under DP
+    attention (``--dp``) each is tried, and named, without it: a tp of the GPUs alone (trial 275 #3)."""
 
     def pasted(words: list[str]) -> ServingPlan:
         updates = flag_updates(words)
         changed = resolve_target_like(str(updates.get("target", target.spec)), target)
-        trial = deployment.model_copy(update={"target": changed.spec})
+        trial = deployment.model_copy(update={"target": changed.spec, "dp": None})
         return plan_serving(
             model, changed, trial, profile, ceiling, tp=int(str(updates.get("tp", tp))), pp=pp, **common
         )
 
-    return with_layout_ways(exc, target, tp, accepted(pasted), pp)
+    if not deployment.dp:
+        return with_layout_ways(exc, target, tp, accepted(pasted), pp)
+    server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
+    return with_layout_ways(
+        exc, target, server, accepted(pasted), pp, without=" (leaving out --dp)", first=(f"--tp {server}",)
+    )
 
 
 MAX_RATE_STEPS = 60

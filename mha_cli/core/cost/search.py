@@ -770,8 +770,9 @@ def search_deployments(
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
         why = f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}"
-        if ways is None:  # mha plan's own search: the changes of its ways out with which one does (closed form)
-            judge = _plan_judge(model, served, target, deployment, profiles, options, None, slo_percentile)
+        if ways is None:  # mha plan's own search: the changes of its ways out with which one does, each searched as
+            # the run asked would be (simulated where it is: a pick said to meet the targets is one the user gets)
+            judge = _plan_judge(model, served, target, deployment, profiles, options, client, slo_percentile)
             found = settle(search_changes(target, deployment, None), judge, PLAN_FLAGS, keep=2, goal="starts")
             if found[0].fits:
                 why += f"; ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)}"
