@@ -45,13 +45,14 @@ def test_the_release_rule(engine, generation, release, pp, refused):
 def test_the_search_on_sglang_0_5_1_picks_a_layout_it_starts(cli):
     found = cli.json("plan", GPT_OSS, *LOAD, "--engine", "sglang@0.5.1")
     pick = found["candidates"][found["chosen"]]["deployment"]
-    # before: tp 1 x pp 2 x 4 DP-attention ranks, experts whole (733 tokens/s per GPU), a line that crashes; now 690
-    assert (pick["tp"], pick["pp"], pick["replicas"], pick["expert_parallel"]) == (2, 4, 1, True)
+    # before: tp 1 x pp 2 x 4 DP-attention ranks, experts whole (733 tokens/s per GPU), a line that crashes; then tp 2
+    # x pp 4 with expert parallelism (690); since separate servers are searched (trial 275 #1), 4 of tp 2 (782)
+    assert (pick["tp"], pick["pp"], pick["replicas"], pick["separate_servers"]) == (2, 1, 4, True)
     assert not any(_dp_over_stages(c["deployment"]) for c in found["candidates"])
     stages = [line for line in found["layouts"] if "DP-attention ranks of tp 1 x pp 2" in line]
     assert len(stages) == 2 and all("left out (SGLang 0.5.1 crashes DP attention" in line for line in stages)
-    sglang = shlex.split(found["launch"]["sglang"])
-    assert _value(sglang, "--pp-size") == "4" and "--enable-dp-attention" not in sglang
+    sglang = shlex.split(found["launch"]["sglang"])  # --dp-size without DP attention: SGLang's independent copies
+    assert _value(sglang, "--dp-size") == "4" and "--enable-dp-attention" not in sglang
 
 
 def test_the_search_on_sglang_0_5_2_still_offers_it(cli):

@@ -152,6 +152,14 @@ def plan(
             " a search tries both layouts.",
         ),
     ] = False,
+    separate_servers: Annotated[
+        bool,
+        typer.Option(
+            "--separate-servers",
+            help="MoE: replicas as separate servers behind a load balancer, each holding every expert, not one"
+            " server whose data-parallel ranks share them (vLLM's and SGLang's way); a search tries both.",
+        ),
+    ] = False,
     ttft_ms: TtftOpt = None,
     itl_ms: ItlOpt = None,
     engine: Annotated[
@@ -391,7 +399,7 @@ def plan(
                  "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
                  "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
-                         expert_parallel=expert_parallel, plot=plot, simulated=simulated,
+                         expert_parallel=expert_parallel or separate_servers, plot=plot, simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
     named_percentile = named(ctx, "slo_percentile") and slo_percentile in (0, 50, 90, 99)  # another: refused below
@@ -460,6 +468,17 @@ def plan(
                 f"--expert-parallel spreads routed experts and {loaded.model.name} has none: leave it out"
             )
         deployment = deployment.model_copy(update={"expert_parallel": True})
+    if separate_servers:
+        if loaded.model.block.moe is None:
+            raise BadInputError(
+                f"--separate-servers keeps every routed expert on each replica and {loaded.model.name} has none:"
+                " leave it out (a dense model's replicas are separate servers already)"
+            )
+        if dp is not None:
+            raise BadInputError(
+                "--dp is one server whose ranks share the experts: leave out --separate-servers or --dp"
+            )
+        deployment = deployment.model_copy(update={"separate_servers": True})
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 

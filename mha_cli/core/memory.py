@@ -57,7 +57,10 @@ def engine_shares_experts(deployment: DeploymentSpec) -> bool:
     server sharing the routed experts, each rank holding 1 / (tp x dp) of them (vLLM: "expert layers form a tensor
     parallel group of size DP x TP", docs/serving/data_parallel_deployment.md, from 0.8.3, its first
     ``--data-parallel-size``; SGLang with --enable-dp-attention): ``core.dp_attention.dp_attention_runs_on``.
-    Elsewhere (TensorRT-LLM, vLLM before 0.8.3) replicas are separate servers, each its own copy."""
+    Elsewhere (TensorRT-LLM, vLLM before 0.8.3), or asked (``DeploymentSpec.separate_servers``), replicas are
+    separate servers, each its own copy."""
+    if deployment.separate_servers:
+        return False
     return dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
 
 

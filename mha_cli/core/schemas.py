@@ -1263,6 +1263,11 @@ class DeploymentSpec(_Strict):
     devices / (dp x pp) devices, running attention for its own requests with its own KV cache, the routed experts
     whole over all ranks and reached by all-to-all (SGLang ``--dp N --enable-dp-attention``, vLLM
     ``--data-parallel-size N --enable-expert-parallel``); implies ``expert_parallel`` (None: off)."""
+    separate_servers: Annotated[bool | None, Field(exclude_if=lambda value: not value)] = None
+    """MoE only: the replicas run as separate servers, each holding every routed expert (one server per replica
+    behind a load balancer; ``plan --separate-servers``), not as one server whose data-parallel ranks share the
+    experts, as vLLM and SGLang run replicas of an MoE model by default (``core.memory.engine_shares_experts``).
+    None: the engine's default."""
     moe_a2a_backend: MoeA2aBackend | None = None
     """DP attention: how each rank's tokens reach the experts (``MoeA2aBackend``; ``--moe-a2a-backend``), read where
     DP attention is priced (``dp``, or a search's DP attention candidates); None: the engine's default, ``none`` in
@@ -1276,6 +1281,8 @@ class DeploymentSpec(_Strict):
             if data.get("expert_parallel") is False:
                 raise ValueError("dp (DP attention) spreads whole experts: expert_parallel cannot be false with it")
             data = {**data, "expert_parallel": True}
+            if data.get("separate_servers"):
+                raise ValueError("dp (DP attention) is one server sharing the experts: leave out separate_servers")
         return data
 
     @model_validator(mode="before")

@@ -145,7 +145,7 @@ def serving_case(
         cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
         pp_split=engine.name, expert_kernel=memory.expert_kernel,
-        recv_interval=deployment.recv_interval,
+        recv_interval=deployment.recv_interval, separate_servers=bool(deployment.separate_servers and experts),
     )  # fmt: skip
 
 
@@ -592,7 +592,11 @@ def simulate_plan(
     """``plan`` with its serving loop simulated under ``client``'s load (its ``rate_rps`` when it has one)."""
     d = plan.deployment
     variant = deployment.model_copy(
-        update={"expert_parallel": d.expert_parallel, "dp": d.replicas if d.dp_attention else None}
+        update={
+            "expert_parallel": d.expert_parallel,
+            "dp": d.replicas if d.dp_attention else None,
+            "separate_servers": d.separate_servers or None,
+        }
     )
     experts = expert_layout(model, d.tp, d.replicas, variant)
     case = serving_case(model, variant, plan.memory, isl=plan.isl, osl=plan.osl, concurrency=plan.concurrency,

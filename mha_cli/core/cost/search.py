@@ -155,15 +155,21 @@ DP_ATTENTION_VARIANT = 1
 def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSpec]:
     """The deployment as asked, and for an MoE model the other expert layout (expert parallel or not) too, and DP
     attention where the engine runs it (``core.dp_attention``; ``_skipped`` says on which layouts each runs) and no
-    ``--scheduler-recv-interval`` is asked (``core.serve.recv_interval.DP_ATTENTION_REFUSAL``)."""
+    ``--scheduler-recv-interval`` is asked (``core.serve.recv_interval.DP_ATTENTION_REFUSAL``). Where the engine's
+    replicas share the experts, its replicas as separate servers too, each with every expert (trial 275 #1: eight
+    copies of gpt-oss-120b on eight PCIe GPUs were never priced), unless the deployment asks for them already."""
     plain = deployment.model_copy(update={"dp": None})
     if model.block.moe is None:
         return [plain]
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
     runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
+    if runs and not plain.separate_servers:
+        found.append(plain.model_copy(update={"expert_parallel": None, "separate_servers": True}))
     if runs and deployment.recv_interval == 1:
-        found.append(plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT}))
+        found.append(
+            plain.model_copy(update={"expert_parallel": True, "dp": DP_ATTENTION_VARIANT, "separate_servers": None})
+        )
     return found
 
 
@@ -175,6 +181,8 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
+    if variant.separate_servers and tp * pp == n_devices:  # one server: no replicas to separate
+        return True
     engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation, variant.engine_version)
     dp_searched = engine_runs_it and variant.recv_interval == 1  # as _variants adds it
     return bool(variant.expert_parallel) and dp_layout and dp_searched
@@ -204,7 +212,7 @@ def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: Deploy
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, shares_experts: bool) -> str:
     return layout_words(
         tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
-        shared_experts=shares_experts,
+        shared_experts=shares_experts, separate_servers=bool(deployment.separate_servers),
     )  # fmt: skip
 
 
@@ -347,10 +355,10 @@ def confirm_by_simulation(
             candidates[index] = as_candidate(plan, ttft_ms, itl_ms)
         return candidates[index].meets_targets
 
-    by_layout: dict[tuple[int, int, int, bool, bool], list[int]] = {}
+    by_layout: dict[tuple[int, int, int, bool, bool, bool], list[int]] = {}
     for i, c in enumerate(candidates):
         by_layout.setdefault(_layout_key(c), []).append(i)
-    best_passing: dict[tuple[int, int, int, bool, bool], tuple[float, float]] = {}  # each layout's best pass
+    best_passing: dict[tuple[int, int, int, bool, bool, bool], tuple[float, float]] = {}  # each layout's best pass
     for c in candidates:
         if c.meets_targets:
             key = _layout_key(c)
@@ -383,9 +391,9 @@ def confirm_by_simulation(
     return max(found, key=lambda i: throughput_first(candidates[i])) if found else None
 
 
-def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool]:
+def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool, bool]:
     d = candidate.deployment
-    return d.tp, d.pp, d.replicas, d.expert_parallel, d.dp_attention
+    return d.tp, d.pp, d.replicas, d.expert_parallel, d.dp_attention, d.separate_servers
 
 
 def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:

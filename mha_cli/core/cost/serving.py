@@ -35,6 +35,8 @@ decode steps of the whole batch. Every figure also comes out on the profile's ce
 no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
+from pydantic import Field
+
 from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
@@ -49,14 +51,17 @@ MAX_PREFILL_SHARE = 0.9
 
 
 def layout_words(
-    tp: int, pp: int, replicas: int, *, dp_attention: bool, expert_parallel: bool = False, shared_experts: bool = False
-) -> str:
+    tp: int, pp: int, replicas: int, *, dp_attention: bool, expert_parallel: bool = False, shared_experts: bool = False,
+    separate_servers: bool = False,
+) -> str:  # fmt: skip
     """A layout in words: ``tp 4 x pp 1 x 2 replica(s) with expert parallelism``; DP attention is one server whose
     replicas are its attention ranks (SGLang ``--tp-size 8 --attn-dp-size 8``, vLLM ``--data-parallel-size 8``):
     ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1``. Replicas that share an MoE model's experts
     (``shared_experts``) are such ranks too, not servers each holding every expert (vLLM ``--data-parallel-size 8``
     without ``--enable-expert-parallel``: "expert layers form a tensor parallel group of size DP x TP",
-    docs/serving/data_parallel_deployment.md): ``..., the experts split by width over all 8 ranks``."""
+    docs/serving/data_parallel_deployment.md): ``..., the experts split by width over all 8 ranks``. MoE replicas
+    asked as ``separate_servers`` (``plan --separate-servers``) say so: ``tp 1 x pp 1 x 8 separate servers, each with
+    every expert``."""
     if dp_attention or (shared_experts and replicas > 1):
         words = f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
         if not dp_attention:
@@ -64,6 +69,8 @@ def layout_words(
             words += f", the experts {how} over all {tp * replicas} ranks"
         return words
     ep = " with expert parallelism" if expert_parallel else ""
+    if separate_servers and replicas > 1:
+        return f"tp {tp} x pp {pp} x {replicas} separate servers{ep}, each with every expert (--separate-servers)"
     return f"tp {tp} x pp {pp} x {replicas} replica(s){ep}"
 
 
@@ -89,6 +96,9 @@ class Deployment(Record):
     moe_a2a_backend: MoeA2aBackend | None = None
     """DP attention: how the ranks' tokens reach the experts (``none``: gathered to all and reduce-scattered back;
     ``deepep``: DeepEP's all-to-all); None without DP attention."""
+    separate_servers: bool = Field(default=False, exclude_if=lambda value: not value)
+    """MoE: replicas asked as separate servers, each with every expert (``DeploymentSpec.separate_servers``), where
+    the engine would have its replicas share them."""
 
     @property
     def shares_experts(self) -> bool:
@@ -106,7 +116,7 @@ class Deployment(Record):
         1 x pp 1 (DeepEP)`` (``layout_words``)."""
         words = layout_words(
             self.tp, self.pp, self.replicas, dp_attention=self.dp_attention, expert_parallel=self.expert_parallel,
-            shared_experts=self.shares_experts,
+            shared_experts=self.shares_experts, separate_servers=self.separate_servers,
         )  # fmt: skip
         return words + (" (DeepEP)" if self.dp_attention and self.moe_a2a_backend == "deepep" else "")
 
@@ -360,6 +370,7 @@ def predict_serving(
             expert_parallel=case.experts is not None and case.experts.whole,
             dp_attention=case.experts is not None and case.experts.dp_attention,
             moe_a2a_backend=case.experts.a2a_backend if case.experts is not None and case.experts.dp_attention else None,
+            separate_servers=case.separate_servers,
         ), batching=case.batching,
         isl=case.isl, osl=case.osl, concurrency=case.concurrency, running_per_replica=running,
         queued_per_replica=queued, ttft_ms=ttft * 1e3, itl_ms=itl * 1e3, e2e_ms=e2e * 1e3,

@@ -60,6 +60,8 @@ class ServingCase(NamedTuple):
     batching: Batching = "continuous"
     experts: ExpertLayout | None = None
     """MoE: how the routed experts spread (``core.memory.expert_layout``); None: sharded over each replica's tp."""
+    separate_servers: bool = False
+    """MoE replicas asked as separate servers, each with every expert (``DeploymentSpec.separate_servers``)."""
     shared_prefix: int = 0
     """Leading prompt tokens every request shares, when the engine caches prefixes (0: none, or caching off)."""
     cached_prefix: int = 0

@@ -1,0 +1,50 @@
+"""MoE replicas as separate servers, each holding every routed expert (``DeploymentSpec.separate_servers``, ``plan
+--separate-servers``), beside vLLM's and SGLang's default of one server whose data-parallel ranks share the experts.
+The search never priced them (trial 275 #1): eight copies of gpt-oss-120b on eight PCIe GPUs, each what one GPU
+alone serves, lost to one pipeline of eight stages."""
+
+from __future__ import annotations
+
+import shlex
+
+from mha_cli.core.errors import EXIT_BAD_INPUT
+from tests.conftest import reference_hf_config
+
+GPT_OSS = str(reference_hf_config("gpt-oss-120b"))
+LOAD = ("--isl", "2048", "--osl", "512", "--ttft-ms", "2000", "--itl-ms", "40")
+
+
+def _pick(found: dict) -> dict:
+    return found["candidates"][found["chosen"]]
+
+
+def test_the_search_prices_eight_copies_as_eight_single_gpu_servers(cli):
+    one = _pick(cli.json("plan", GPT_OSS, "--target", "1xrtx-pro-6000-srv", *LOAD))
+    found = cli.json("plan", GPT_OSS, "--target", "8xrtx-pro-6000-srv", *LOAD)
+    eight = _pick(found)
+    assert eight["deployment"] == {**one["deployment"], "replicas": 8, "gpus": 8, "separate_servers": True}
+    assert eight["concurrency"] == 8 * one["concurrency"]
+    assert round(eight["output_tokens_per_s_per_gpu"]) == round(one["output_tokens_per_s_per_gpu"])  # 785
+    assert "8 separate servers, each with every expert (--separate-servers)" in found["layouts"][1]
+    vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])
+    assert vllm[vllm.index("--data-parallel-size") + 1] == "1" and "per replica (8 servers)" in found["launch_note"]
+    assert sglang[sglang.index("--dp-size") + 1] == "8" and "--enable-dp-attention" not in sglang  # its copies
+
+
+def test_pinned_the_flag_keeps_every_expert_on_each_replica(cli):
+    args = ("plan", GPT_OSS, "--target", "8xrtx-pro-6000-srv", "--tp", "1", "--concurrency", "192", "--closed-form")
+    shared, separate = cli.json(*args), cli.json(*args, "--separate-servers")
+    assert shared["deployment"]["expert_ranks"] == 8 and "separate_servers" not in shared["deployment"]
+    assert separate["deployment"]["expert_ranks"] == 1 and separate["deployment"]["separate_servers"]
+    single = cli.json("plan", GPT_OSS, "--target", "rtx-pro-6000-srv", "--tp", "1", "--concurrency", "24",
+                      "--closed-form")  # fmt: skip
+    assert separate["memory"]["weight_bytes_per_device"] == single["memory"]["weight_bytes_per_device"]
+    assert separate["memory"]["weight_bytes_per_device"] > shared["memory"]["weight_bytes_per_device"]
+    assert separate["itl_ms"] == single["itl_ms"]  # 24 users on each of 8 copies: one GPU's step
+
+
+def test_the_flag_is_refused_where_it_means_nothing(cli):
+    dense = cli.run("plan", "llama-3-8b", "--target", "8xh100", "--tp", "1", "--separate-servers")
+    assert dense.exit_code == EXIT_BAD_INPUT and "has none: leave it out" in dense.stderr
+    dp = cli.run("plan", GPT_OSS, "--target", "8xh100", "--dp", "8", "--separate-servers")
+    assert dp.exit_code == EXIT_BAD_INPUT and "leave out --separate-servers or --dp" in dp.stderr
