@@ -355,5 +355,7 @@ def test_a_dp_attention_layout_refused_names_the_ways_without_dp(cli):
         refused = cli.run(*base, "--dp", dp)
         assert refused.exit_code == EXIT_BAD_INPUT
         said = " ".join(refused.output.split())
-        assert said.endswith(": use e.g. --tp 8 or --target 16xh20 --tp 16 (leaving out --dp)"), said
+        assert said.endswith(
+            ": use e.g. --tp 8 or --target 16xh20 --tp 16 (leaving out --dp, with --expert-parallel and --moe-a2a-backend)"
+        ), said
     assert cli.json(*base, "--tp", "8")["deployment"]["tp"] == 8

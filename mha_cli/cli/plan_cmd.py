@@ -399,7 +399,8 @@ def plan(
                  "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
                  "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
     _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
-                         expert_parallel=expert_parallel or separate_servers, plot=plot, simulated=simulated,
+                         expert_parallel=expert_parallel, separate_servers=separate_servers, plot=plot,
+                         simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
     _check_loop_options(closed_form, rate, {flag: simulated[flag] for flag in LOOP_OPTIONS})
     named_percentile = named(ctx, "slo_percentile") and slo_percentile in (0, 50, 90, 99)  # another: refused below
@@ -474,11 +475,12 @@ def plan(
                 f"--separate-servers keeps every routed expert on each replica and {loaded.model.name} has none:"
                 " leave it out (a dense model's replicas are separate servers already)"
             )
-        if dp is not None:
-            raise BadInputError(
-                "--dp is one server whose ranks share the experts: leave out --separate-servers or --dp"
-            )
         deployment = deployment.model_copy(update={"separate_servers": True})
+    if dp is not None and deployment.separate_servers:  # the flag, or a config file's separate_servers
+        raise BadInputError(
+            "--dp is one server whose ranks share the experts: leave out --separate-servers (or the config file's"
+            " separate_servers) or --dp"
+        )
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 
@@ -693,7 +695,7 @@ def _check_loop_options(closed_form: bool, rate: float | None, given: dict[str, 
 
 def _check_disaggregated(
     disaggregated: bool, kv_link: str | None, *, tp: int | None, pp: int | None, dp: int | None,
-    concurrency: int | None, expert_parallel: bool, plot: Path | None, speculative: object,
+    concurrency: int | None, expert_parallel: bool, separate_servers: bool, plot: Path | None, speculative: object,
     simulated: dict[str, object],
 ) -> None:  # fmt: skip
     """One line for an option --disaggregated does not price (its plan is closed form: the simulated loop's options do
@@ -707,6 +709,7 @@ def _check_disaggregated(
     given = [flag for flag, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--concurrency", concurrency),
                                       ("--plot", plot)) if value is not None]  # fmt: skip
     given += ["--expert-parallel"] if expert_parallel else []
+    given += ["--separate-servers"] if separate_servers else []
     given += ["speculative decoding"] if speculative else []
     given += [flag for flag, value in simulated.items() if value is not None]
     if given:
@@ -974,7 +977,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
 MOE_MARKS = (
     "dpa / dpg: DP attention, experts whole over every GPU, reached by all-to-all (DeepEP) / by all-gather and"
     " reduce-scatter; dpw / dps: attention ranks sharing the experts whole / split by width, gathered; ep: expert"
-    " parallelism within a replica"
+    " parallelism within a replica; sep: separate servers, each with every expert (--separate-servers)"
 )
 """What the Pareto table's MoE marks after tp x pp x dp mean (``_moe_mark``)."""
 
@@ -987,6 +990,8 @@ def _moe_mark(d: Deployment) -> str:
         return " dpa" if d.moe_a2a_backend == "deepep" else " dpg"
     if d.shares_experts:
         return " dpw" if d.expert_parallel else " dps"
+    if d.separate_servers:
+        return " sep ep" if d.expert_parallel else " sep"
     return " ep" if d.expert_parallel else ""
 
 

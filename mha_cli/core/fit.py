@@ -273,8 +273,8 @@ def _dp_attention_that_fits(
     all devices; with ``--kv-dtype fp8`` when it takes that too (``mha kv`` takes ``--dp``; ``check`` and
     ``recommend`` leave this way out)."""
     runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
-    if model.block.moe is None or not runs or deployment.dp is not None:
-        return None
+    if model.block.moe is None or not runs or deployment.dp is not None or deployment.separate_servers:
+        return None  # separate servers were asked: not one server sharing the experts
     cache_changes: list[tuple[str, dict[str, object]]] = [("", {})]
     if storage_format(deployment.kv_dtype).bits > 8:
         cache_changes.append(("--kv-dtype fp8 ", {"kv_dtype": "fp8"}))

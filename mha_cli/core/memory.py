@@ -294,7 +294,12 @@ def plan_memory(
         chosen = deployment or DeploymentSpec()
         engine_shares = engine_shares_experts(chosen)
         problem = shared_experts_problem(model, kv.tp, replicas, whole) if engine_shares else None
-        if model.block.moe is not None and replicas > 1 and not engine_shares and chosen.engine != "trtllm":
+        if model.block.moe is not None and replicas > 1 and chosen.separate_servers:
+            copies_note = (
+                f"{replicas} replicas asked as separate servers (separate_servers), each with its own copy of the"
+                " experts"
+            )
+        elif model.block.moe is not None and replicas > 1 and not engine_shares and chosen.engine != "trtllm":
             copies_note = (
                 f"{data_parallel_missing(chosen.engine, chosen.engine_generation, chosen.engine_version)}: its"
                 f" {replicas} replicas are priced as separate servers, each with its own copy of the experts"

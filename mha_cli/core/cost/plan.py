@@ -145,7 +145,8 @@ def serving_case(
         cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
         pp_split=engine.name, expert_kernel=memory.expert_kernel,
-        recv_interval=deployment.recv_interval, separate_servers=bool(deployment.separate_servers and experts),
+        recv_interval=deployment.recv_interval,
+        separate_servers=bool(deployment.separate_servers and experts and experts.ranks == memory.tp and replicas > 1),
     )  # fmt: skip
 
 
@@ -495,12 +496,14 @@ def _with_ways(
     ceiling: DeviceProfile, *, tp: int, pp: int, **common: int,
 ) -> BadInputError:  # fmt: skip
     """``exc`` naming the --target / --tp with which ``plan_serving``, run again, accepts the layout. Under DP
-    attention (``--dp``) each is tried, and named, without it: a tp of the GPUs alone (trial 275 #3)."""
+    attention (``--dp``) each is tried, and named, without it and what goes with it (expert parallelism, the
+    dispatch): a tp of the GPUs alone (trial 275 #3, review 277 #6)."""
 
     def pasted(words: list[str]) -> ServingPlan:
         updates = flag_updates(words)
         changed = resolve_target_like(str(updates.get("target", target.spec)), target)
-        trial = deployment.model_copy(update={"target": changed.spec, "dp": None})
+        alone = {"dp": None, "expert_parallel": None, "moe_a2a_backend": None} if deployment.dp else {}
+        trial = deployment.model_copy(update={"target": changed.spec, **alone})
         return plan_serving(
             model, changed, trial, profile, ceiling, tp=int(str(updates.get("tp", tp))), pp=pp, **common
         )
@@ -509,7 +512,13 @@ def _with_ways(
         return with_layout_ways(exc, target, tp, accepted(pasted), pp)
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
     return with_layout_ways(
-        exc, target, server, accepted(pasted), pp, without=" (leaving out --dp)", first=(f"--tp {server}",)
+        exc,
+        target,
+        server,
+        accepted(pasted),
+        pp,
+        first=(f"--tp {server}",),
+        without=" (leaving out --dp, with --expert-parallel and --moe-a2a-backend)",
     )
 
 

@@ -164,7 +164,9 @@ def _variants(model: ModelSpec, deployment: DeploymentSpec) -> list[DeploymentSp
     other = plain.model_copy(update={"expert_parallel": not plain.expert_parallel})
     found = [plain, other] if not plain.expert_parallel else [other, plain]
     runs = dp_attention_runs_on(deployment.engine, deployment.engine_generation, deployment.engine_version)
-    if runs and not plain.separate_servers:
+    if plain.separate_servers:  # asked: no server whose ranks share the experts (DP attention is one)
+        return found
+    if runs:
         found.append(plain.model_copy(update={"expert_parallel": None, "separate_servers": True}))
     if runs and deployment.recv_interval == 1:
         found.append(
@@ -181,10 +183,8 @@ def _skipped(variant: DeploymentSpec, tp: int, pp: int, n_devices: int) -> bool:
     dp_layout = pp == 1 and tp < n_devices
     if variant.dp:
         return not dp_layout
-    if variant.separate_servers and tp * pp == n_devices:  # one server: no replicas to separate
-        return True
     engine_runs_it = dp_attention_runs_on(variant.engine, variant.engine_generation, variant.engine_version)
-    dp_searched = engine_runs_it and variant.recv_interval == 1  # as _variants adds it
+    dp_searched = engine_runs_it and variant.recv_interval == 1 and not variant.separate_servers  # as _variants adds it
     return bool(variant.expert_parallel) and dp_layout and dp_searched
 
 
@@ -192,7 +192,11 @@ def _same_as_asked(
     model: ModelSpec, variant: DeploymentSpec, asked: DeploymentSpec, tp: int, pp: int, target: ResolvedTarget
 ) -> bool:
     """Whether ``variant`` flips expert parallelism where the experts sit on one rank (tp 1, not shared by replicas):
-    the same layout as the one asked, listed once."""
+    the same layout as the one asked, listed once; or is the search's separate servers (``_variants``) where the
+    asked replicas are separate already (one server of tp x pp, or experts the replicas cannot share)."""
+    if variant.separate_servers and not asked.separate_servers:
+        replicas = target.n_devices // (tp * pp)
+        return replicas == 1 or not _shares_experts(model, tp, replicas, asked.model_copy(update={"dp": None}))
     if variant.dp or bool(variant.expert_parallel) == bool(asked.expert_parallel):
         return False
     from mha_cli.core.memory import expert_layout
@@ -779,8 +783,9 @@ def search_deployments(
     if not candidates:
         why = f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}"
         if ways is None:  # mha plan's own search: the changes of its ways out with which one does, each searched as
-            # the run asked would be (simulated where it is: a pick said to meet the targets is one the user gets)
-            judge = _plan_judge(model, served, target, deployment, profiles, options, client, slo_percentile)
+            # the run asked would be where targets are given (simulated: a pick said to meet them is the user's)
+            targeted = client if ttft_ms is not None or itl_ms is not None else None
+            judge = _plan_judge(model, served, target, deployment, profiles, options, targeted, slo_percentile)
             found = settle(search_changes(target, deployment, None), judge, PLAN_FLAGS, keep=2, goal="starts")
             if found[0].fits:
                 why += f"; ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)}"
