@@ -377,3 +377,18 @@ def test_the_sources_assumptions_are_in_the_report(cli, tmp_path):
     assert any(
         note.startswith("assumed: model_type 'nonsense_model' is not a family mha knows") for note in data["notes"]
     )
+
+
+def test_a_phase_with_no_sdpa_backend_says_so(cli, config):
+    """A model whose attention runs eagerly (gpt-oss's sinks) records no SDPA backend: the line read "prefill: ;
+    decode: ; numerics: " (trial 278 #4)."""
+    from rich.console import Console
+
+    from mha_cli.cli.render_verify import render_verify
+    from mha_cli.verify.report import VerifyReport
+
+    _, data = run_json(cli, config())
+    report = VerifyReport.model_validate(data | {"sdpa_backends": {"prefill": [], "decode": ["math"]}})
+    console = Console(record=True, width=200)
+    render_verify(console, report)
+    assert "SDPA backend  prefill: none (eager attention); decode: math" in console.export_text()

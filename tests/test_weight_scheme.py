@@ -260,6 +260,10 @@ def test_experts_stored_apart_are_refused():
     model = get_preset("deepseek-v2-lite")
     with pytest.raises(BadInputError, match=r"stores 1 of the 64 experts of model\.layers\.3\.mlp apart"):
         rank_checkpoint_bytes(model, 1, scheme_of(quant))
+    # expert 0 the odd one out: 1 of 64 apart too, not the 63 others (trial 278 #3)
+    quant = w4a16() | {"ignore": ["re:model\\.layers\\.3\\.mlp\\.experts\\.0\\..*"]}
+    with pytest.raises(BadInputError, match=r"stores 1 of the 64 experts of model\.layers\.3\.mlp apart"):
+        rank_checkpoint_bytes(model, 1, scheme_of(quant))
 
 
 # Readers ---------------------------------------------------------------------------------------------------------
@@ -342,6 +346,8 @@ def test_quark_mxfp4_as_amd_publishes_it():
     ("quant", "named"),
     [
         (w4a16() | {"sparsity_config": {"format": "sparse-24-bitmask"}}, "sparsity format 'sparse-24-bitmask'"),
+        # online Hadamard rotations (llm-compressor's QuIP and SpinQuant recipes) hold transform layers (trial 278 #1)
+        (w4a16() | {"transform_config": {"config_groups": {"u": {"type": "hadamard"}}}}, "transform_config"),
         (w4a16() | {"format": "naive-quantized"}, "num_bits=4 type=int strategy=group format=naive-quantized"),
         ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}, "ModelOpt quant_algo 'W4A8_AWQ'"),
         ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",

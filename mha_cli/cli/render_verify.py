@@ -108,7 +108,9 @@ def render_verify(console: Console, report: VerifyReport) -> None:
         f" {format_bytes(precheck.cache_bytes)} + workspace {format_bytes(precheck.workspace_bytes)}"
         f" = {format_bytes(precheck.required_bytes)} of {usable}"
     )
-    backends = "; ".join(f"{phase}: {', '.join(names)}" for phase, names in report.sdpa_backends.items())
+    backends = "; ".join(  # none: the model's attention ran eagerly (attention sinks), not through SDPA
+        f"{phase}: {', '.join(names) or 'none (eager attention)'}" for phase, names in report.sdpa_backends.items()
+    )
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")

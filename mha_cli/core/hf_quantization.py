@@ -298,6 +298,8 @@ def _compressed_tensors(config: dict[str, Any], origin: str) -> WeightScheme:
     sparsity = config.get("sparsity_config") or {}
     if isinstance(sparsity, dict) and sparsity.get("format") not in (None, "dense"):
         raise _refuse(origin, f"compressed-tensors sparsity format {sparsity.get('format')!r}")
+    if config.get("transform_config"):  # online rotations (QuIP, SpinQuant): transform layers mha does not price
+        raise _refuse(origin, "compressed-tensors transform_config (online Hadamard rotations)")
     groups = config.get("config_groups") or {}
     if not isinstance(groups, dict):
         raise _refuse(origin, "compressed-tensors config_groups that is not a mapping")
