@@ -198,6 +198,8 @@ class DisaggregatedPlan(Record):
 
 
 NIXL_MATRIX = "https://docs.vllm.ai/en/latest/features/nixl_connector_compatibility.html"
+NIXL_FROM = (0, 9)
+"""The first vLLM (major, minor) with NixlConnector (``core.engine.flags``: 0.9.0)."""
 HYBRID_SAME_TP = (
     "a model with fixed-state (Mamba / linear-attention) layers pairs prefill and decode workers of the same tp only:"
     f" vLLM's NixlConnector does not yet transfer their state between different tps ({NIXL_MATRIX})"
@@ -213,10 +215,11 @@ def worker_steps(
     worker: int | WorkerLayout, *, isl: int, osl: int,
 ) -> WorkerSteps:  # fmt: skip
     """One worker of ``worker``'s layout (an int: tp GPUs) on ``target``'s devices, in its nodes: its engine plan
-    (refused in one line when it would not start). A vLLM worker runs NixlConnector (``kv_connector``), which sets
-    how vLLM groups its layers (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``)."""
+    (refused in one line when it would not start). A vLLM worker runs NixlConnector (``kv_connector``) from 0.9, which
+    sets how vLLM groups its layers (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``)."""
     layout = as_layout(worker)
-    if deployment_generation(deployment).engine == "vllm":
+    release = release_in_force(deployment) if deployment_generation(deployment).engine == "vllm" else (0, 0)
+    if release is None or release >= NIXL_FROM:  # before it vLLM has no NixlConnector: no vllm line is written
         deployment = deployment.model_copy(update={"kv_connector": "nixl"})
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
     if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
