@@ -533,3 +533,16 @@ def test_a_gptq_config_without_bits_is_said_to_miss_them():
         read_checkpoint_weights({"quantization_config": {"quant_method": "gptq", "group_size": 128}}, "config.json")
     with pytest.raises(BadInputError, match="awq without group_size"):
         read_checkpoint_weights({"quantization_config": {"quant_method": "awq", "bits": 4}}, "config.json")
+
+
+def test_an_embedding_target_is_said_to_stay_bf16():
+    """A group targeting ["Linear", "Embedding"] prices the embedding in bf16, as vLLM's compressed-tensors loads it
+    (linear layers, attention and FusedMoE alone); its assumption line named the embedding among the int4 layers
+    (trial 278 #2)."""
+    quant = w4a16()
+    quant["config_groups"]["group_0"]["targets"] = ["Linear", "Embedding"]
+    model = get_preset("llama-3-8b")
+    assert rank_checkpoint_bytes(model, 1, scheme_of(quant)) == rank_checkpoint_bytes(model, 1, scheme_of(w4a16()))
+    assert "Linear (not Embedding: the engines quantise linear layers alone; priced bf16): int4" in (
+        scheme_of(quant).describe()
+    )

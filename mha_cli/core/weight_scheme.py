@@ -69,6 +69,15 @@ EXPERTS = "FusedMoE"
 quantises a ``FusedMoE`` without reading ``modules_in_block_to_quantize``: ``core.named_exclusions``)."""
 
 
+def _covered(targets: list[str]) -> str:
+    """A rule's targets in words: those priced, and a layer class mha leaves in bf16 (``Embedding``) said so."""
+    unpriced = [t for t in targets if is_layer_class(t) and t not in (LINEAR, EXPERTS)]
+    priced = ", ".join(t for t in targets if t not in unpriced)
+    if not unpriced:
+        return priced
+    return f"{priced} (not {', '.join(unpriced)}: the engines quantise linear layers alone; priced bf16)"
+
+
 def is_layer_class(target: str) -> bool:
     """Whether a target names a class of layer (``Linear``, ``Embedding``) rather than modules: a capitalised word.
     Only ``Linear`` covers weights mha quantises; vLLM quantises no embedding."""
@@ -185,8 +194,9 @@ class WeightScheme(Record):
         return [pattern for pattern, regex in regexes.items() if any(regex.match(module) for module in written)]
 
     def describe(self) -> str:
-        """One line: each rule with what it covers, then what stays bf16."""
-        rules = "; ".join(f"{', '.join(rule.targets)}: {rule.description or rule.name}" for rule in self.rules)
+        """One line: each rule with what it covers (a layer class other than Linear said to stay bf16: trial 278 #2),
+        then what stays bf16."""
+        rules = "; ".join(f"{_covered(rule.targets)}: {rule.description or rule.name}" for rule in self.rules)
         kept = f"; kept in bf16: {', '.join(self.ignore)}" if self.ignore else ""
         experts = "; routed experts in bf16 (the loader has no FusedMoE method)" if self.experts_unquantised else ""
         return f"{self.method}, {rules}{kept}{experts}"
