@@ -46,6 +46,8 @@ def test_pinned_the_flag_keeps_every_expert_on_each_replica(cli):
 def test_the_flag_is_refused_where_it_means_nothing(cli):
     dense = cli.run("plan", "llama-3-8b", "--target", "8xh100", "--tp", "1", "--separate-servers")
     assert dense.exit_code == EXIT_BAD_INPUT and "has none: leave it out" in dense.stderr
+    one = cli.run("plan", GPT_OSS, "--target", "8xh100", "--tp", "8", "--separate-servers")  # review 277 #10
+    assert one.exit_code == EXIT_BAD_INPUT and "takes all 8 GPUs of one server" in one.stderr
     dp = cli.run("plan", GPT_OSS, "--target", "8xh100", "--dp", "8", "--separate-servers")
     assert dp.exit_code == EXIT_BAD_INPUT and "--dp is one server whose ranks share the experts" in dp.stderr
 

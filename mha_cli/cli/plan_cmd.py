@@ -475,6 +475,11 @@ def plan(
                 f"--separate-servers keeps every routed expert on each replica and {loaded.model.name} has none:"
                 " leave it out (a dense model's replicas are separate servers already)"
             )
+        if tp is not None and tp * (pp or 1) == resolved.n_devices:  # pinned: one server, no replicas
+            raise BadInputError(
+                f"--separate-servers splits replicas and tp {tp} x pp {pp or 1} takes all {resolved.n_devices} GPUs"
+                " of one server: give a smaller --tp (or --pp) for replicas, or leave it out"
+            )
         deployment = deployment.model_copy(update={"separate_servers": True})
     if dp is not None and deployment.separate_servers:  # the flag, or a config file's separate_servers
         raise BadInputError(
