@@ -55,7 +55,7 @@ from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
-from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid, has_hybrid_manager
+from mha_cli.core.engine.vllm_rule_releases import HYBRID_OFF_ERROR, connector_turns_off_hybrid
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
@@ -218,9 +218,10 @@ def worker_steps(
     (refused in one line when it would not start). A vLLM worker runs NixlConnector (``kv_connector``) from 0.9, which
     sets how vLLM groups its layers (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``)."""
     layout = as_layout(worker)
-    release = release_in_force(deployment) if deployment_generation(deployment).engine == "vllm" else (0, 0)
-    if release is None or release >= NIXL_FROM:  # before it vLLM has no NixlConnector: no vllm line is written
-        deployment = deployment.model_copy(update={"kv_connector": "nixl"})
+    if deployment_generation(deployment).engine == "vllm":
+        release = release_in_force(deployment)
+        if release is None or release >= NIXL_FROM:  # before it vLLM has no NixlConnector: no vllm line is written
+            deployment = deployment.model_copy(update={"kv_connector": "nixl"})
     one = target.model_copy(update={"n_devices": layout.gpus, "spec": f"{layout.gpus}x{target.target.id}"})
     if layout.dp > 1:  # DP attention: whole experts over every GPU, reached by DeepEP as the launch lines say
         update = {"dp": layout.dp, "expert_parallel": True, "moe_a2a_backend": a2a_backend_on(target.target.vendor)}
@@ -322,7 +323,7 @@ def plan_disaggregated(
     connector_note = None
     if generation.engine == "vllm":  # every worker runs NixlConnector (worker_steps), which sets how vLLM groups layers
         release = release_in_force(deployment)
-        connector_off = connector_turns_off_hybrid("nixl", release) and has_hybrid_manager(deployment.engine_version)
+        connector_off = connector_turns_off_hybrid("nixl", release, deployment.engine_version)
         if connector_off and any(kind in ("local", "chunked") for kind in model.token_layer_kinds()):
             connector_note = (
                 f"NixlConnector turns vLLM {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every"
@@ -332,9 +333,8 @@ def plan_disaggregated(
             raise BadInputError(
                 f"--disaggregated runs every vLLM worker with NixlConnector, which turns vLLM"
                 f" {'.'.join(map(str, release or ()))}'s hybrid KV cache manager off (every release before 0.22), and"
-                f" vLLM then refuses a Mamba/linear-attention hybrid such as {model.name} ('Hybrid KV cache manager"
-                " is disabled but failed to convert the KV cache specs to one unified type'): use --engine vllm@0.22"
-                " or later, or --engine sglang"
+                f" vLLM then refuses a Mamba/linear-attention hybrid such as {model.name} ('{HYBRID_OFF_ERROR}'): use"
+                " --engine vllm@0.22 or later, or --engine sglang"
             )
     ttft_s = None if ttft_ms is None else ttft_ms / 1e3
     itl_s = None if itl_ms is None else itl_ms / 1e3

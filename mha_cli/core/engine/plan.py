@@ -86,6 +86,7 @@ from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_toke
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
     CONNECTOR_CLASSES,
+    HYBRID_OFF_ERROR,
     admission_watermark,
     admits_whole_prompt,
     caps_window_admission,
@@ -638,10 +639,7 @@ def _connector_refusal(kv: KvFootprint) -> str | None:
     off (``unify_hybrid_kv_cache_specs``, before 0.22); None for any other model."""
     if not (kv.n_state_layers and kv.n_token_layers):
         return None
-    return (
-        "ValueError: Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
-        " (a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later)"
-    )
+    return f"ValueError: {HYBRID_OFF_ERROR} (a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later)"
 
 
 def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
@@ -715,10 +713,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
     rules = (
         VLLM_0_21_RULES if cpu else paging_rules(settings.engine_version, VLLM_0_21_RULES if newer else VLLM_V1_RULES)
     )
-    connector_off = (
-        not cpu
-        and connector_turns_off_hybrid(settings.kv_connector, settings.release)
-        and (rules.sliding_groups or rules.chunked_groups or rules.state_groups)  # 0.9.0: no manager to turn off
+    connector_off = not cpu and connector_turns_off_hybrid(
+        settings.kv_connector, settings.release, settings.engine_version
     )
     if connector_off:  # a KV connector before 0.22: every layer kind priced as full attention
         rules = without_hybrid_manager(rules)

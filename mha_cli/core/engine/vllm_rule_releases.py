@@ -177,10 +177,18 @@ def paging_rules(release: str | None, generation_rules: PagingRules) -> PagingRu
     return PagingRules(f"vLLM {release} (rules dated by release)", *flags)
 
 
-def connector_turns_off_hybrid(kv_connector: str | None, release: tuple[int, int] | None) -> bool:
+def connector_turns_off_hybrid(
+    kv_connector: str | None, release: tuple[int, int] | None, typed: str | None = None
+) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) runs its KV cache as one kind of layer because a KV
-    connector is configured (``kv_connector``, e.g. ``nixl``; None: none): every release before 0.22 does."""
-    return kv_connector is not None and release is not None and release < HYBRID_WITH_CONNECTOR_FROM
+    connector is configured (``kv_connector``, e.g. ``nixl``; None: none): every release before 0.22 that has the
+    hybrid KV cache manager (``has_hybrid_manager`` of the release ``typed``, e.g. not 0.9.0) does."""
+    off = kv_connector is not None and release is not None and release < HYBRID_WITH_CONNECTOR_FROM
+    return off and has_hybrid_manager(typed)
+
+
+HYBRID_OFF_ERROR = "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
+"""vLLM's start-up error (``unify_hybrid_kv_cache_specs``) for a Mamba/linear-attention hybrid with the manager off."""
 
 
 def has_hybrid_manager(release: str | None) -> bool:
