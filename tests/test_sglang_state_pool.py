@@ -150,3 +150,97 @@ def test_speculative_decoding_over_the_state_pool_is_refused_in_one_line(cli):
     assert "state pool for a hybrid Gated DeltaNet model under speculative decoding is not priced" in line
     assert "--engine vllm" in line
     assert cli.run(*args).exit_code == 0
+
+
+# Mamba-2 hybrids. Nemotron-3-Nano-30B-A3B (``hf_configs/nvidia-nemotron-3-nano-30b-a3b.json``): 23 Mamba-2 layers of
+# 64 heads of 64, d_state 128, 8 groups, conv kernel 4, ``mamba_ssm_cache_dtype`` float32. One layer, one request,
+# tp 1: conv (64 x 64 + 2 x 8 x 128 = 6,144 channels) x 3 x 2 B = 36,864 B; recurrent 64 x 64 x 128 x 4 B =
+# 2,097,152 B; 23 layers: 49,082,368 B (46.8 MiB).
+NEMOTRON = load_source("tests/fixtures/hf_configs/nvidia-nemotron-3-nano-30b-a3b.json").model
+NEMOTRON_PER_REQUEST = 23 * (36_864 + 2_097_152)
+
+
+def test_one_mamba2_requests_state_by_hand():
+    assert state_parts_per_layer(NEMOTRON, 1) == (36_864, 2_097_152)
+    # tp 16: the 8 groups are padded to 16 (extra_groups_for_head_shards): (4,096 + 2 x 16 x 128) / 16 = 512 channels
+    assert state_parts_per_layer(NEMOTRON, 16) == (512 * 3 * 2, 4 * 64 * 128 * 4)
+    # Falcon-H1-7B: 24 heads of 128, d_state 256, one group, no ssm dtype in its config (float32)
+    falcon = load_source("tests/fixtures/hf_configs/falcon-h1-7b.json").model
+    assert state_parts_per_layer(falcon, 1) == ((3072 + 2 * 256) * 3 * 2, 24 * 128 * 256 * 4)
+    assert state_parts_per_layer(falcon, 2) == ((3072 + 2 * 2 * 256) // 2 * 3 * 2, 12 * 128 * 256 * 4)
+    granite = load_source("tests/fixtures/hf_configs/granite-4.0-h-small.json").model
+    assert state_parts_per_layer(granite, 1) == ((8192 + 2 * 128) * 3 * 2, 128 * 64 * 128 * 4)
+    assert priced_here(NEMOTRON) and priced_here(falcon) and priced_here(granite)
+    assert state_pool(NEMOTRON, REST, tp=1, state_layers=23, release=None).per_request == NEMOTRON_PER_REQUEST
+
+
+@pytest.mark.parametrize(
+    ("release", "radix_cache", "requested", "slots", "state_slots", "per_request", "cap"),
+    [
+        # 0.5.3.post1-0.5.6: mamba2_config turns the radix cache off; 512 slots, or --max-running-requests
+        ("0.5.6", True, None, 512, 512, 1, 512),
+        ("0.5.6", True, 64, 64, 64, 1, 64),
+        # 0.5.7: MambaRadixCache (no_buffer) for Nemotron-H: 100 GiB x 0.9 / 1.9 // 49,082,368 = 1,036 slots
+        ("0.5.7", True, None, 1036, 1036, 3, 345),
+        ("0.5.13", True, 64, 1036, 1036, 3, 345),  # the radix cache on: a given cap does not size the pool
+        ("0.5.14", True, None, 1036, 1036, 5, 207),  # extra_buffer: Nemotron-H in _support_mamba_cache_extra_buffer
+        ("0.5.17", True, None, 1035, 1036, 5, 207),  # the padding slot from the share
+        ("0.5.23", True, None, 1035, 1036, 5, 207),
+        # --disable-radix-cache: one slot a request; 512 before 0.5.9, the ratio split after, the cap where given
+        ("0.5.8", False, None, 512, 512, 1, 512),
+        ("0.5.9", False, None, 1036, 1036, 1, 1036),
+        ("0.5.23", False, None, 1035, 1036, 1, 1035),
+        ("0.5.23", False, 64, 64, 65, 1, 64),
+    ],
+)
+def test_each_release_of_a_mamba2_hybrid(release, radix_cache, requested, slots, state_slots, per_request, cap):
+    pool = state_pool(
+        NEMOTRON, REST, tp=1, state_layers=23, release=release, requested=requested, radix_cache=radix_cache
+    )
+    assert (pool.slots, pool.state_bytes, pool.slots_per_request, pool.running_cap) == (
+        slots, state_slots * NEMOTRON_PER_REQUEST, per_request, cap,
+    )  # fmt: skip
+    assert pool.kv_bytes == REST - state_slots * NEMOTRON_PER_REQUEST
+
+
+def test_nemotron_on_one_h100_by_release(cli):
+    """Nemotron-3-Nano (58.8 GiB of bf16 weights) on one H100 at 8,192 tokens: SGLang 0.5.6's fraction (0.834) leaves
+    7,400,731,359 B (the control: before the rule, all of it was the KV pool and 74 requests fit, the state counted
+    per request). Its 512 slots take 23.4 GiB, so SGLang would not start, though the weights fit; --max-num-seqs 64
+    gives 64 slots and it starts. 0.5.23 (fraction 0.829) leaves 6,976,925,461 B and splits: 9/19 of it is 66 slots
+    + 1 padding slot (3,288,518,656 B), 66 // 5 = 13 requests at once."""
+    args = ("kv", "tests/fixtures/hf_configs/nvidia-nemotron-3-nano-30b-a3b.json", "--target", "h100", "--seq", "8192")
+    old = cli.json(*args, "--engine", "sglang@0.5.6")
+    assert old["memory"]["weights_fit"] and not old["memory"]["engine"]["starts"]
+    assert old["memory"]["engine"]["state_pool_bytes"] == 512 * NEMOTRON_PER_REQUEST
+    capped = cli.json(*args, "--engine", "sglang@0.5.6", "--max-num-seqs", "64")
+    assert (
+        capped["memory"]["engine"]["starts"]
+        and capped["memory"]["engine"]["state_pool_bytes"] == 64 * NEMOTRON_PER_REQUEST
+    )
+    new = cli.json(*args, "--engine", "sglang@0.5.23")["memory"]["engine"]
+    rest = new["available_kv_bytes"] + new["state_pool_bytes"]
+    assert rest == 6_976_925_461 and new["state_pool_bytes"] == 67 * NEMOTRON_PER_REQUEST == 3_288_518_656
+    assert new["admitted_per_replica"] == 13 and new["max_num_seqs"] == 13
+    assert old["memory"]["engine"]["available_kv_bytes"] == 0  # 7,400,731,359 - 512 x 49,082,368 < 0
+    assert new["kv_tokens"] == new["available_kv_bytes"] // 6144  # 6 attention layers x 2 KV heads x 128 x 2 x 2 B
+    ways = cli.run(*args, "--engine", "sglang@0.5.6")
+    assert "--max-num-seqs 1 (with its radix cache off, SGLang gives its Mamba cache one slot" in " ".join(
+        ways.output.split()
+    )
+
+
+def test_a_plan_pinned_where_the_state_pool_does_not_fit_names_the_running_cap(cli):
+    """SGLang 0.5.6 sizes Nemotron-H's state pool at --max-running-requests (512 unless given): at 8 users on one H100
+    the plan says so, the way out is checked, and the line it then writes asks for those 8 slots."""
+    args = ("plan", "tests/fixtures/hf_configs/nvidia-nemotron-3-nano-30b-a3b.json", "--target", "h100", "--engine",
+            "sglang@0.5.6", "--tp", "1", "--isl", "7168", "--osl", "1024", "--concurrency", "8", "--closed-form")  # fmt: skip
+    refused = cli.run(*args)
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "use e.g. --max-num-seqs 8 or" in " ".join(refused.output.split())
+    served = cli.run(*args, "--max-num-seqs", "8")
+    assert served.exit_code == 0, served.output
+    assert "--max-running-requests 8 " in " ".join(served.stdout.split())
+    # --disable-radix-cache from 0.5.9: the split with one slot a request; the line writes the slots as its cap
+    split = cli.json(*args[:5], "sglang@0.5.9", *args[6:], "--no-enable-prefix-caching")
+    assert split["memory"]["engine"]["max_num_seqs"] == 71  # 7,400,731,359 x 0.9 / 1.9 // 49,082,368

@@ -106,8 +106,8 @@ class MemoryPlan(Record):
     """The engine's budget for the KV cache (engine.available_kv_bytes, or minus engine.deficit_bytes) -
     allocated_kv_bytes_per_device: signed, negative by what the batch lacks to run at once."""
     weights_fit: bool
-    """The weights fit the engine's share of the device, its activation peak aside (False: a smaller format or more
-    devices; True with a negative budget: the engine's own overheads are the problem)."""
+    """The weights fit the engine's share of the device, its activation peak and SGLang's state pool aside (False: a
+    smaller format or more devices; True with a negative budget: the engine's own overheads are the problem)."""
     fits: bool
     """The engine starts and admits every sequence of the replica at once (engine.fits)."""
     max_sequences: int
@@ -402,7 +402,7 @@ def plan_memory(
         utilisation=settings.utilisation, usable_bytes=max(0, free_for_kv + weights),
         deficit_bytes=max(0, -(free_for_kv + weights)),
         weight_bytes_per_device=weights, weights_from=weights_source(deployment, weight_dtype),
-        weights_fit=free_for_kv + engine.activation_peak_bytes >= 0,
+        weights_fit=free_for_kv + engine.activation_peak_bytes + engine.state_pool_bytes >= 0,
         max_sequences=engine.admitted_per_replica * replicas, max_tokens_per_device=engine.kv_tokens,
         expert_ranks=None if experts is None else experts.ranks,
         experts_per_device=None if experts is None else describe_experts(model, experts), expert_kernel=kernel,

@@ -503,13 +503,16 @@ def _with_ways(
         updates = flag_updates(words)
         changed = resolve_target_like(str(updates.get("target", target.spec)), target)
         alone = {"dp": None, "expert_parallel": None, "moe_a2a_backend": None} if deployment.dp else {}
-        trial = deployment.model_copy(update={"target": changed.spec, **alone})
+        seqs = {"max_num_seqs": updates["max_num_seqs"]} if "max_num_seqs" in updates else {}
+        trial = deployment.model_copy(update={"target": changed.spec, **alone, **seqs})
         return plan_serving(
             model, changed, trial, profile, ceiling, tp=int(str(updates.get("tp", tp))), pp=pp, **common
         )
 
     if not deployment.dp:
-        return with_layout_ways(exc, target, tp, accepted(pasted), pp)
+        return with_layout_ways(
+            exc, target, tp, accepted(pasted), pp, first=_state_slots_change(model, deployment, common)
+        )
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
     return with_layout_ways(
         exc,
@@ -520,6 +523,17 @@ def _with_ways(
         first=(f"--tp {server}",),
         without=" (leaving out --dp, with --expert-parallel and --moe-a2a-backend)",
     )
+
+
+def _state_slots_change(model: ModelSpec, deployment: DeploymentSpec, common: dict[str, int]) -> tuple[str, ...]:
+    """``--max-num-seqs N`` (the users asked) first among the ways out where SGLang may size a hybrid's state pool by
+    ``--max-running-requests`` (its radix cache off: ``core.engine.sglang_state_pool``) and none is given; the judge
+    keeps it only where it makes the engine start."""
+    from mha_cli.core.engine.sglang_state_pool import priced_here
+
+    if deployment.engine != "sglang" or deployment.max_num_seqs is not None or not priced_here(model):
+        return ()
+    return (f"--max-num-seqs {common['concurrency']}",)
 
 
 MAX_RATE_STEPS = 60

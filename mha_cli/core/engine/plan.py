@@ -78,7 +78,7 @@ from mha_cli.core.engine.settings import (
 )  # fmt: skip
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
-from mha_cli.core.engine.sglang_state_pool import StatePool, priced_here, state_pool
+from mha_cli.core.engine.sglang_state_pool import MIXER_NAMES, StatePool, priced_here, state_pool
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
@@ -140,6 +140,9 @@ class EnginePlan(Record):
     weights_bytes_per_rank: int
     activation_peak_bytes: int
     """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
+    state_pool_bytes: int = 0
+    """SGLang's recurrent-state pool (``core.engine.sglang_state_pool``), taken from the budget before the KV pool; 0:
+    no such pool."""
     non_torch_bytes: int
     cuda_graph_bytes: int
     """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``; 0 on a CPU (no graphs)."""
@@ -412,6 +415,8 @@ class _Pool(NamedTuple):
     """Tokens per block as the engine settles them (vLLM may raise the asked block size)."""
     state_running_cap: int | None = None
     """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
+    state_bytes: int = 0
+    """What SGLang's recurrent-state pool takes from the budget (``StatePool.state_bytes``); 0: no such pool."""
     estimate_tokens: int | None = None
     """SGLang 0.5.8-0.5.9's hybrid SWA pool: the profiled tokens its request pool's estimate reads (None: ``tokens``)."""
     block_bytes: int = 0
@@ -966,6 +971,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
         state_running_cap=None if states is None else states.running_cap, estimate_tokens=estimate_tokens,
+        state_bytes=0 if states is None else states.state_bytes,
         windows_full=bool(_sliding_layers(kv)) and swa is None,
     )  # fmt: skip
 
@@ -994,18 +1000,23 @@ def _sglang_swa_split(inputs: _Inputs, profiled: int) -> tuple[int, int, int, Sw
 
 
 def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
-    """SGLang 0.5's state pool for a hybrid Gated DeltaNet model on this rank (``core.engine.sglang_state_pool``);
-    None: another model or generation."""
-    model, kv = inputs.model, inputs.kv
-    if inputs.settings.generation != "sglang-0.5" or not kv.n_state_layers or not priced_here(model):
+    """SGLang 0.5's state pool for a hybrid Gated DeltaNet or Mamba-2 model on this rank
+    (``core.engine.sglang_state_pool``); None: another model or generation."""
+    model, kv, settings = inputs.model, inputs.kv, inputs.settings
+    if settings.generation != "sglang-0.5" or not kv.n_state_layers or not priced_here(model):
         return None
     if inputs.speculative_tokens:  # handle_max_mamba_cache solves for the drafts' intermediate states too
+        assert model.recurrent is not None
         raise BadInputError(
-            "SGLang's state pool for a hybrid Gated DeltaNet model under speculative decoding is not priced (its"
-            " intermediate states per draft token, about one request's state x running requests x (k + 1)): plan it"
-            " with --engine vllm, or without speculative decoding"
+            f"SGLang's state pool for a hybrid {MIXER_NAMES[model.recurrent.kind]} model under speculative decoding is"
+            " not priced (its intermediate states per draft token, about one request's state x running requests x"
+            " (k + 1)): plan it with --engine vllm, or without speculative decoding"
         )
-    return state_pool(model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=inputs.settings.engine_version)
+    requested = settings.running_requested.requests if settings.running_requested is not None else None
+    return state_pool(
+        model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=settings.engine_version, requested=requested,
+        radix_cache=settings.radix_cache,
+    )  # fmt: skip
 
 
 def _sglang_running(
@@ -1294,6 +1305,7 @@ def plan_engine(
     return EnginePlan(
         name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
+        state_pool_bytes=pool.state_bytes,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
         cuda_graph_in_budget=graphs is not None and graphs.before_pool and settings.kv_cache_bytes is None,
         cuda_graph_estimate=graphs,

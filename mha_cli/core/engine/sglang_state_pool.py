@@ -1,34 +1,44 @@
-"""SGLang's pools for a hybrid Gated DeltaNet model (Qwen3-Next, Qwen3.5/3.6), by release: the recurrent-state
-("Mamba cache") slots, the full-attention KV pool beside them, and the running requests the slots allow.
+"""SGLang's pools for a hybrid Gated DeltaNet model (Qwen3-Next, Qwen3.5/3.6) or Mamba-2 model (Nemotron-H, Falcon-H1,
+Granite-4.0-H), by release: the recurrent-state ("Mamba cache") slots, the full-attention KV pool beside them, and the
+running requests the slots allow.
 
 Read in the wheels' ``model_executor/model_runner.py`` (0.5.2-0.5.6), ``model_executor/model_runner_kv_cache_mixin.py``
 (0.5.7-0.5.15) and ``mem_cache/kv_cache_configurator.py`` (0.5.16-0.5.23), ``handle_max_mamba_cache`` and the
 ``max_num_reqs`` step of ``init_memory_pool`` (``_resolve_max_num_reqs``/``resolve_max_num_reqs`` from 0.5.10), with
-``rest`` = what ``mem_fraction_static`` leaves after the weights (``plan._sglang``'s available bytes):
+``rest`` = what ``mem_fraction_static`` leaves after the weights (``plan._sglang``'s available bytes). Every rule
+below is the one function's, whatever the mixer; what differs by mixer is the release that keeps the radix cache:
 
-- 0.5.2-0.5.3 (``is_hybrid_gdn``: radix cache off): 512 state slots (``max_mamba_cache_size``, none set), taken from
-  ``rest``; at most 512 requests run.
-- 0.5.4 on: the state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read),
-  ``slots = that // per_request``; the KV pool is ``rest - slots x per_request``; the running requests are capped at
-  ``slots // s``, s the state slots one request may hold (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` 3, plus 2
-  ping-pong slots where ``extra_buffer`` runs with the overlap scheduler: ``_calculate_mamba_ratio``).
+- The radix cache off (Gated DeltaNet 0.5.2-0.5.3: ``is_hybrid_gdn``, which lists Falcon-H1 too in 0.5.3; Mamba-2
+  0.5.3.post1-0.5.6: ``mamba2_config`` "model detected, disable radix cache"; any release under
+  ``--disable-radix-cache``): ``max_mamba_cache_size`` slots = ``--max-running-requests`` where given, else 512
+  (from 0.5.9: the ratio split below), taken from ``rest``; one slot a request, so at most that many run.
+- The radix cache kept (Gated DeltaNet from 0.5.4; Mamba-2 from 0.5.7: ``MambaRadixCache`` for Nemotron-H and
+  Falcon-H1 in ``server_args.py``, for Granite-4.0-H with Mamba layers from 0.5.9, when SGLang first serves it): the
+  state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read), ``slots = that //
+  per_request``; the KV pool is ``rest - slots x per_request``; the running requests are capped at ``slots // s``, s
+  the state slots one request may hold (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` 3, plus 2 ping-pong slots
+  where ``extra_buffer`` runs with the overlap scheduler: ``_calculate_mamba_ratio``).
 - 0.5.14 on: ``--mamba-radix-cache-strategy auto`` resolves to ``extra_buffer`` for these architectures with the
-  default overlap scheduler and Triton linear attention (``server_args.py`` ``_handle_mamba_radix_cache``, 0.5.14;
-  ``arg_groups/overrides.py`` ``_mamba_radix_cache_resolution`` from 0.5.15): s = 5; 0.5.4-0.5.13 resolve it to
-  ``no_buffer`` (``_handle_missing_default_values``): s = 3.
+  default overlap scheduler and Triton linear attention (``server_args.py`` ``_handle_mamba_radix_cache`` and
+  ``_support_mamba_cache_extra_buffer``, 0.5.14; ``arg_groups/overrides.py`` ``_mamba_radix_cache_resolution`` and
+  ``_MAMBA_EXTRA_BUFFER_ARCHS`` from 0.5.15, Nemotron-H, Falcon-H1 and Granite-4.0-H listed to 0.5.23): s = 5;
+  0.5.4-0.5.13 resolve it to ``no_buffer`` (``_handle_missing_default_values``; Mamba-2's branches assert
+  ``extra_buffer`` off): s = 3.
 - 0.5.17 on: the pool's padding slot is paid from the state's share: ``slots = (share - per_request) //
   per_request``, ``slots + 1`` taken from ``rest`` (0.5.4-0.5.16 allocate it beyond the budget).
 
-One request's state on one rank (``configs/mamba_utils.py`` ``mamba_cache_per_req``, ``Mamba2StateShape.create``):
-per linear-attention layer, the conv state (conv channels / tp) x (kernel - 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``)
-plus the recurrent state (value heads / tp) x value dim x key dim in the config's ``mamba_ssm_dtype``, else fp32
-(``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32). Key-head groups that tp does not
-divide are padded to tp (``extra_groups_for_head_shards``).
+One request's state on one rank (``configs/mamba_utils.py`` ``mamba_cache_per_req``, ``Mamba2StateShape.create``,
+called with each config's fields: Qwen3-Next's, ``NemotronHConfig``'s, ``FalconH1Config``'s,
+``GraniteMoeHybridConfig``'s ``mamba2_cache_params``): per state layer, the conv state (conv channels / tp) x (kernel
+- 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``) plus the recurrent state (heads / tp) x head dim x state size in the
+config's ``mamba_ssm_dtype``, else fp32 (``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32).
+The conv channels are the inner width plus two groups' worth (Gated DeltaNet: q and k of every key head; Mamba-2: B
+and C of every group); groups that tp does not divide are padded to tp (``extra_groups_for_head_shards``).
 
 Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve: such a plan is
-refused, ``core.engine.plan._sglang_state_pool``), a
-``--max-running-requests`` or ``--max-mamba-cache-size`` given, ``--disable-radix-cache`` (s = 1), other hybrids
-(Mamba-2, KDA, short conv: their radix-cache strategy is set per architecture and release). Pure Python.
+refused, ``core.engine.plan._sglang_state_pool``), a ``--max-mamba-cache-size`` given, dp attention's division of
+the slots, other hybrids (KDA, short conv, lightning attention: their strategy is set per architecture and
+release). Pure Python.
 """
 
 from __future__ import annotations
@@ -43,13 +53,25 @@ from mha_cli.core.schemas import ModelSpec
 GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})  # fmt: skip
 """The hybrid GDN architectures whose state pool is priced here: ``is_hybrid_gdn`` (0.5.2-0.5.3, Qwen3-Next), and
 from 0.5.14 both ``_MAMBA_RADIX_CACHE_ARCHS`` and ``_MAMBA_EXTRA_BUFFER_ARCHS`` (``arg_groups/overrides.py``)."""
+MAMBA2_ARCHITECTURES = frozenset({"NemotronHForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM"})
+"""The hybrid Mamba-2 architectures whose state pool is priced here: ``mamba2_config`` in every release that serves
+them (Falcon-H1 from 0.5.3, Nemotron-H from 0.5.3.post1, Granite-4.0-H from 0.5.9), and from 0.5.14 in the
+extra-buffer lists."""
 
 MAMBA_FULL_MEMORY_RATIO = 0.9
 """``--mamba-full-memory-ratio``'s default, state bytes to full-attention KV bytes (0.5.4-0.5.23)."""
 FIXED_SLOTS = 512
-"""0.5.2-0.5.3: the state slots of a hybrid GDN model without ``--max-running-requests``."""
-SPLIT_FROM = (0, 5, 4)
-"""The first release splitting ``rest`` by ``mamba_full_memory_ratio`` (``handle_max_mamba_cache``)."""
+"""The state slots where the radix cache is off and no ``--max-running-requests`` is given."""
+SPLIT_FROM = {"gated_deltanet": (0, 5, 4), "mamba2": (0, 5, 7)}
+"""By mixer, the first release keeping the radix cache, so splitting ``rest`` by ``mamba_full_memory_ratio``
+(``handle_max_mamba_cache``); before it, the fixed slots."""
+MIXER_NAMES = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2"}
+"""The mixers priced here, as messages name them."""
+RADIX_OFF_RELEASES = {"gated_deltanet": "0.5.2-0.5.3", "mamba2": "0.5.3-0.5.6"}
+"""By mixer, the releases that turn the radix cache off, for the budget line."""
+RADIX_OFF_SPLIT_FROM = (0, 5, 9)
+"""The first release splitting ``rest`` by the ratio with the radix cache off and no ``--max-running-requests``
+(``handle_max_mamba_cache``'s last branch; before it, ``FIXED_SLOTS``)."""
 EXTRA_BUFFER_FROM = (0, 5, 14)
 """The first release whose ``auto`` radix-cache strategy is ``extra_buffer`` for these architectures."""
 PADDING_SLOT_FROM = (0, 5, 17)
@@ -65,6 +87,8 @@ class StatePool(NamedTuple):
 
     release: str
     """The release whose rules priced it."""
+    kind: str
+    """The mixer (``RecurrentSpec.kind``): ``gated_deltanet`` or ``mamba2``."""
     conv_bytes: int
     """One state slot's conv states (every linear-attention layer of one request) on one rank, bytes."""
     ssm_bytes: int
@@ -74,7 +98,9 @@ class StatePool(NamedTuple):
     state_bytes: int
     """Bytes the state pool takes from ``rest``."""
     slots_per_request: int
-    """State slots one running request may hold (``_calculate_mamba_ratio``; 1 in 0.5.2-0.5.3)."""
+    """State slots one running request may hold (``_calculate_mamba_ratio``; 1 where the radix cache is off)."""
+    requested: bool
+    """The slots are the ``--max-running-requests`` given (the radix cache off)."""
     kv_bytes: int
     """What is left for the full-attention KV pool (bytes; negative: nothing)."""
 
@@ -90,13 +116,24 @@ class StatePool(NamedTuple):
 
     def how(self) -> str:
         """The budget line's explanation."""
-        rule = (
-            f"{FIXED_SLOTS} slots (0.5.2-0.5.3, radix cache off)"
-            if self.slots_per_request == 1
-            else f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}: {MAMBA_FULL_MEMORY_RATIO}/"
+        triple = _triple(self.release)
+        split = (
+            f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}: {MAMBA_FULL_MEMORY_RATIO}/"
             f"{1 + MAMBA_FULL_MEMORY_RATIO:g} of what the fraction leaves"
         )
-        padding = " + 1 padding slot" if _triple(self.release) >= PADDING_SLOT_FROM else ""
+        if self.slots_per_request > 1:
+            rule = split
+        else:
+            off = (
+                f"in {RADIX_OFF_RELEASES[self.kind]} for {MIXER_NAMES[self.kind]}"
+                if triple < SPLIT_FROM[self.kind]
+                else "by --disable-radix-cache"
+            )
+            sized = "--max-running-requests" if self.requested else (
+                f"{FIXED_SLOTS} (no --max-running-requests)" if triple < RADIX_OFF_SPLIT_FROM else split
+            )  # fmt: skip
+            rule = f"radix cache off {off}, one slot a request: {sized}"
+        padding = " + 1 padding slot" if triple >= PADDING_SLOT_FROM else ""
         return (
             f"SGLang {self.release}'s Mamba cache: {self.slots:,} slots{padding} x {self.per_request / 2**20:.1f} MiB"
             f" ({rule})"
@@ -133,28 +170,34 @@ def _triple(release: str) -> tuple[int, int, int]:
 
 def priced_here(model: ModelSpec) -> bool:
     """Whether SGLang's state pool for ``model`` is priced here: a Gated DeltaNet hybrid served as one of
-    ``GDN_ARCHITECTURES``."""
+    ``GDN_ARCHITECTURES``, or a Mamba-2 hybrid served as one of ``MAMBA2_ARCHITECTURES``."""
     from mha_cli.core.engine.architectures_served import served_as
 
     state = model.recurrent
-    if state is None or state.kind != "gated_deltanet":
+    architectures = {"gated_deltanet": GDN_ARCHITECTURES, "mamba2": MAMBA2_ARCHITECTURES}
+    if state is None or state.kind not in architectures:
         return False
-    return bool(GDN_ARCHITECTURES.intersection(served_as(model)))
+    return bool(architectures[state.kind].intersection(served_as(model)))
 
 
 def state_parts_per_layer(model: ModelSpec, tp: int) -> tuple[int, int]:
-    """(conv, recurrent) bytes one linear-attention layer holds for one request on one rank, as SGLang allocates
-    them (module docstring); ``model.recurrent`` must be a Gated DeltaNet."""
+    """(conv, recurrent) bytes one state layer holds for one request on one rank, as SGLang allocates them (module
+    docstring); ``model.recurrent`` must be a Gated DeltaNet or a Mamba-2 mixer."""
     state = model.recurrent
-    assert state is not None and state.kind == "gated_deltanet"
-    value_heads, key_dim, value_dim = state.n_heads, state.head_dim, state.state_dim
-    key_heads = (state.conv_dim - value_heads * value_dim) // (2 * key_dim)
-    if key_heads % tp:  # extra_groups_for_head_shards
-        key_heads += tp - key_heads
-    conv_channels = -(-(value_heads * value_dim + 2 * key_heads * key_dim) // tp)
+    assert state is not None and state.kind in SPLIT_FROM
+    # the conv runs over the inner width and two projections per group: q and k of each key head (width key dim),
+    # or B and C of each Mamba-2 group (width d_state)
+    group_width = state.head_dim if state.kind == "gated_deltanet" else state.state_dim
+    groups = state.n_groups if state.kind == "mamba2" else None
+    if groups is None:  # Gated DeltaNet: its key heads, from the conv channels less the values'
+        groups = (state.conv_dim - state.n_heads * state.state_dim) // (2 * group_width)
+    inner = state.conv_dim - 2 * groups * group_width
+    if groups % tp:  # extra_groups_for_head_shards
+        groups += tp - groups
+    conv_channels = -(-(inner + 2 * groups * group_width) // tp)
     conv = conv_channels * max(0, state.conv_kernel - 1) * 2  # bf16
     ssm_bytes = 2 if state.state_dtype == "activation" else 4  # the config's mamba_ssm_dtype, else float32
-    recurrent = -(-value_heads // tp) * value_dim * key_dim * ssm_bytes
+    recurrent = -(-state.n_heads // tp) * state.head_dim * state.state_dim * ssm_bytes
     return conv, recurrent
 
 
@@ -179,26 +222,37 @@ def engine_state_model(model: ModelSpec, engine: str) -> ModelSpec:
     return sglang_state_model(model) if engine == "sglang" else model
 
 
-def state_pool(model: ModelSpec, rest: int, *, tp: int, state_layers: int, release: str | None) -> StatePool:
+def state_pool(
+    model: ModelSpec,
+    rest: int,
+    *,
+    tp: int,
+    state_layers: int,
+    release: str | None,
+    requested: int | None = None,
+    radix_cache: bool = True,
+) -> StatePool:
     """SGLang ``release``'s (None: the newest read) state pool on one rank, from ``rest`` bytes (what the fraction
-    leaves after the weights), for ``state_layers`` linear-attention layers on the rank."""
+    leaves after the weights), for ``state_layers`` state layers on the rank; ``requested``: the
+    ``--max-running-requests`` given (per rank), which sizes the pool where the radix cache is off (before the
+    release that keeps it, or ``radix_cache`` False: ``--disable-radix-cache``)."""
     release = release or LATEST_READ
     triple = _triple(release)
+    assert model.recurrent is not None
+    kind = model.recurrent.kind
     conv, recurrent = state_parts_per_layer(model, tp)
     per_request = (conv + recurrent) * state_layers
-    if triple < SPLIT_FROM:
-        slots, ratio = FIXED_SLOTS, 1
-        state = slots * per_request
+    radix_off = triple < SPLIT_FROM[kind] or not radix_cache
+    padding = int(triple >= PADDING_SLOT_FROM)  # the pool's padding slot, paid from the budget
+    if radix_off and (requested or triple < RADIX_OFF_SPLIT_FROM):
+        slots = requested or FIXED_SLOTS
     else:
         share = max(0, rest) * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
-        if triple >= PADDING_SLOT_FROM:
-            slots = int((share - per_request) // per_request)
-            state = (slots + 1) * per_request
-        else:
-            slots = int(share // per_request)
-            state = slots * per_request
-        ratio = SLOTS_EXTRA_BUFFER if triple >= EXTRA_BUFFER_FROM else SLOTS_NO_BUFFER
+        slots = int((share - padding * per_request) // per_request)
+    state = (slots + padding) * per_request
+    buffered = SLOTS_EXTRA_BUFFER if triple >= EXTRA_BUFFER_FROM else SLOTS_NO_BUFFER
+    ratio = 1 if radix_off else buffered  # one slot a request where no radix tree holds states
     return StatePool(
-        release=release, conv_bytes=conv * state_layers, ssm_bytes=recurrent * state_layers, slots=slots,
-        state_bytes=state, slots_per_request=ratio, kv_bytes=rest - state,
+        release=release, kind=kind, conv_bytes=conv * state_layers, ssm_bytes=recurrent * state_layers, slots=slots,
+        state_bytes=state, slots_per_request=ratio, requested=bool(radix_off and requested), kv_bytes=rest - state,
     )  # fmt: skip
