@@ -71,7 +71,7 @@ def test_the_table_agrees_with_every_release_read():
 
 def test_the_words_added_later_agree_with_the_releases_read_around_their_first():
     """The words read after presence.json (``FIRST_READS``: vLLM --block-size 0.2.0, --kv-cache-memory-bytes 0.10.2,
-    VLLM_CPU_KVCACHE_SPACE 0.4.1; SGLang --page-size 0.4.4, --enable-ep-moe 0.4.0.post1 to 0.5.2, refused from 0.5.3):
+    VLLM_CPU_KVCACHE_SPACE 0.4.1, --disable-hybrid-kv-cache-manager 0.9.1; SGLang --page-size 0.4.4, --enable-ep-moe 0.4.0.post1 to 0.5.2, refused from 0.5.3):
     in every release read in their span, in none read outside it."""
     reads = json.loads((PRESENCE.parent / "first_reads.json").read_text())
     later = [span for span in SPANS if FIRST_READS in span.source]
@@ -79,6 +79,7 @@ def test_the_words_added_later_agree_with_the_releases_read_around_their_first()
         ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
         ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
         ("sglang", "--enable-ep-moe", "0.4.0.post1"), ("sglang", "--attn-dp-size", "0.5.22"),
+        ("vllm", "--disable-hybrid-kv-cache-manager", "0.9.1"),
     }  # fmt: skip
     for span in later:
         releases = reads[span.engine]

@@ -13,16 +13,22 @@ import json
 import shlex
 from pathlib import Path
 
-from mha_cli.core.engine.flags import line_words, release_key
+from mha_cli.core.engine.flags import FIRST_READS, SPANS, line_words, release_key
 
 PRESENCE = json.loads((Path(__file__).parents[1] / "outputs/engine_flags/presence.json").read_text())["vllm"]
 RUN = "run the vllm line on a release of "
 
 
 def _releases_read_running(line: str) -> list[str]:
-    """The vLLM releases read in their wheels whose flags include every word of ``line``."""
-    words = line_words("vllm", shlex.split(line)).checked
-    return [release for release, had in PRESENCE.items() if set(words) <= set(had)]
+    """The vLLM releases read in their wheels whose flags include every word of ``line``: a word added to the table
+    after presence.json (``FIRST_READS``, checked against the releases read around its first in
+    tests/test_engine_flags.py) by its span."""
+    words = set(line_words("vllm", shlex.split(line)).checked)
+    later = {span.word: span for span in SPANS if span.engine == "vllm" and FIRST_READS in span.source}
+    return [
+        release for release, had in PRESENCE.items()
+        if words - later.keys() <= set(had) and all(later[w].has(release_key(release)) for w in words & later.keys())
+    ]  # fmt: skip
 
 
 def _printed_range(note: str) -> str:

@@ -2,7 +2,8 @@
 from 0.9.1 to 0.21 turns it off under any ``--kv-transfer-config``; from 0.22 only for a connector that does not
 subclass ``SupportsHMA``, and NixlConnector does (read in the wheels; review 276 found 0.22.0's check).
 ``plan --disaggregated`` launches every vLLM worker with NixlConnector, so before 0.22 its sliding-window models are
-held and moved as full attention there, and its Mamba hybrids would not start (trial 274 #1)."""
+held and moved as full attention there, and its Mamba hybrids would not start (trial 274 #1). The host tier of
+``--kv-offloading-size`` is an OffloadingConnector too, which 0.11.1-0.20 serve only with the manager off."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import shlex
 
 import yaml
 
-from mha_cli.core.engine.vllm_rule_releases import connector_turns_off_hybrid, has_hybrid_manager
+from mha_cli.core.engine.vllm_rule_releases import (
+    connector_turns_off_hybrid,
+    has_hybrid_manager,
+    offload_turns_off_hybrid,
+)
 from mha_cli.core.errors import EXIT_BAD_INPUT
 from mha_cli.core.sources import load_source
 from tests.conftest import reference_hf_config
@@ -127,3 +132,49 @@ def test_sglang_off_its_swa_pool_moves_every_token(cli):
     assert plan["pairings"][0]["transfer"]["bytes"] == 24 * GPT_OSS_LAYER * 32000
     plan = _disaggregated(cli, "sglang")
     assert plan["pairings"][0]["transfer"]["bytes"] == 12 * GPT_OSS_LAYER * (32000 + 128)
+
+
+def test_the_offload_rule_by_release():
+    """``--kv-offloading-size`` (0.11.1 on) builds an OffloadingConnector after vLLM has decided its hybrid manager;
+    it supports the manager (``SupportsHMA``) only from 0.21, so 0.11.1-0.20 serve it with the manager off."""
+    assert (
+        offload_turns_off_hybrid((0, 11, 1, 0))
+        and offload_turns_off_hybrid((0, 20))
+        and offload_turns_off_hybrid((0, 16))
+    )
+    assert not offload_turns_off_hybrid((0, 21)) and not offload_turns_off_hybrid((0, 21, 0, 0))
+    assert not offload_turns_off_hybrid((0, 11)) and not offload_turns_off_hybrid((0, 11, 0, 0))  # no such flag yet
+    assert not offload_turns_off_hybrid(None)  # the latest release read
+
+
+def test_a_host_tier_before_021_prices_sliding_layers_as_full_and_says_so_on_the_line(cli):
+    """Gemma-3-4B at 32K on an H100 with a 64 GiB host tier: vLLM 0.20 would refuse the OffloadingConnector with its
+    hybrid manager on, so its line asks --disable-hybrid-kv-cache-manager and the plan holds all 34 layers in one full
+    group, as the NixlConnector case does; 0.21 keeps its sliding groups and writes no such flag. The control without
+    the tier keeps the groups on 0.20 too."""
+    config = str(reference_hf_config("gemma-3-4b-it"))
+    args = ("plan", config, "--target", "h100", "--isl", "30000", "--osl", "2000", "--tp", "1", "--concurrency", "4",
+            "--closed-form")  # fmt: skip
+    off = cli.json(*args, "--engine", "vllm@0.20", "--kv-offload-gib", "64")
+    engine = off["memory"]["engine"]
+    assert [(group["kind"], group["n_layers"]) for group in engine["groups"]] == [("full", 34)]
+    assert any("OffloadingConnector) only with its hybrid KV cache manager off" in note for note in engine["notes"])
+    words = shlex.split(off["launch"]["vllm"])
+    assert "--disable-hybrid-kv-cache-manager" in words and "--kv-offloading-size" in words
+    on = cli.json(*args, "--engine", "vllm@0.21", "--kv-offload-gib", "64")
+    assert [group["kind"] for group in on["memory"]["engine"]["groups"]].count("sliding") == 6
+    assert "--disable-hybrid-kv-cache-manager" not in shlex.split(on["launch"]["vllm"])
+    plain = cli.json(*args, "--engine", "vllm@0.20")["memory"]["engine"]
+    assert [group["kind"] for group in plain["groups"]].count("sliding") == 6
+    assert plain["admitted_per_replica"] > engine["admitted_per_replica"]
+
+
+def test_a_host_tier_before_021_stops_a_mamba_hybrid(cli):
+    """With the manager off, vLLM cannot unify Mamba and attention specs: 0.20 would not start Granite-4.0-H with a
+    host tier, and the refusal names the release that serves it."""
+    args = ("plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "h100", "--isl", "4096", "--osl",
+            "512", "--tp", "1", "--concurrency", "8", "--closed-form", "--kv-offload-gib", "64")  # fmt: skip
+    refused = cli.run(*args, "--engine", "vllm@0.20")
+    assert refused.exit_code == EXIT_BAD_INPUT and "Traceback" not in refused.output
+    line = " ".join(refused.output.split())
+    assert "Hybrid KV cache manager is disabled" in line and "use --engine vllm@0.21 or later" in line

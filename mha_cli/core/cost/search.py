@@ -623,8 +623,11 @@ def launch_commands(
     offload_notes = []
     if deployment.kv_offload_bytes:  # the host tier priced (core.engine.offload): each engine's own flags
         from mha_cli.core.engine.offload import offload_flags
+        from mha_cli.core.engine.vllm_rule_releases import offload_turns_off_hybrid
 
         vllm += offload_flags("vllm", deployment.kv_offload_bytes, d.tp * d.pp)
+        if engine.name == "vllm" and offload_turns_off_hybrid(release_key_priced(deployment)):
+            vllm.append("--disable-hybrid-kv-cache-manager")  # as priced: 0.11.1-0.20 refuse the tier without it
         if not caching:  # SGLang refuses --enable-hierarchical-cache with --disable-radix-cache (trial 264)
             offload_notes.append(SGLANG_TIER_WITHOUT_RADIX)
         elif engine.name != "sglang":  # its host pool must exceed its device pool, sized only where it is priced

@@ -190,6 +190,7 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--kv-offloading-size", "0.11.1", None, f"{WHEELS} (config/cache.py: summed over tp x pp)"),
     Span("vllm", "--kv-offloading-backend", "0.11.1", None, f"{WHEELS} (config/cache.py)"),
     Span("vllm", "--kv-offloading-backend native", "0.11.1", None, f"{WHEELS} (config/cache.py)"),
+    Span("vllm", "--disable-hybrid-kv-cache-manager", "0.9.1", None, f"{FIRST_READS} (engine/arg_utils.py)"),
     Span("vllm", "--kv-transfer-config", "0.7.0", None, VLLM_ARGS),
     Span("vllm", "--kv-transfer-config kv_connector=NixlConnector", "0.9.0", None, VLLM_NIXL),
     Span("vllm", "VLLM_NIXL_SIDE_CHANNEL_PORT", "0.9.0", None, VLLM_NIXL),

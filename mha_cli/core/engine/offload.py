@@ -18,7 +18,10 @@ What ``--kv-offload-gib N`` (host memory per rank, GiB) becomes in each engine g
 - **vLLM V1 (0.8-0.20)**: the same flags from 0.11.1 (read in its wheel: ``config/cache.py``, the size summed over
   tp x pp, ``native`` mapped to the OffloadingConnector; ``core.engine.flags``), though the vLLM blog's CLI
   (2025-12-29) "assumes PR #24498, which should hopefully be included in 0.14.0"; earlier releases write no line
-  (``core.engine.launch_forms``); 0.8-0.10 have no native offload. Priced by 0.32's rules, with a note.
+  (``core.engine.launch_forms``); 0.8-0.10 have no native offload. Priced by 0.32's rules, with a note. 0.11.1-0.20
+  refuse the tier's OffloadingConnector with the hybrid KV cache manager on, so their line adds
+  ``--disable-hybrid-kv-cache-manager`` and the GPU pool is priced with it off
+  (``core.engine.vllm_rule_releases.offload_turns_off_hybrid``).
 - **vLLM V0**: no KV offload (its ``--swap-space`` swaps preempted sequences, another mechanism): refused.
 - **SGLang** (HiCache, ``mem_cache/memory_pool_host.py`` ``HostKVCache``): ``--enable-hierarchical-cache
   --hicache-size G``, G in GB (10^9 B, a whole number) *per rank* (each rank builds its own host pool beside its

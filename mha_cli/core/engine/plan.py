@@ -639,12 +639,17 @@ def _weights_overflow(target: Target, weights_bytes_per_rank: int) -> WeightsOve
     )
 
 
-def _connector_refusal(kv: KvFootprint) -> str | None:
+def _connector_refusal(kv: KvFootprint, connector: str | None) -> str | None:
     """vLLM's start-up error for a Mamba/linear-attention hybrid whose hybrid KV cache manager a KV connector turned
-    off (``unify_hybrid_kv_cache_specs``, before 0.22); None for any other model."""
+    off (``unify_hybrid_kv_cache_specs``, before 0.22; ``connector`` ``offloading``: the host tier, before 0.21);
+    None for any other model."""
     if not (kv.n_state_layers and kv.n_token_layers):
         return None
-    return f"ValueError: {HYBRID_OFF_ERROR} (a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later)"
+    if connector == "offloading":
+        why = "--kv-offloading-size needs it off before vLLM 0.21: use --engine vllm@0.21 or later"
+    else:
+        why = "a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later"
+    return f"ValueError: {HYBRID_OFF_ERROR} ({why})"
 
 
 def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
@@ -747,7 +752,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
-    outright = _connector_refusal(kv) if connector_off else None
+    outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
     refusal = outright or _set_pool_overflow(inputs) or _vllm_refusal(
         available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
         kv.seq_len,
@@ -801,11 +806,15 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" unify_kv_cache_spec_page_size{own})"
         )
     if connector_off and (kv.n_local_layers or kv.n_chunked_layers):
-        notes.append(
-            f"the KV connector (--kv-transfer-config, {CONNECTOR_CLASSES[settings.kv_connector or 'nixl']}) turns"
-            f" vLLM {'.'.join(map(str, settings.release or ()))}'s hybrid KV cache manager off (every release from"
-            " 0.9.1 to 0.21, whatever the connector): sliding-window and chunked layers are priced as full attention"
+        release = ".".join(map(str, settings.release or ()))
+        why = (
+            f"vLLM {release} serves the host tier (--kv-offloading-size, OffloadingConnector) only with its hybrid KV"
+            " cache manager off (--disable-hybrid-kv-cache-manager, written on the launch line; 0.11.1-0.20)"
+            if settings.kv_connector == "offloading"
+            else f"the KV connector (--kv-transfer-config, {CONNECTOR_CLASSES[settings.kv_connector or 'nixl']}) turns"
+            f" vLLM {release}'s hybrid KV cache manager off (every release from 0.9.1 to 0.21, whatever the connector)"
         )
+        notes.append(f"{why}: sliding-window and chunked layers are priced as full attention")
     elif not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
     if model.attention_free:

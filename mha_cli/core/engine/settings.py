@@ -14,6 +14,7 @@ from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
 from mha_cli.core.engine.sglang_reserve import NO_RESERVE, Reserve, SglangServing, sglang_reserve, vlm_factor
 from mha_cli.core.engine.sglang_running import Requested, ceiling, requested_per_rank, running_release
+from mha_cli.core.engine.vllm_rule_releases import offload_turns_off_hybrid
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId
@@ -75,7 +76,9 @@ class EngineSettings(Record):
     (``core.engine.mla_fp8``)."""
     kv_connector: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """vLLM: the KV connector configured (``DeploymentSpec.kv_connector``), which turns the hybrid KV cache manager off
-    before 0.22 (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``); None: none."""
+    before 0.22 (``core.engine.vllm_rule_releases.connector_turns_off_hybrid``); ``offloading``: the host tier of
+    ``--kv-offloading-size``, served by 0.11.1-0.20 only with the manager off (``offload_turns_off_hybrid``); None:
+    none."""
     awq_dequantizes: bool = False
     """vLLM: an AWQ checkpoint runs the unfused ``AWQLinearMethod`` (``DeploymentSpec.vllm_awq_kernel`` ``awq``), whose
     profiling run holds a layer's weight dequantized to fp16 (``core.engine.activation.awq_dequant_peak_bytes``)."""
@@ -530,7 +533,11 @@ def resolve_settings(
             release=release, block_size_given=deployment.block_size is not None, engine_version=covered,
             quantized_checkpoint=deployment.weight_dtype not in UNQUANTIZED or deployment.weight_scheme is not None,
             awq_dequantizes=deployment.vllm_awq_kernel == "awq", async_scheduling=deployment.async_scheduling,
-            kv_connector=deployment.kv_connector,
+            kv_connector=deployment.kv_connector or (
+                "offloading"
+                if deployment.kv_offload_bytes and offload_turns_off_hybrid(release_key_priced(deployment))
+                else None
+            ),
             kv_fp8_variant=deployment.kv_fp8_variant,
             weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip

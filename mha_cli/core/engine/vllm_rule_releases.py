@@ -119,8 +119,20 @@ SLIDING_FITTING_BLOCK_FROM = (0, 30, 0, 0)
 """The first vLLM whose sliding-window layers take the largest kernel block within a ``--block-size`` page, not the
 smallest."""
 
-CONNECTOR_CLASSES = {"nixl": "NixlConnector"}
-"""vLLM's class for each ``DeploymentSpec.kv_connector``."""
+CONNECTOR_CLASSES = {"nixl": "NixlConnector", "offloading": "OffloadingConnector"}
+"""vLLM's class for each ``DeploymentSpec.kv_connector``, and for the host tier of ``--kv-offloading-size``
+(``EngineSettings.kv_connector`` ``offloading``: ``offload_turns_off_hybrid``)."""
+OFFLOAD_FLAG_FROM = (0, 11, 1)
+"""The first vLLM with ``--kv-offloading-size`` (``core.engine.flags``)."""
+OFFLOAD_WITH_HYBRID_FROM = (0, 21)
+"""The first vLLM (major, minor) whose OffloadingConnector supports the hybrid KV cache manager (``SupportsHMA``,
+``kv_connector/v1/offloading_connector.py``). 0.11.1-0.20 build the connector of ``--kv-offloading-size`` after
+deciding the manager (``VllmConfig.__post_init__``: the decision comes before ``_post_init_kv_transfer_config``), so
+the manager stays on and ``KVConnectorFactory.create_connector`` refuses the connector, whatever the model
+("Connector OffloadingConnector does not support HMA but HMA is enabled. Please set
+`--disable-hybrid-kv-cache-manager`"): read in the 0.11.1, 0.12, 0.13, 0.14, 0.15, 0.16, 0.20 and 0.21 wheels;
+ovg-project/kvcached#267 shows the error on 0.16 serving Qwen2-1.5B. A line for those releases writes the flag, and
+the plan prices the manager off."""
 HYBRID_WITH_CONNECTOR_FROM = (0, 22)
 """The first vLLM (major, minor) that keeps its hybrid KV cache manager on beside a KV connector that supports it
 (NixlConnector does); every release from 0.9.1 to 0.21 turns it off under any ``--kv-transfer-config``."""
@@ -189,6 +201,12 @@ def connector_turns_off_hybrid(
 
 HYBRID_OFF_ERROR = "Hybrid KV cache manager is disabled but failed to convert the KV cache specs to one unified type."
 """vLLM's start-up error (``unify_hybrid_kv_cache_specs``) for a Mamba/linear-attention hybrid with the manager off."""
+
+
+def offload_turns_off_hybrid(release: tuple[int, ...] | None) -> bool:
+    """Whether vLLM ``release`` (None: the latest) serves ``--kv-offloading-size`` only with its hybrid KV cache
+    manager off (``--disable-hybrid-kv-cache-manager``): 0.11.1-0.20 (``OFFLOAD_WITH_HYBRID_FROM``)."""
+    return release is not None and release >= OFFLOAD_FLAG_FROM and release[:2] < OFFLOAD_WITH_HYBRID_FROM
 
 
 def has_hybrid_manager(release: str | None) -> bool:
