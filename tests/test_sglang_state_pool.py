@@ -15,6 +15,7 @@ from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_state_pool import priced_here, state_parts_per_layer, state_pool
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -47,7 +48,11 @@ def test_the_state_takes_nine_nineteenths_of_what_is_left():
     ("release", "slots", "state_slots", "per_request", "cap"),
     [
         ("0.5.3", 512, 512, 1, 512),  # is_hybrid_gdn: radix cache off, 512 slots whatever the memory
-        ("0.5.4", 330, 330, 3, 110),  # the ratio split, no_buffer: 3 slots a request
+        ("0.5.3.post1", 512, 512, 1, 512),  # every mambaish_config: radix cache off
+        ("0.5.3.post2", 330, 330, 3, 110),  # mamba2_config alone off: the ratio split, 3 slots a request
+        ("0.5.4", 330, 330, 3, 110),
+        ("0.5.7", 330, 330, 5, 66),  # 0.5.7's condition gives every strategy the 2 ping-pong slots
+        ("0.5.8", 330, 330, 3, 110),
         ("0.5.13", 330, 330, 3, 110),
         ("0.5.14", 330, 330, 5, 66),  # auto -> extra_buffer: 5
         ("0.5.16", 330, 330, 5, 66),
@@ -180,8 +185,10 @@ def test_one_mamba2_requests_state_by_hand():
         # 0.5.3.post1-0.5.6: mamba2_config turns the radix cache off; 512 slots, or --max-running-requests
         ("0.5.6", True, None, 512, 512, 1, 512),
         ("0.5.6", True, 64, 64, 64, 1, 64),
-        # 0.5.7: MambaRadixCache (no_buffer) for Nemotron-H: 100 GiB x 0.9 / 1.9 // 49,082,368 = 1,036 slots
-        ("0.5.7", True, None, 1036, 1036, 3, 345),
+        # 0.5.6.post1: MambaRadixCache (no_buffer) for Nemotron-H: 100 GiB x 0.9 / 1.9 // 49,082,368 = 1,036 slots
+        ("0.5.6.post1", True, None, 1036, 1036, 3, 345),
+        ("0.5.7", True, None, 1036, 1036, 5, 207),  # the 2 ping-pong slots for every strategy in 0.5.7 alone
+        ("0.5.8", True, None, 1036, 1036, 3, 345),
         ("0.5.13", True, 64, 1036, 1036, 3, 345),  # the radix cache on: a given cap does not size the pool
         ("0.5.14", True, None, 1036, 1036, 5, 207),  # extra_buffer: Nemotron-H in _support_mamba_cache_extra_buffer
         ("0.5.17", True, None, 1035, 1036, 5, 207),  # the padding slot from the share
@@ -201,6 +208,20 @@ def test_each_release_of_a_mamba2_hybrid(release, radix_cache, requested, slots,
         slots, state_slots * NEMOTRON_PER_REQUEST, per_request, cap,
     )  # fmt: skip
     assert pool.kv_bytes == REST - state_slots * NEMOTRON_PER_REQUEST
+
+
+def test_dp_attention_splits_a_radix_off_pool_where_sglang_does():
+    """With the radix cache off, SGLang divides the server's slots (512, or --max-running-requests) over its
+    DP-attention ranks: a Gated DeltaNet model's always, a Mamba-2 model's from 0.5.7 only; before, each Mamba-2 rank
+    takes the whole figure, which is refused."""
+    assert state_pool(QWEN36, REST, tp=1, state_layers=48, release="0.5.3", dp_ranks=4).slots == 128
+    assert state_pool(QWEN36, REST, tp=1, state_layers=48, release="0.5.3", dp_ranks=4, requested=16).slots == 16
+    off = state_pool(NEMOTRON, REST, tp=1, state_layers=23, release="0.5.8", radix_cache=False, dp_ranks=4)
+    assert (off.slots, off.slots_per_request) == (128, 1)
+    with pytest.raises(BadInputError, match=r"plan it without --dp, or with --engine sglang@0\.5\.7 or later"):
+        state_pool(NEMOTRON, REST, tp=1, state_layers=23, release="0.5.6", dp_ranks=4)
+    kept = state_pool(NEMOTRON, REST, tp=1, state_layers=23, release="0.5.10", dp_ranks=4)  # the split: per rank
+    assert kept.slots == 1036
 
 
 def test_nemotron_on_one_h100_by_release(cli):

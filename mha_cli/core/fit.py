@@ -379,22 +379,24 @@ def _engine_knob_that_fits(
 def _state_slots_that_fit(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
 ) -> str | None:
-    """``--max-num-seqs N`` (the replica's share of the batch) where SGLang's recurrent-state pool keeps the engine from
-    starting and N slots of it fit: with the radix cache off, SGLang sizes the pool at ``--max-running-requests``
-    (``core.engine.sglang_state_pool``); in a release that splits the memory instead, N changes nothing and no way is
-    offered."""
+    """``--max-num-seqs N`` (the replica's share of the batch) where an engine's recurrent-state pool keeps it from
+    starting and N slots of it fit: TensorRT-LLM keeps one per ``--max_batch_size``, SGLang with its radix cache off
+    one per ``--max-running-requests`` (``core.engine.trtllm_state_pool``, ``core.engine.sglang_state_pool``); in an
+    SGLang release that splits the memory instead, N changes nothing and no way is offered."""
     engine = plan.engine
-    if engine.name != "sglang" or not engine.state_pool_bytes or engine.starts:
+    if not engine.state_pool_bytes or engine.starts:
         return None
     wanted = max(1, plan.sequences_per_replica)
     capped = deployment.model_copy(update={"max_num_seqs": wanted})
     tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=capped)
     if not tuned.fits:
         return None
-    return (
-        f"--max-num-seqs {wanted} (with its radix cache off, SGLang gives its Mamba cache one slot per running request"
-        f" allowed: {format_bytes(engine.state_pool_bytes)} of state now)"
+    slots = (
+        "TensorRT-LLM gives its Mamba cache one slot per --max_batch_size"
+        if engine.name == "trtllm"
+        else "with its radix cache off, SGLang gives its Mamba cache one slot per running request allowed"
     )
+    return f"--max-num-seqs {wanted} ({slots}: {format_bytes(engine.state_pool_bytes)} of state now)"
 
 
 def _set_pool_that_fits(

@@ -106,7 +106,7 @@ class MemoryPlan(Record):
     """The engine's budget for the KV cache (engine.available_kv_bytes, or minus engine.deficit_bytes) -
     allocated_kv_bytes_per_device: signed, negative by what the batch lacks to run at once."""
     weights_fit: bool
-    """The weights fit the engine's share of the device, its activation peak and SGLang's state pool aside (False: a
+    """The weights fit the engine's share of the device, its activation peak and an engine's state pool aside (False: a
     smaller format or more devices; True with a negative budget: the engine's own overheads are the problem)."""
     fits: bool
     """The engine starts and admits every sequence of the replica at once (engine.fits)."""

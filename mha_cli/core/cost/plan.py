@@ -510,9 +510,8 @@ def _with_ways(
         )
 
     if not deployment.dp:
-        return with_layout_ways(
-            exc, target, tp, accepted(pasted), pp, first=_state_slots_change(model, deployment, common)
-        )
+        first = _state_slots_change(model, target, deployment, tp, pp, common["concurrency"])
+        return with_layout_ways(exc, target, tp, accepted(pasted), pp, first=first)
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
     return with_layout_ways(
         exc,
@@ -525,15 +524,27 @@ def _with_ways(
     )
 
 
-def _state_slots_change(model: ModelSpec, deployment: DeploymentSpec, common: dict[str, int]) -> tuple[str, ...]:
-    """``--max-num-seqs N`` (the users asked) first among the ways out where SGLang may size a hybrid's state pool by
-    ``--max-running-requests`` (its radix cache off: ``core.engine.sglang_state_pool``) and none is given; the judge
-    keeps it only where it makes the engine start."""
-    from mha_cli.core.engine.sglang_state_pool import priced_here
+def _state_slots_change(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, tp: int, pp: int, concurrency: int
+) -> tuple[str, ...]:
+    """``--max-num-seqs N`` (a replica's share of the users) first among the ways out where the engine sizes a hybrid's
+    state pool by its request cap and none is given: TensorRT-LLM's ``--max_batch_size``, SGLang's
+    ``--max-running-requests`` with its radix cache off (``core.engine.trtllm_state_pool``,
+    ``core.engine.sglang_state_pool``); the judge keeps it only where it makes the engine start."""
+    from mha_cli.core.engine.settings import deployment_generation
+    from mha_cli.core.engine.sglang_state_pool import priced_here, sized_by_request
+    from mha_cli.core.engine.trtllm_state_pool import priced_here as trtllm_priced
 
-    if deployment.engine != "sglang" or deployment.max_num_seqs is not None or not priced_here(model):
+    generation = deployment_generation(deployment).id
+    if deployment.max_num_seqs is not None:
         return ()
-    return (f"--max-num-seqs {common['concurrency']}",)
+    sglang = generation == "sglang-0.5" and priced_here(model)
+    if sglang and not sized_by_request(model, deployment.engine_version, deployment.prefix_caching is not False):
+        return ()
+    if not (sglang or (generation == "trtllm-pytorch" and trtllm_priced(model))):
+        return ()
+    replicas = max(1, target.n_devices // (tp * pp))
+    return (f"--max-num-seqs {-(-concurrency // replicas)}",)
 
 
 MAX_RATE_STEPS = 60

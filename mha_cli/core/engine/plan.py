@@ -82,6 +82,8 @@ from mha_cli.core.engine.sglang_state_pool import MIXER_NAMES, StatePool, priced
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
+from mha_cli.core.engine.trtllm_state_pool import TrtllmStatePool, trtllm_state_pool
+from mha_cli.core.engine.trtllm_state_pool import priced_here as trtllm_states_priced
 from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
@@ -141,8 +143,9 @@ class EnginePlan(Record):
     activation_peak_bytes: int
     """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
     state_pool_bytes: int = 0
-    """SGLang's recurrent-state pool (``core.engine.sglang_state_pool``), taken from the budget before the KV pool; 0:
-    no such pool."""
+    """The recurrent-state pool SGLang or TensorRT-LLM's PyTorch backend keeps apart from the KV pool
+    (``core.engine.sglang_state_pool``, ``core.engine.trtllm_state_pool``), taken from the budget before it; 0: no
+    such pool."""
     non_torch_bytes: int
     cuda_graph_bytes: int
     """Estimated CUDA-graph memory; inside the budget only where ``cuda_graph_in_budget``; 0 on a CPU (no graphs)."""
@@ -416,7 +419,7 @@ class _Pool(NamedTuple):
     state_running_cap: int | None = None
     """Requests SGLang's recurrent-state pool lets a rank run (``StatePool.running_cap``); None: no such pool."""
     state_bytes: int = 0
-    """What SGLang's recurrent-state pool takes from the budget (``StatePool.state_bytes``); 0: no such pool."""
+    """What the engine's recurrent-state pool takes from the budget (SGLang's, TensorRT-LLM's); 0: no such pool."""
     estimate_tokens: int | None = None
     """SGLang 0.5.8-0.5.9's hybrid SWA pool: the profiled tokens its request pool's estimate reads (None: ``tokens``)."""
     block_bytes: int = 0
@@ -430,6 +433,8 @@ class _Pool(NamedTuple):
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
 
 
+STATE_POOL_LABEL = "recurrent-state pool (Mamba cache)"
+"""The budget line of an engine's pool of recurrent states (SGLang's, TensorRT-LLM's)."""
 DEFAULT_WEIGHTS_HOW = "this rank's shard (vocab padded to 64)"
 """Where the weights' figure comes from when the caller does not say: the weight inventory."""
 
@@ -906,8 +911,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
     states = _sglang_state_pool(inputs, available) if available > 0 else None  # none where the weights take all
     state_refusal = None
     if states is not None:  # the state has a pool of its own: the KV pool is what it leaves
-        budget.append(BudgetLine(label="recurrent-state pool (Mamba cache)", bytes=-states.state_bytes,
-                                 how=states.how()))  # fmt: skip
+        budget.append(BudgetLine(label=STATE_POOL_LABEL, bytes=-states.state_bytes, how=states.how()))
         available = states.kv_bytes
         per_sequence = paged_tokens * kv.bytes_per_token_per_rank
         state_refusal = states.refusal()
@@ -1024,7 +1028,7 @@ def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
     requested = settings.running_requested.requests if settings.running_requested is not None else None
     return state_pool(
         model, rest, tp=kv.tp, state_layers=kv.n_state_layers, release=settings.engine_version, requested=requested,
-        radix_cache=settings.radix_cache,
+        radix_cache=settings.radix_cache, dp_ranks=settings.dp_attention_ranks,
     )  # fmt: skip
 
 
@@ -1059,6 +1063,9 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     util = settings.utilisation
     buffers = _trtllm_cpp_buffers(inputs) if settings.generation == "trtllm-cpp" else None
     before_pool = [inputs.device_line(), inputs.weights_line(), inputs.activation_line(), inputs.non_torch_line()]
+    states = _trtllm_state_pool(inputs)
+    if states is not None:  # in the profiling run's peak: off the top, before the fraction
+        before_pool.append(BudgetLine(label=STATE_POOL_LABEL, bytes=-states.bytes, how=states.how()))
     if buffers is not None:
         before_pool += [
             BudgetLine(label="runtime buffers (C++ runtime)", bytes=-buffers.runtime_bytes, how=buffers.runtime_how()),
@@ -1074,6 +1081,8 @@ def _trtllm(inputs: _Inputs) -> _Pool:
         ),
     ]  # fmt: skip
     per_sequence = inputs.paged_per_sequence
+    if states is not None:  # a request's state is in its slot, not in the KV pool
+        per_sequence -= inputs.kv.state_bytes_per_seq_per_rank
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "the KV cache cannot hold one request of max_seq_len: lower it or add GPUs"
@@ -1094,11 +1103,29 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             " their pool is inside the budget, not priced here (no size in the source); the recapture after the pool"
             " comes out of the (1 - fraction) headroom"
         )
+    if states is not None:
+        notes.append(
+            f"TensorRT-LLM keeps a Mamba state for each of its max_batch_size slots ({states.slots:,}), whatever the"
+            " load: a smaller --max_batch_size (--max-num-seqs here) leaves the KV pool more"
+            " (core.engine.trtllm_state_pool)"
+        )
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=starts, refusal=refusal,
         log_lines=log_lines, groups=[], layers_per_group=None, padding_layers=0, notes=notes,
-        block_size=settings.block_size,
+        block_size=settings.block_size, state_bytes=0 if states is None else states.bytes,
+    )  # fmt: skip
+
+
+def _trtllm_state_pool(inputs: _Inputs) -> TrtllmStatePool | None:
+    """TensorRT-LLM's PyTorch backend's state pool for a hybrid Mamba-2 or Gated DeltaNet model on this rank
+    (``core.engine.trtllm_state_pool``); None: another model, or the C++ engine."""
+    kv, settings = inputs.kv, inputs.settings
+    if settings.generation != "trtllm-pytorch" or not kv.n_state_layers or not trtllm_states_priced(inputs.model):
+        return None
+    return trtllm_state_pool(
+        inputs.model, tp=kv.tp, state_layers=kv.n_state_layers, slots=settings.max_num_seqs,
+        dtype_bytes=ACTIVATION_BYTES,
     )  # fmt: skip
 
 

@@ -101,6 +101,8 @@ class EngineSettings(Record):
     """SGLang: ``max_running_requests`` requested per rank (given, or speculative decoding's); None: SGLang's default,
     set by the pool (``core.engine.sglang_running``), or another engine. ``max_num_seqs`` is then its ceiling until
     the plan sizes the pool."""
+    dp_attention_ranks: int = 1
+    """SGLang: the DP-attention ranks of one server (1: none)."""
     radix_cache: bool = True
     """SGLang: its radix (prefix) cache is on (False: ``--disable-radix-cache``, the deployment's ``prefix_caching``
     False), which sizes a hybrid's state pool (``core.engine.sglang_state_pool``); True for other engines."""
@@ -606,6 +608,7 @@ def resolve_settings(
             block_size=deployment.block_size or chosen.block_size, defaults_note=note,
             block_size_given=deployment.block_size is not None, engine_version=covered,
             cuda_graph_bs=graph_bs, running_requested=requested, radix_cache=deployment.prefix_caching is not False,
+            dp_attention_ranks=dp_attention_ranks,
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     batch = deployment.max_num_seqs or TRTLLM_BATCH

@@ -2,43 +2,46 @@
 Granite-4.0-H), by release: the recurrent-state ("Mamba cache") slots, the full-attention KV pool beside them, and the
 running requests the slots allow.
 
-Read in the wheels' ``model_executor/model_runner.py`` (0.5.2-0.5.6), ``model_executor/model_runner_kv_cache_mixin.py``
+Read in the wheels' ``model_executor/model_runner.py`` (0.5.2-0.5.6.post2), ``model_executor/model_runner_kv_cache_mixin.py``
 (0.5.7-0.5.15) and ``mem_cache/kv_cache_configurator.py`` (0.5.16-0.5.23), ``handle_max_mamba_cache`` and the
 ``max_num_reqs`` step of ``init_memory_pool`` (``_resolve_max_num_reqs``/``resolve_max_num_reqs`` from 0.5.10), with
 ``rest`` = what ``mem_fraction_static`` leaves after the weights (``plan._sglang``'s available bytes). Every rule
-below is the one function's, whatever the mixer; what differs by mixer is the release that keeps the radix cache:
+below is the one function's, whatever the mixer; what differs by mixer is the release that keeps the radix cache
+(``SPLIT_FROM``):
 
-- The radix cache off (Gated DeltaNet 0.5.2-0.5.3: ``is_hybrid_gdn``, which lists Falcon-H1 too in 0.5.3; Mamba-2
-  0.5.3.post1-0.5.6: ``mamba2_config`` "model detected, disable radix cache"; any release under
-  ``--disable-radix-cache``): ``max_mamba_cache_size`` slots = ``--max-running-requests`` where given, else 512
-  (from 0.5.9: the ratio split below), taken from ``rest``; one slot a request, so at most that many run.
-- The radix cache kept (Gated DeltaNet from 0.5.4; Mamba-2 from 0.5.7: ``MambaRadixCache`` for Nemotron-H and
-  Falcon-H1 in ``server_args.py``, for Granite-4.0-H with Mamba layers from 0.5.9, when SGLang first serves it): the
-  state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read), ``slots = that //
-  per_request``; the KV pool is ``rest - slots x per_request``; the running requests are capped at ``slots // s``, s
-  the state slots one request may hold (``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` 3, plus 2 ping-pong slots
-  where ``extra_buffer`` runs with the overlap scheduler: ``_calculate_mamba_ratio``).
+- The radix cache off (Gated DeltaNet to 0.5.3.post1: ``is_hybrid_gdn``, which lists Falcon-H1 too in 0.5.3, then
+  every ``mambaish_config``; Mamba-2 to 0.5.6: ``mamba2_config`` "model detected, disable radix cache"; any release
+  under ``--disable-radix-cache``): ``max_mamba_cache_size`` slots = ``--max-running-requests`` where given, else 512
+  (from 0.5.9: the ratio split below), taken from ``rest``; one slot a request, so at most that many run. Under DP
+  attention the server's figure is divided over its ranks (a Mamba-2 model's only from 0.5.7: refused before).
+- The radix cache kept (Gated DeltaNet from 0.5.3.post2; Mamba-2 from 0.5.6.post1: ``MambaRadixCache`` for
+  Nemotron-H and Falcon-H1 in ``server_args.py``, for Granite-4.0-H with Mamba layers from 0.5.9, when SGLang first
+  serves it): the state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read),
+  ``slots = that // per_request``; the KV pool is ``rest - slots x per_request``; the running requests are capped at
+  ``slots // s``, s the state slots one request may hold: ``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` 3, plus 2
+  ping-pong slots where ``extra_buffer`` runs with the overlap scheduler (``_calculate_mamba_ratio``), and in 0.5.7
+  for every strategy (its condition gives them unless ``extra_buffer`` runs with speculative decoding; 0.5.8 fixed it).
 - 0.5.14 on: ``--mamba-radix-cache-strategy auto`` resolves to ``extra_buffer`` for these architectures with the
   default overlap scheduler and Triton linear attention (``server_args.py`` ``_handle_mamba_radix_cache`` and
   ``_support_mamba_cache_extra_buffer``, 0.5.14; ``arg_groups/overrides.py`` ``_mamba_radix_cache_resolution`` and
   ``_MAMBA_EXTRA_BUFFER_ARCHS`` from 0.5.15, Nemotron-H, Falcon-H1 and Granite-4.0-H listed to 0.5.23): s = 5;
-  0.5.4-0.5.13 resolve it to ``no_buffer`` (``_handle_missing_default_values``; Mamba-2's branches assert
-  ``extra_buffer`` off): s = 3.
-- 0.5.17 on: the pool's padding slot is paid from the state's share: ``slots = (share - per_request) //
-  per_request``, ``slots + 1`` taken from ``rest`` (0.5.4-0.5.16 allocate it beyond the budget).
+  0.5.8-0.5.13 resolve it to ``no_buffer`` (``_handle_missing_default_values``; Mamba-2's branches assert
+  ``extra_buffer`` off): s = 3, as before 0.5.7.
+- 0.5.17 on: the pool's padding slot is paid from the budget: ``slots = (share - per_request) // per_request``,
+  ``slots + 1`` taken from ``rest``, and one more than a given cap (0.5.3.post2-0.5.16 allocate it beyond the budget).
 
 One request's state on one rank (``configs/mamba_utils.py`` ``mamba_cache_per_req``, ``Mamba2StateShape.create``,
 called with each config's fields: Qwen3-Next's, ``NemotronHConfig``'s, ``FalconH1Config``'s,
 ``GraniteMoeHybridConfig``'s ``mamba2_cache_params``): per state layer, the conv state (conv channels / tp) x (kernel
-- 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``) plus the recurrent state (heads / tp) x head dim x state size in the
-config's ``mamba_ssm_dtype``, else fp32 (``mamba2_state_dtype``; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default float32).
-The conv channels are the inner width plus two groups' worth (Gated DeltaNet: q and k of every key head; Mamba-2: B
-and C of every group); groups that tp does not divide are padded to tp (``extra_groups_for_head_shards``).
+- 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``) plus the recurrent state (heads / tp) x head dim x state size in fp32
+(``mamba2_state_dtype``; 0.5.2-0.5.8: ``--mamba-ssm-dtype``, default float32), or, for a Gated DeltaNet model from
+0.5.9, its config's ``mamba_ssm_dtype`` (Qwen3.5's); the Mamba-2 configs pass none. The conv channels are the inner
+width plus two groups' worth (``core.engine.state_slot``); groups that tp does not divide are padded to tp
+(``extra_groups_for_head_shards``).
 
 Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve: such a plan is
-refused, ``core.engine.plan._sglang_state_pool``), a ``--max-mamba-cache-size`` given, dp attention's division of
-the slots, other hybrids (KDA, short conv, lightning attention: their strategy is set per architecture and
-release). Pure Python.
+refused, ``core.engine.plan._sglang_state_pool``), a ``--max-mamba-cache-size`` given, other hybrids (KDA, short
+conv, lightning attention: their strategy is set per architecture and release). Pure Python.
 """
 
 from __future__ import annotations
@@ -47,7 +50,10 @@ from typing import NamedTuple
 
 from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.prefill_graphs import LATEST_READ
+from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.sglang_running import running_release
+from mha_cli.core.engine.state_slot import slot_parts_per_layer
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 
 GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})  # fmt: skip
@@ -59,26 +65,36 @@ them (Falcon-H1 from 0.5.3, Nemotron-H from 0.5.3.post1, Granite-4.0-H from 0.5.
 extra-buffer lists."""
 
 MAMBA_FULL_MEMORY_RATIO = 0.9
-"""``--mamba-full-memory-ratio``'s default, state bytes to full-attention KV bytes (0.5.4-0.5.23)."""
+"""``--mamba-full-memory-ratio``'s default, state bytes to full-attention KV bytes (0.5.3.post2-0.5.23)."""
 FIXED_SLOTS = 512
 """The state slots where the radix cache is off and no ``--max-running-requests`` is given."""
-SPLIT_FROM = {"gated_deltanet": (0, 5, 4), "mamba2": (0, 5, 7)}
+Release = tuple[int, int, int, int]
+"""A release as (major, minor, patch, post): 0.5.6.post1 is (0, 5, 6, 1)."""
+SPLIT_FROM: dict[str, Release] = {"gated_deltanet": (0, 5, 3, 2), "mamba2": (0, 5, 6, 1)}
 """By mixer, the first release keeping the radix cache, so splitting ``rest`` by ``mamba_full_memory_ratio``
-(``handle_max_mamba_cache``); before it, the fixed slots."""
+(``handle_max_mamba_cache``); before it, the fixed slots. 0.5.3.post2 turns the radix cache off for ``mamba2_config``
+alone; 0.5.6.post1 drops that and sends Nemotron-H and Falcon-H1 to ``MambaRadixCache`` (``server_args.py``)."""
 MIXER_NAMES = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2"}
 """The mixers priced here, as messages name them."""
-RADIX_OFF_RELEASES = {"gated_deltanet": "0.5.2-0.5.3", "mamba2": "0.5.3-0.5.6"}
-"""By mixer, the releases that turn the radix cache off, for the budget line."""
-RADIX_OFF_SPLIT_FROM = (0, 5, 9)
+ARCHITECTURES = {"gated_deltanet": GDN_ARCHITECTURES, "mamba2": MAMBA2_ARCHITECTURES}
+"""By mixer, the architectures whose state pool is priced here."""
+DP_SPLITS_ALL_FROM: Release = (0, 5, 7, 0)
+"""The first release dividing a radix-off pool's slots by the DP-attention ranks for every hybrid; before it only
+``hybrid_gdn_config``'s (a Mamba-2 model's ranks each take the server's whole ``--max-running-requests``)."""
+RADIX_OFF_SPLIT_FROM: Release = (0, 5, 9, 0)
 """The first release splitting ``rest`` by the ratio with the radix cache off and no ``--max-running-requests``
 (``handle_max_mamba_cache``'s last branch; before it, ``FIXED_SLOTS``)."""
-EXTRA_BUFFER_FROM = (0, 5, 14)
+PING_PONG_FOR_ALL: Release = (0, 5, 7, 0)
+"""The one release giving every hybrid that keeps its radix cache the 2 ping-pong slots, whatever its strategy
+(``model_runner_kv_cache_mixin.py``: ``OVERLAP`` unless ``extra_buffer`` runs with speculative decoding); 0.5.8
+gives them to ``extra_buffer`` alone."""
+EXTRA_BUFFER_FROM: Release = (0, 5, 14, 0)
 """The first release whose ``auto`` radix-cache strategy is ``extra_buffer`` for these architectures."""
-PADDING_SLOT_FROM = (0, 5, 17)
-"""The first release paying the state pool's padding slot from the state's share."""
+PADDING_SLOT_FROM: Release = (0, 5, 17, 0)
+"""The first release paying the state pool's padding slot from the budget."""
 SLOTS_NO_BUFFER = 3
 """``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO``: state slots per running request under ``no_buffer``."""
-SLOTS_EXTRA_BUFFER = 5
+SLOTS_WITH_PING_PONG = 5
 """3 + ``MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP`` (2 ping-pong slots with the overlap scheduler)."""
 
 
@@ -99,7 +115,7 @@ class StatePool(NamedTuple):
     """Bytes the state pool takes from ``rest``."""
     slots_per_request: int
     """State slots one running request may hold (``_calculate_mamba_ratio``; 1 where the radix cache is off)."""
-    requested: bool
+    sized_by_request: bool
     """The slots are the ``--max-running-requests`` given (the radix cache off)."""
     kv_bytes: int
     """What is left for the full-attention KV pool (bytes; negative: nothing)."""
@@ -116,7 +132,7 @@ class StatePool(NamedTuple):
 
     def how(self) -> str:
         """The budget line's explanation."""
-        triple = _triple(self.release)
+        release = _release(self.release)
         split = (
             f"mamba_full_memory_ratio {MAMBA_FULL_MEMORY_RATIO}: {MAMBA_FULL_MEMORY_RATIO}/"
             f"{1 + MAMBA_FULL_MEMORY_RATIO:g} of what the fraction leaves"
@@ -125,15 +141,15 @@ class StatePool(NamedTuple):
             rule = split
         else:
             off = (
-                f"in {RADIX_OFF_RELEASES[self.kind]} for {MIXER_NAMES[self.kind]}"
-                if triple < SPLIT_FROM[self.kind]
+                f"for {MIXER_NAMES[self.kind]} before {_named(SPLIT_FROM[self.kind])}"
+                if release < SPLIT_FROM[self.kind]
                 else "by --disable-radix-cache"
             )
-            sized = "--max-running-requests" if self.requested else (
-                f"{FIXED_SLOTS} (no --max-running-requests)" if triple < RADIX_OFF_SPLIT_FROM else split
+            sized = "--max-running-requests" if self.sized_by_request else (
+                f"{FIXED_SLOTS} (no --max-running-requests)" if release < RADIX_OFF_SPLIT_FROM else split
             )  # fmt: skip
             rule = f"radix cache off {off}, one slot a request: {sized}"
-        padding = " + 1 padding slot" if triple >= PADDING_SLOT_FROM else ""
+        padding = " + 1 padding slot" if release >= PADDING_SLOT_FROM else ""
         return (
             f"SGLang {self.release}'s Mamba cache: {self.slots:,} slots{padding} x {self.per_request / 2**20:.1f} MiB"
             f" ({rule})"
@@ -163,9 +179,18 @@ class StatePool(NamedTuple):
         return None
 
 
-def _triple(release: str) -> tuple[int, int, int]:
-    """The release as a triple; a commit or dev build: the newest read (``sglang_running.running_release``)."""
-    return running_release(release, "sglang-0.5")
+def _release(release: str) -> Release:
+    """The release with its post number; a commit, dev build or line: the newest read
+    (``sglang_running.running_release``)."""
+    triple = running_release(release, "sglang-0.5")
+    typed = release_key(release)
+    post = typed[3] if typed[:3] == triple else 0  # the release priced is the one typed
+    return (*triple, post)
+
+
+def _named(release: Release) -> str:
+    """``release`` as SGLang names it: 0.5.6.post1."""
+    return ".".join(map(str, release[:3])) + (f".post{release[3]}" if release[3] else "")
 
 
 def priced_here(model: ModelSpec) -> bool:
@@ -174,31 +199,20 @@ def priced_here(model: ModelSpec) -> bool:
     from mha_cli.core.engine.architectures_served import served_as
 
     state = model.recurrent
-    architectures = {"gated_deltanet": GDN_ARCHITECTURES, "mamba2": MAMBA2_ARCHITECTURES}
-    if state is None or state.kind not in architectures:
+    if state is None or state.kind not in ARCHITECTURES:
         return False
-    return bool(architectures[state.kind].intersection(served_as(model)))
+    return bool(ARCHITECTURES[state.kind].intersection(served_as(model)))
 
 
 def state_parts_per_layer(model: ModelSpec, tp: int) -> tuple[int, int]:
     """(conv, recurrent) bytes one state layer holds for one request on one rank, as SGLang allocates them (module
-    docstring); ``model.recurrent`` must be a Gated DeltaNet or a Mamba-2 mixer."""
+    docstring: conv in bf16, the recurrent state in the config's ``mamba_ssm_dtype``, else fp32; groups padded to tp);
+    ``model.recurrent`` must be a Gated DeltaNet or a Mamba-2 mixer."""
     state = model.recurrent
-    assert state is not None and state.kind in SPLIT_FROM
-    # the conv runs over the inner width and two projections per group: q and k of each key head (width key dim),
-    # or B and C of each Mamba-2 group (width d_state)
-    group_width = state.head_dim if state.kind == "gated_deltanet" else state.state_dim
-    groups = state.n_groups if state.kind == "mamba2" else None
-    if groups is None:  # Gated DeltaNet: its key heads, from the conv channels less the values'
-        groups = (state.conv_dim - state.n_heads * state.state_dim) // (2 * group_width)
-    inner = state.conv_dim - 2 * groups * group_width
-    if groups % tp:  # extra_groups_for_head_shards
-        groups += tp - groups
-    conv_channels = -(-(inner + 2 * groups * group_width) // tp)
-    conv = conv_channels * max(0, state.conv_kernel - 1) * 2  # bf16
-    ssm_bytes = 2 if state.state_dtype == "activation" else 4  # the config's mamba_ssm_dtype, else float32
-    recurrent = -(-state.n_heads // tp) * state.head_dim * state.state_dim * ssm_bytes
-    return conv, recurrent
+    assert state is not None
+    typed = state.kind == "gated_deltanet" and state.state_dtype == "activation"  # Qwen3.5's mamba_ssm_dtype
+    ssm_bytes = 2 if typed else 4  # else float32
+    return slot_parts_per_layer(state, tp, conv_bytes=2, ssm_bytes=ssm_bytes, pad_groups=True)
 
 
 def sglang_state_model(model: ModelSpec) -> ModelSpec:
@@ -206,11 +220,14 @@ def sglang_state_model(model: ModelSpec) -> ModelSpec:
     (``core.cost.work.sequence_ops``): the config's (``state_dtype`` set), else float32. ``configs/mamba_utils.py``
     ``mamba2_state_dtype`` (0.5.10 read: float32 unless the config's ``mamba_ssm_dtype`` or the environment's
     ``SGLANG_MAMBA_SSM_DTYPE`` says otherwise) types the state of every hybrid config that calls it (Qwen3-Next,
-    Nemotron-H, Falcon-H1, LFM2) and ``KimiLinearCacheParams`` by its default; 0.5.2-0.5.9: ``--mamba-ssm-dtype``, default
-    float32. ``core.kv``'s engine convention (vLLM's) keeps an untyped Mamba-2 or Gated DeltaNet state in the
-    model's dtype instead, half the bytes."""
+    Nemotron-H, Falcon-H1, LFM2) and ``KimiLinearCacheParams`` by its default; 0.5.2-0.5.8: ``--mamba-ssm-dtype``, default
+    float32. A Mamba-2 config passes no dtype of its own (Nemotron's ``mamba_ssm_cache_dtype`` is vLLM's), so its
+    state is float32 whatever it says. ``core.kv``'s engine convention (vLLM's) keeps an untyped Mamba-2 or Gated
+    DeltaNet state in the model's dtype instead, half the bytes."""
     state = model.recurrent
-    if state is None or state.state_dtype != "auto":
+    if state is None or state.state_dtype == "fp32":
+        return model
+    if state.state_dtype != "auto" and state.kind != "mamba2":  # typed by the config SGLang reads
         return model
     return model.model_copy(update={"recurrent": state.model_copy(update={"state_dtype": "fp32"})})
 
@@ -231,28 +248,44 @@ def state_pool(
     release: str | None,
     requested: int | None = None,
     radix_cache: bool = True,
+    dp_ranks: int = 1,
 ) -> StatePool:
     """SGLang ``release``'s (None: the newest read) state pool on one rank, from ``rest`` bytes (what the fraction
     leaves after the weights), for ``state_layers`` state layers on the rank; ``requested``: the
-    ``--max-running-requests`` given (per rank), which sizes the pool where the radix cache is off (before the
-    release that keeps it, or ``radix_cache`` False: ``--disable-radix-cache``)."""
+    ``--max-running-requests`` given, per rank, which sizes the pool where the radix cache is off (before the release
+    that keeps it, or ``radix_cache`` False: ``--disable-radix-cache``); ``dp_ranks``: DP attention's ranks."""
     release = release or LATEST_READ
-    triple = _triple(release)
+    key = _release(release)
     assert model.recurrent is not None
     kind = model.recurrent.kind
     conv, recurrent = state_parts_per_layer(model, tp)
     per_request = (conv + recurrent) * state_layers
-    radix_off = triple < SPLIT_FROM[kind] or not radix_cache
-    padding = int(triple >= PADDING_SLOT_FROM)  # the pool's padding slot, paid from the budget
-    if radix_off and (requested or triple < RADIX_OFF_SPLIT_FROM):
-        slots = requested or FIXED_SLOTS
+    radix_off = key < SPLIT_FROM[kind] or not radix_cache
+    padding = int(key >= PADDING_SLOT_FROM)  # the pool's padding slot, paid from the budget
+    if radix_off and (requested or key < RADIX_OFF_SPLIT_FROM):
+        if dp_ranks > 1 and kind != "gated_deltanet" and key < DP_SPLITS_ALL_FROM:
+            raise BadInputError(
+                f"SGLang {release} gives every DP-attention rank of a Mamba-2 model the server's whole"
+                " --max-running-requests (or 512) state slots, which is not priced: plan it without --dp, or with"
+                " --engine sglang@0.5.7 or later"
+            )
+        slots = requested or FIXED_SLOTS // dp_ranks  # the server's 512 split over its ranks
     else:
         share = max(0, rest) * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
         slots = int((share - padding * per_request) // per_request)
     state = (slots + padding) * per_request
-    buffered = SLOTS_EXTRA_BUFFER if triple >= EXTRA_BUFFER_FROM else SLOTS_NO_BUFFER
+    ping_pong = key >= EXTRA_BUFFER_FROM or key[:3] == PING_PONG_FOR_ALL[:3]
+    buffered = SLOTS_WITH_PING_PONG if ping_pong else SLOTS_NO_BUFFER
     ratio = 1 if radix_off else buffered  # one slot a request where no radix tree holds states
     return StatePool(
         release=release, kind=kind, conv_bytes=conv * state_layers, ssm_bytes=recurrent * state_layers, slots=slots,
-        state_bytes=state, slots_per_request=ratio, requested=bool(radix_off and requested), kv_bytes=rest - state,
+        state_bytes=state, slots_per_request=ratio, sized_by_request=bool(radix_off and requested),
+        kv_bytes=rest - state,
     )  # fmt: skip
+
+
+def sized_by_request(model: ModelSpec, release: str | None, radix_cache: bool) -> bool:
+    """Whether SGLang ``release`` (None: the newest read) sizes ``model``'s state pool by ``--max-running-requests``
+    where one is given: its radix cache off, by the release or by ``--disable-radix-cache``."""
+    assert model.recurrent is not None
+    return not radix_cache or _release(release or LATEST_READ) < SPLIT_FROM[model.recurrent.kind]
