@@ -249,6 +249,9 @@ def test_nemotron_on_one_h100_by_release(cli):
     assert "--max-num-seqs 1 (with its radix cache off, SGLang gives its Mamba cache one slot" in " ".join(
         ways.output.split()
     )
+    checked = cli.json("check", *args[1:], "--engine", "sglang@0.5.6")
+    (finding,) = [f["message"] for f in checked["findings"] if f["id"] == "MHA026"]
+    assert "0 sequences of 8,192 tokens fit (the engine's recurrent-state pool takes 23.4 GiB first)" in finding
 
 
 def test_a_plan_pinned_where_the_state_pool_does_not_fit_names_the_running_cap(cli):

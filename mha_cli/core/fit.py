@@ -585,6 +585,8 @@ def flag_fit(
             f"batch {deployment.batch} needs {format_bytes(plan.kv_bytes_per_device)} of cache per device;"
             f" {counted(plan.max_sequences, 'sequence')} of {deployment.seq_len:,} tokens {verb}"
         )
+        if plan.engine.state_pool_bytes and not plan.engine.starts:  # the states' own pool is what overflows
+            what += f" (the engine's recurrent-state pool takes {format_bytes(plan.engine.state_pool_bytes)} first)"
     trace.fire(
         "MHA026",
         f"{what}{how}",
