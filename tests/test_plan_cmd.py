@@ -84,6 +84,7 @@ def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
         (["--target", "a10g", "--tp", "1"], "would not start"),
         (["--target", "h100", "--ttft-ms", "0"], "--ttft-ms 0: give a time"),
         (["--target", "h100", "--profile", "no-such-profile"], "no profile named"),
+        ([], "--target: give the hardware to plan on (an id such as h100"),  # a preset names no target
     ],
 )
 def test_plan_refuses_in_one_line(cli, args, message, tmp_path, monkeypatch):
@@ -91,6 +92,19 @@ def test_plan_refuses_in_one_line(cli, args, message, tmp_path, monkeypatch):
     result = cli.run("plan", "llama-3.1-70b", *args)
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_design_file_plans_on_its_own_target(cli, tmp_path):
+    """``mha recommend --out`` writes deployment.target: ``plan`` takes it without --target, and --target overrides
+    it (before, --target was required even so)."""
+    design = tmp_path / "design.yaml"
+    assert (
+        cli.run("recommend", "--params", "7B", "--seq", "8192", "--target", "a100", "--out", str(design)).exit_code == 0
+    )
+    own = cli.json("plan", str(design), "--isl", "1024", "--osl", "256", "--closed-form")
+    assert own["target"] == "a100"
+    other = cli.json("plan", str(design), "--isl", "1024", "--osl", "256", "--closed-form", "--target", "h100")
+    assert other["target"] == "h100"
 
 
 def test_plot_is_written_and_not_overwritten_without_force(cli, tmp_path):

@@ -75,12 +75,13 @@ def plan(
     ctx: typer.Context,
     source: SourceArg,
     target: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--target",
-            help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml).",
+            help="Hardware: an id or alias, a target file (my-gpu.yaml), or N x one (8xh100, 4xmy-gpu.yaml)."
+            " Default: our config file's deployment.target (mha recommend --out writes one).",
         ),
-    ],
+    ] = None,
     inter_node_link: Annotated[
         str | None,
         typer.Option(
@@ -415,9 +416,14 @@ def plan(
         from mha_cli.cli.plot import check_plot_path
 
         check_plot_path(plot, force=force)
-    resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
+    target = target or (loaded.deployment.target if loaded.deployment is not None else None)
+    if target is None:
+        raise BadInputError(
+            f"--target: give the hardware to plan on (an id such as h100, or N x one: 8xh100); {source} names none"
+        )
+    resolved = with_inter_node_link(resolve_target(target), inter_node_link)
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,
