@@ -115,8 +115,8 @@ def test_controls_keep_the_shared_pool():
     assert plan.kv_bytes_per_request == 9216 * 65_536 + 48 * 3_207_168  # the old, shared pricing
     assert plan.max_concurrency > 2 * 40
     assert priced_here(QWEN36) and priced_here(QWEN3_NEXT)
-    kimi = load_source("tests/fixtures/hf_configs/kimi-linear-48b-a3b.json").model
-    assert not priced_here(kimi)  # KDA: its strategy is set per architecture and release, not read here
+    minimax = load_source("tests/fixtures/hf_configs/minimax-text-01.json").model
+    assert not priced_here(minimax)  # lightning attention: its strategy is set per architecture, not read here
 
 
 def test_sglangs_running_requests_are_the_state_pools_cap_too():
@@ -268,3 +268,29 @@ def test_a_plan_pinned_where_the_state_pool_does_not_fit_names_the_running_cap(c
     # --disable-radix-cache from 0.5.9: the split with one slot a request; the line writes the slots as its cap
     split = cli.json(*args[:5], "sglang@0.5.9", *args[6:], "--no-enable-prefix-caching")
     assert split["memory"]["engine"]["max_num_seqs"] == 71  # 7,400,731,359 x 0.9 / 1.9 // 49,082,368
+
+
+# KDA. Kimi-Linear-48B-A3B (``hf_configs/kimi-linear-48b-a3b.json``): 20 KDA layers of 32 heads of 128, kernel 4; one
+# layer, one request, tp 2: three convolutions over 32 x 128 channels each, / 2 x 3 x 2 B = 36,864 B; recurrent 16 x
+# 128 x 128 x 4 B (``KimiLinearCacheParams``: fp32) = 1,048,576 B; 20 layers: 21,708,800 B.
+KIMI = load_source("tests/fixtures/hf_configs/kimi-linear-48b-a3b.json").model
+KIMI_PER_REQUEST = 20 * (36_864 + 1_048_576)
+
+
+@pytest.mark.parametrize(
+    ("release", "slots", "state_slots", "per_request", "cap"),
+    [
+        ("0.5.8", 512, 512, 1, 512),  # "Disabling Radix Cache for KimiLinearForCausalLM": 512 slots
+        ("0.5.10", 2342, 2342, 1, 2342),  # radix off, from 0.5.9 the ratio split: one slot a request
+        ("0.5.14", 2342, 2342, 3, 780),  # the radix cache kept, no_buffer (not in the extra-buffer list)
+        ("0.5.16", 2342, 2342, 5, 468),  # in _MAMBA_EXTRA_BUFFER_ARCHS from 0.5.16
+        ("0.5.23", 2341, 2342, 5, 468),
+    ],
+)
+def test_each_release_of_a_kda_hybrid(release, slots, state_slots, per_request, cap):
+    """100 GiB x 0.9 / 1.9 // 21,708,800 = 2,342 slots."""
+    assert state_parts_per_layer(KIMI, 2) == (36_864, 1_048_576) and priced_here(KIMI)
+    pool = state_pool(KIMI, REST, tp=2, state_layers=20, release=release)
+    assert (pool.slots, pool.state_bytes, pool.slots_per_request, pool.running_cap) == (
+        slots, state_slots * KIMI_PER_REQUEST, per_request, cap,
+    )  # fmt: skip

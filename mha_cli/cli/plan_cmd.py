@@ -418,7 +418,8 @@ def plan(
         check_plot_path(plot, force=force)
     loaded = load_source(source, weight_dtype=weight_dtype)
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
-    target = target or (loaded.deployment.target if loaded.deployment is not None else None)
+    if target is None and loaded.deployment is not None:
+        target = loaded.deployment.target
     if target is None:
         raise BadInputError(
             f"--target: give the hardware to plan on (an id such as h100, or N x one: 8xh100); {source} names none"

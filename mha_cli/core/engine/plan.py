@@ -1103,9 +1103,14 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             " their pool is inside the budget, not priced here (no size in the source); the recapture after the pool"
             " comes out of the (1 - fraction) headroom"
         )
+    if settings.generation == "trtllm-cpp" and inputs.kv.n_state_layers:
+        notes.append(
+            "TensorRT-LLM's C++ engine: how it holds a hybrid's recurrent states is not read; they are priced inside"
+            " the KV pool, one a request (the PyTorch backend's own pool: --engine trtllm-pytorch)"
+        )
     if states is not None:
         notes.append(
-            f"TensorRT-LLM keeps a Mamba state for each of its max_batch_size slots ({states.slots:,}), whatever the"
+            f"TensorRT-LLM keeps a Mamba state for each of its max_batch_size x pp slots ({states.slots:,}), whatever the"
             " load: a smaller --max_batch_size (--max-num-seqs here) leaves the KV pool more"
             " (core.engine.trtllm_state_pool)"
         )
@@ -1119,12 +1124,14 @@ def _trtllm(inputs: _Inputs) -> _Pool:
 
 def _trtllm_state_pool(inputs: _Inputs) -> TrtllmStatePool | None:
     """TensorRT-LLM's PyTorch backend's state pool for a hybrid Mamba-2 or Gated DeltaNet model on this rank
-    (``core.engine.trtllm_state_pool``); None: another model, or the C++ engine."""
+    (``core.engine.trtllm_state_pool``): max_batch_size x pp slots; None: another model, or the C++ engine (whose
+    hybrid handling is not read: ``_trtllm`` says so)."""
     kv, settings = inputs.kv, inputs.settings
     if settings.generation != "trtllm-pytorch" or not kv.n_state_layers or not trtllm_states_priced(inputs.model):
         return None
+    pp = 1 if inputs.stage is None else inputs.stage.pp
     return trtllm_state_pool(
-        inputs.model, tp=kv.tp, state_layers=kv.n_state_layers, slots=settings.max_num_seqs,
+        inputs.model, tp=kv.tp, state_layers=kv.n_state_layers, slots=settings.max_num_seqs * pp,
         dtype_bytes=ACTIVATION_BYTES,
     )  # fmt: skip
 

@@ -1,5 +1,5 @@
-"""SGLang's pools for a hybrid Gated DeltaNet model (Qwen3-Next, Qwen3.5/3.6) or Mamba-2 model (Nemotron-H, Falcon-H1,
-Granite-4.0-H), by release: the recurrent-state ("Mamba cache") slots, the full-attention KV pool beside them, and the
+"""SGLang's pools for a hybrid Gated DeltaNet model (Qwen3-Next, Qwen3.5/3.6), Mamba-2 model (Nemotron-H, Falcon-H1,
+Granite-4.0-H) or KDA model (Kimi-Linear), by release: the recurrent-state ("Mamba cache") slots, the full-attention KV pool beside them, and the
 running requests the slots allow.
 
 Read in the wheels' ``model_executor/model_runner.py`` (0.5.2-0.5.6.post2), ``model_executor/model_runner_kv_cache_mixin.py``
@@ -10,10 +10,11 @@ below is the one function's, whatever the mixer; what differs by mixer is the re
 (``SPLIT_FROM``):
 
 - The radix cache off (Gated DeltaNet to 0.5.3.post1: ``is_hybrid_gdn``, which lists Falcon-H1 too in 0.5.3, then
-  every ``mambaish_config``; Mamba-2 to 0.5.6: ``mamba2_config`` "model detected, disable radix cache"; any release
-  under ``--disable-radix-cache``): ``max_mamba_cache_size`` slots = ``--max-running-requests`` where given, else 512
+  every ``mambaish_config``; Mamba-2 to 0.5.6: ``mamba2_config`` "model detected, disable radix cache"; KDA to
+  0.5.13, ``KDA_ARCHITECTURES``; any release under ``--disable-radix-cache``): ``max_mamba_cache_size`` slots = ``--max-running-requests`` where given, else 512
   (from 0.5.9: the ratio split below), taken from ``rest``; one slot a request, so at most that many run. Under DP
-  attention the server's figure is divided over its ranks (a Mamba-2 model's only from 0.5.7: refused before).
+  attention the server's figure is divided over its ranks (a Mamba-2 or KDA model's only from 0.5.7: refused
+  before).
 - The radix cache kept (Gated DeltaNet from 0.5.3.post2; Mamba-2 from 0.5.6.post1: ``MambaRadixCache`` for
   Nemotron-H and Falcon-H1 in ``server_args.py``, for Granite-4.0-H with Mamba layers from 0.5.9, when SGLang first
   serves it): the state gets ``rest x r / (1 + r)``, r = ``--mamba-full-memory-ratio`` (0.9 in every release read),
@@ -24,7 +25,8 @@ below is the one function's, whatever the mixer; what differs by mixer is the re
 - 0.5.14 on: ``--mamba-radix-cache-strategy auto`` resolves to ``extra_buffer`` for these architectures with the
   default overlap scheduler and Triton linear attention (``server_args.py`` ``_handle_mamba_radix_cache`` and
   ``_support_mamba_cache_extra_buffer``, 0.5.14; ``arg_groups/overrides.py`` ``_mamba_radix_cache_resolution`` and
-  ``_MAMBA_EXTRA_BUFFER_ARCHS`` from 0.5.15, Nemotron-H, Falcon-H1 and Granite-4.0-H listed to 0.5.23): s = 5;
+  ``_MAMBA_EXTRA_BUFFER_ARCHS`` from 0.5.15, Nemotron-H, Falcon-H1 and Granite-4.0-H listed to 0.5.23; Kimi-Linear
+  from 0.5.16): s = 5;
   0.5.8-0.5.13 resolve it to ``no_buffer`` (``_handle_missing_default_values``; Mamba-2's branches assert
   ``extra_buffer`` off): s = 3, as before 0.5.7.
 - 0.5.17 on: the pool's padding slot is paid from the budget: ``slots = (share - per_request) // per_request``,
@@ -32,7 +34,8 @@ below is the one function's, whatever the mixer; what differs by mixer is the re
 
 One request's state on one rank (``configs/mamba_utils.py`` ``mamba_cache_per_req``, ``Mamba2StateShape.create``,
 called with each config's fields: Qwen3-Next's, ``NemotronHConfig``'s, ``FalconH1Config``'s,
-``GraniteMoeHybridConfig``'s ``mamba2_cache_params``): per state layer, the conv state (conv channels / tp) x (kernel
+``GraniteMoeHybridConfig``'s ``mamba2_cache_params``; ``KimiLinearStateShape``, its three convolutions over q, k and
+v): per state layer, the conv state (conv channels / tp) x (kernel
 - 1) in bf16 (``SGLANG_MAMBA_CONV_DTYPE``) plus the recurrent state (heads / tp) x head dim x state size in fp32
 (``mamba2_state_dtype``; 0.5.2-0.5.8: ``--mamba-ssm-dtype``, default float32), or, for a Gated DeltaNet model from
 0.5.9, its config's ``mamba_ssm_dtype`` (Qwen3.5's); the Mamba-2 configs pass none. The conv channels are the inner
@@ -40,8 +43,8 @@ width plus two groups' worth (``core.engine.state_slot``); groups that tp does n
 (``extra_groups_for_head_shards``).
 
 Not priced: speculative decoding's intermediate states (``handle_max_mamba_cache``'s joint solve: such a plan is
-refused, ``core.engine.plan._sglang_state_pool``), a ``--max-mamba-cache-size`` given, other hybrids (KDA, short
-conv, lightning attention: their strategy is set per architecture and release). Pure Python.
+refused, ``core.engine.plan._sglang_state_pool``), a ``--max-mamba-cache-size`` given, other hybrids (short conv,
+lightning attention: their strategy is set per architecture and release). Pure Python.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ from mha_cli.core.schemas import ModelSpec
 GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})  # fmt: skip
 """The hybrid GDN architectures whose state pool is priced here: ``is_hybrid_gdn`` (0.5.2-0.5.3, Qwen3-Next), and
 from 0.5.14 both ``_MAMBA_RADIX_CACHE_ARCHS`` and ``_MAMBA_EXTRA_BUFFER_ARCHS`` (``arg_groups/overrides.py``)."""
+KDA_ARCHITECTURES = frozenset({"KimiLinearForCausalLM"})
+"""The KDA hybrid whose state pool is priced here: ``kimi_linear_config`` (0.5.4.post2, when SGLang first serves it,
+on), with the radix cache off to 0.5.13 ("Disabling Radix Cache for KimiLinearForCausalLM as it is not yet
+supported"; ``_handle_mamba_radix_cache(support_mamba_cache=False)`` from 0.5.9), kept from 0.5.14, in
+``_MAMBA_EXTRA_BUFFER_ARCHS`` from 0.5.16."""
 MAMBA2_ARCHITECTURES = frozenset({"NemotronHForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM"})
 """The hybrid Mamba-2 architectures whose state pool is priced here: ``mamba2_config`` in every release that serves
 them (Falcon-H1 from 0.5.3, Nemotron-H from 0.5.3.post1, Granite-4.0-H from 0.5.9), and from 0.5.14 in the
@@ -70,13 +78,13 @@ FIXED_SLOTS = 512
 """The state slots where the radix cache is off and no ``--max-running-requests`` is given."""
 Release = tuple[int, int, int, int]
 """A release as (major, minor, patch, post): 0.5.6.post1 is (0, 5, 6, 1)."""
-SPLIT_FROM: dict[str, Release] = {"gated_deltanet": (0, 5, 3, 2), "mamba2": (0, 5, 6, 1)}
+SPLIT_FROM: dict[str, Release] = {"gated_deltanet": (0, 5, 3, 2), "mamba2": (0, 5, 6, 1), "kda": (0, 5, 14, 0)}
 """By mixer, the first release keeping the radix cache, so splitting ``rest`` by ``mamba_full_memory_ratio``
 (``handle_max_mamba_cache``); before it, the fixed slots. 0.5.3.post2 turns the radix cache off for ``mamba2_config``
 alone; 0.5.6.post1 drops that and sends Nemotron-H and Falcon-H1 to ``MambaRadixCache`` (``server_args.py``)."""
-MIXER_NAMES = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2"}
+MIXER_NAMES = {"gated_deltanet": "Gated DeltaNet", "mamba2": "Mamba-2", "kda": "KDA"}
 """The mixers priced here, as messages name them."""
-ARCHITECTURES = {"gated_deltanet": GDN_ARCHITECTURES, "mamba2": MAMBA2_ARCHITECTURES}
+ARCHITECTURES = {"gated_deltanet": GDN_ARCHITECTURES, "mamba2": MAMBA2_ARCHITECTURES, "kda": KDA_ARCHITECTURES}
 """By mixer, the architectures whose state pool is priced here."""
 DP_SPLITS_ALL_FROM: Release = (0, 5, 7, 0)
 """The first release dividing a radix-off pool's slots by the DP-attention ranks for every hybrid; before it only
@@ -88,8 +96,8 @@ PING_PONG_FOR_ALL: Release = (0, 5, 7, 0)
 """The one release giving every hybrid that keeps its radix cache the 2 ping-pong slots, whatever its strategy
 (``model_runner_kv_cache_mixin.py``: ``OVERLAP`` unless ``extra_buffer`` runs with speculative decoding); 0.5.8
 gives them to ``extra_buffer`` alone."""
-EXTRA_BUFFER_FROM: Release = (0, 5, 14, 0)
-"""The first release whose ``auto`` radix-cache strategy is ``extra_buffer`` for these architectures."""
+EXTRA_BUFFER_FROM: dict[str, Release] = {"gated_deltanet": (0, 5, 14, 0), "mamba2": (0, 5, 14, 0), "kda": (0, 5, 16, 0)}
+"""By mixer, the first release whose ``auto`` radix-cache strategy is ``extra_buffer`` for these architectures."""
 PADDING_SLOT_FROM: Release = (0, 5, 17, 0)
 """The first release paying the state pool's padding slot from the budget."""
 SLOTS_NO_BUFFER = 3
@@ -265,7 +273,7 @@ def state_pool(
     if radix_off and (requested or key < RADIX_OFF_SPLIT_FROM):
         if dp_ranks > 1 and kind != "gated_deltanet" and key < DP_SPLITS_ALL_FROM:
             raise BadInputError(
-                f"SGLang {release} gives every DP-attention rank of a Mamba-2 model the server's whole"
+                f"SGLang {release} gives every DP-attention rank of a {MIXER_NAMES[kind]} model the server's whole"
                 " --max-running-requests (or 512) state slots, which is not priced: plan it without --dp, or with"
                 " --engine sglang@0.5.7 or later"
             )
@@ -274,7 +282,7 @@ def state_pool(
         share = max(0, rest) * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
         slots = int((share - padding * per_request) // per_request)
     state = (slots + padding) * per_request
-    ping_pong = key >= EXTRA_BUFFER_FROM or key[:3] == PING_PONG_FOR_ALL[:3]
+    ping_pong = key >= EXTRA_BUFFER_FROM[kind] or key[:3] == PING_PONG_FOR_ALL[:3]
     buffered = SLOTS_WITH_PING_PONG if ping_pong else SLOTS_NO_BUFFER
     ratio = 1 if radix_off else buffered  # one slot a request where no radix tree holds states
     return StatePool(
