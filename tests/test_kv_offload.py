@@ -110,12 +110,13 @@ def test_host_tier_without_the_prefix_cache_is_named():
 
 def test_no_shared_prefix_says_why_nothing_is_cached(cli):
     """--kv-offload-gib without --shared-prefix: no prompt shares a prefix, so the note says that, not "1 prefix(es)
-    of 0 tokens ... every prefix is recomputed"; a hybrid (fixed-state) model names its own reason."""
+    of 0 tokens ... every prefix is recomputed"; a hybrid (fixed-state) model names its own reason (on TensorRT-LLM:
+    vLLM refuses the tier for it, ``test_vllm_connector_hybrid``)."""
     plain = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--kv-offload-gib", "10", "--closed-form")
     assert plain["offload"]["regime"] == "recomputed" and plain["offload"]["working_set_tokens"] == 0
     assert "no --shared-prefix" in plain["offload"]["note"] and "0 tokens" not in plain["offload"]["note"]
     hybrid = cli.json("plan", "tests/fixtures/hf_configs/jamba-mini-1.5.json", "--target", "2xh100", "--tp", "2",
-                      "--shared-prefix", "512", "--kv-offload-gib", "100", "--closed-form")  # fmt: skip
+                      "--shared-prefix", "512", "--kv-offload-gib", "100", "--closed-form", "--engine", "trtllm")  # fmt: skip
     assert "fixed-state layers" in hybrid["offload"]["note"] and "0 tokens" not in hybrid["offload"]["note"]
     off = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "512",
                    "--shared-prefixes", "8", "--no-enable-prefix-caching", "--closed-form")  # fmt: skip

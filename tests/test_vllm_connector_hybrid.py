@@ -178,3 +178,15 @@ def test_a_host_tier_before_021_stops_a_mamba_hybrid(cli):
     assert refused.exit_code == EXIT_BAD_INPUT and "Traceback" not in refused.output
     line = " ".join(refused.output.split())
     assert "Hybrid KV cache manager is disabled" in line and "use --engine vllm@0.21 or later" in line
+
+
+def test_a_host_tier_from_021_refuses_a_mamba_hybrid_without_prefix_caching(cli):
+    """0.21 on keeps the manager beside the tier, but asserts that a Mamba hybrid's blocks align with its prefix
+    hashes, which only its Mamba align mode (--enable-prefix-caching, not priced) gives: one line, exit 2; the control
+    without the tier plans."""
+    args = ("plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "h100", "--isl", "4096", "--osl",
+            "512", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm@0.21")  # fmt: skip
+    refused = cli.run(*args, "--kv-offload-gib", "64")
+    assert refused.exit_code == EXIT_BAD_INPUT and len(refused.output.strip().splitlines()) == 1
+    assert "needs --enable-prefix-caching (its Mamba align mode, not priced here)" in refused.output
+    assert cli.run(*args).exit_code == 0

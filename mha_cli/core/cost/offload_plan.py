@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 from mha_cli.core.cost.prefix_pool import own_blocks, shared_admitted, shares_prefix_blocks
 from mha_cli.core.engine.offload import HostPool, host_pool
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 
 if TYPE_CHECKING:
@@ -116,6 +117,16 @@ def regime_note(plan: OffloadPlan) -> str:
     )
 
 
+HYBRID_HOST_TIER = (
+    "--kv-offload-gib: vLLM's host tier asserts that a Mamba/linear-attention hybrid's blocks align with its prefix"
+    " hashes, which needs --enable-prefix-caching (its Mamba align mode, not priced here): plan it without"
+    " --kv-offload-gib"
+)
+"""vLLM 0.21 and later refuse the tier for such a hybrid without prefix caching ("Hybrid models (e.g. Mamba+Attention)
+need --enable-prefix-caching to align block sizes": ``v1/kv_offload/base.py`` 0.21,
+``kv_connector/v1/offloading/config.py`` 0.32); 0.11.1-0.20 refuse it earlier (the manager off, ``core.engine.plan``)."""
+
+
 def offload_tiers(
     model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan, *, users: int, isl: int, osl: int,
     workers: int, target_id: str, caching: bool, prefix_tokens: int, replicated: bool = False,
@@ -124,6 +135,8 @@ def offload_tiers(
     shared prefixes, ``prefix_tokens`` each as the caches hold them (whole blocks), on ``engine``'s pool (see the
     module docstring), before the load is priced; ``caching``: the engine's GPU prefix cache is on."""
     host = None
+    if deployment.kv_offload_bytes and engine.generation == "vllm-0.21" and model.n_state_layers:
+        raise BadInputError(HYBRID_HOST_TIER)
     if deployment.kv_offload_bytes:
         host = host_pool(
             engine, asked_bytes_per_rank=deployment.kv_offload_bytes, workers=workers, target_id=target_id,
