@@ -245,6 +245,7 @@ def test_nemotron_on_one_h100_by_release(cli):
     assert new["admitted_per_replica"] == 13 and new["max_num_seqs"] == 13
     assert old["memory"]["engine"]["available_kv_bytes"] == 0  # 7,400,731,359 - 512 x 49,082,368 < 0
     assert new["kv_tokens"] == new["available_kv_bytes"] // 6144  # 6 attention layers x 2 KV heads x 128 x 2 x 2 B
+    assert new["ideal_max_concurrency"] == new["available_kv_bytes"] / (8192 * 6144)  # the states are apart (trial 283)
     ways = cli.run(*args, "--engine", "sglang@0.5.6")
     assert "--max-num-seqs 1 (with its radix cache off, SGLang gives its Mamba cache one slot" in " ".join(
         ways.output.split()

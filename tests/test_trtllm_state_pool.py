@@ -80,3 +80,14 @@ def test_a_pinned_plan_names_the_batch_that_starts(cli):
     assert refused.exit_code == 2 and "use e.g. --max-num-seqs 16 or" in " ".join(refused.output.split())
     served = cli.json(*args, "--max-num-seqs", "16")
     assert "--max_batch_size 16 " in served["launch"]["trtllm"] and served["memory"]["engine"]["starts"]
+
+
+def test_a_search_that_starts_nowhere_tries_smaller_batches(cli):
+    """With no layout starting at max_batch_size 2,048, the search's ways out try --max-num-seqs 256, 64 and 16 (the
+    users asked, where given) and name those it then picks from (trial 283 #4); the refusal names the state pool."""
+    args = ("plan", NEMOTRON_CONFIG, "--target", "h100", "--engine", "trtllm", "--isl", "7168", "--osl", "1024")
+    refused = cli.run(*args)
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "the Mamba cache's 2,048 slots (max_batch_size x pp, 93.6 GiB)" in line
+    assert "ways out: --max-num-seqs 256 (" in line and "or --max-num-seqs 64 (" in line
+    assert cli.run(*args, "--max-num-seqs", "256").exit_code == 0

@@ -140,8 +140,8 @@ def offload_tiers(
     if deployment.kv_offload_bytes:
         host = host_pool(
             engine, asked_bytes_per_rank=deployment.kv_offload_bytes, workers=workers, target_id=target_id,
-            prefix_caching=caching, replicated=replicated,
-        )  # fmt: skip
+            prefix_caching=caching or model.recurrent is not None, replicated=replicated,
+        )  # fmt: skip  # a hybrid's cache is not modelled (_nothing_cached says so), not off
     host_active = host is not None and model.recurrent is None and (caching or not host.needs_prefix_cache)
     prefix = prefix_tokens if caching or host_active else 0
     prefixes = deployment.shared_prefixes or 1
@@ -169,7 +169,10 @@ def _nothing_cached(
     if not deployment.shared_prefix:
         why = "no --shared-prefix: the prompts share no prefix"
     elif model.recurrent is not None:
-        why = "a model with fixed-state layers: its prefixes are not cached (vLLM's Mamba align mode is not modelled)"
+        why = (
+            "a model with fixed-state layers: its prefixes are not cached here (the engines' caches of a hybrid's"
+            " prefixes, vLLM's Mamba align mode and SGLang's MambaRadixCache, are not modelled)"
+        )
     elif not prefix_tokens:
         why = f"the shared prefix ({deployment.shared_prefix:,} tokens) fills no whole block of {engine.block_size}"
     else:

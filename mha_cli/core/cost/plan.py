@@ -524,27 +524,37 @@ def _with_ways(
     )
 
 
+STATE_SLOT_TRIALS = (256, 64, 16)
+"""The request caps a search with no users asked tries where the cap sizes a state pool (``state_slot_changes``)."""
+
+
 def _state_slots_change(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, tp: int, pp: int, concurrency: int
 ) -> tuple[str, ...]:
-    """``--max-num-seqs N`` (a replica's share of the users) first among the ways out where the engine sizes a hybrid's
-    state pool by its request cap and none is given: TensorRT-LLM's ``--max_batch_size``, SGLang's
-    ``--max-running-requests`` with its radix cache off (``core.engine.trtllm_state_pool``,
-    ``core.engine.sglang_state_pool``); the judge keeps it only where it makes the engine start."""
+    """``--max-num-seqs N`` (a replica's share of the users) first among a pinned layout's ways out where the cap sizes
+    a state pool (``state_slot_changes``)."""
+    replicas = max(1, target.n_devices // (tp * pp))
+    return tuple(state_slot_changes(model, deployment, [-(-concurrency // replicas)]))
+
+
+def state_slot_changes(model: ModelSpec, deployment: DeploymentSpec, caps: list[int]) -> list[str]:
+    """``--max-num-seqs N`` for each of ``caps`` where the engine sizes a hybrid's state pool by its request cap and
+    none is given: TensorRT-LLM's ``--max_batch_size``, SGLang's ``--max-running-requests`` with its radix cache off
+    (``core.engine.trtllm_state_pool``, ``core.engine.sglang_state_pool``); the judge keeps those that make the
+    engine start."""
     from mha_cli.core.engine.settings import deployment_generation
     from mha_cli.core.engine.sglang_state_pool import priced_here, sized_by_request
     from mha_cli.core.engine.trtllm_state_pool import priced_here as trtllm_priced
 
     generation = deployment_generation(deployment).id
     if deployment.max_num_seqs is not None:
-        return ()
+        return []
     sglang = generation == "sglang-0.5" and priced_here(model)
     if sglang and not sized_by_request(model, deployment.engine_version, deployment.prefix_caching is not False):
-        return ()
+        return []
     if not (sglang or (generation == "trtllm-pytorch" and trtllm_priced(model))):
-        return ()
-    replicas = max(1, target.n_devices // (tp * pp))
-    return (f"--max-num-seqs {-(-concurrency // replicas)}",)
+        return []
+    return [f"--max-num-seqs {cap}" for cap in caps]
 
 
 MAX_RATE_STEPS = 60

@@ -30,7 +30,15 @@ from pydantic import Field
 
 from mha_cli.core.cost.launch_nodes import STRADDLING
 from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, kv_connector_words
-from mha_cli.core.cost.plan import LayoutPlans, ServingPlan, plan_at_rate, prefix_caching_on, simulate_plan
+from mha_cli.core.cost.plan import (
+    STATE_SLOT_TRIALS,
+    LayoutPlans,
+    ServingPlan,
+    plan_at_rate,
+    prefix_caching_on,
+    simulate_plan,
+    state_slot_changes,
+)
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import layout_words, share_word
@@ -434,7 +442,7 @@ def throughput_first(candidate: Candidate) -> tuple[float, float]:
 
 PLAN_FLAGS: dict[str, tuple[str, type]] = {
     "--target": ("target", str), "--weight-dtype": ("weight_dtype", str), "--kv-dtype": ("kv_dtype", str),
-    "--isl": ("isl", int),
+    "--isl": ("isl", int), "--max-num-seqs": ("max_num_seqs", int),
 }  # fmt: skip
 """The field each flag of ``mha plan``'s ways out sets (``isl`` the search's, the others the deployment's)."""
 
@@ -789,7 +797,9 @@ def search_deployments(
             # the run asked would be where targets are given (simulated: a pick said to meet them is the user's)
             targeted = client if ttft_ms is not None or itl_ms is not None else None
             judge = _plan_judge(model, served, target, deployment, profiles, options, targeted, slo_percentile)
-            found = settle(search_changes(target, deployment, None), judge, PLAN_FLAGS, keep=2, goal="starts")
+            slots = state_slot_changes(model, deployment, [concurrency] if concurrency else list(STATE_SLOT_TRIALS))
+            changes = [*slots, *search_changes(target, deployment, None)]
+            found = settle(changes, judge, PLAN_FLAGS, keep=2, goal="starts")
             if found[0].fits:
                 why += f"; ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)}"
         raise BadInputError(why)

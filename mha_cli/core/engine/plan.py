@@ -377,9 +377,10 @@ def _pytorch_profile(model: ModelSpec, kv: KvFootprint, settings: EngineSettings
     )  # fmt: skip
 
 
-def _ideal_concurrency(inputs: "_Inputs", available: int) -> float:
-    """Requests of kv.seq_len tokens if each layer held only its own kind's tokens in whole blocks."""
-    per_sequence = inputs.paged_per_sequence
+def _ideal_concurrency(inputs: "_Inputs", available: int, *, state_apart: bool = False) -> float:
+    """Requests of kv.seq_len tokens if each layer held only its own kind's tokens in whole blocks; ``state_apart``:
+    the recurrent states have a pool of their own (SGLang's, TensorRT-LLM's), so a request's is not in ``available``."""
+    per_sequence = inputs.paged_per_sequence - (inputs.kv.state_bytes_per_seq_per_rank if state_apart else 0)
     return max(0, available) / per_sequence if per_sequence else 0.0
 
 
@@ -650,8 +651,8 @@ def _connector_refusal(kv: KvFootprint, connector: str | None) -> str | None:
     None for any other model."""
     if not (kv.n_state_layers and kv.n_token_layers):
         return None
-    if connector == "offloading":
-        why = "--kv-offloading-size needs it off before vLLM 0.21: use --engine vllm@0.21 or later"
+    if connector == "offloading":  # 0.21 on refuses the tier for such a hybrid too (core.cost.offload_plan)
+        why = "--kv-offloading-size needs it off before vLLM 0.21: plan it without --kv-offload-gib"
     else:
         why = "a KV connector turns it off before vLLM 0.22: use --engine vllm@0.22 or later"
     return f"ValueError: {HYBRID_OFF_ERROR} ({why})"
@@ -1086,6 +1087,11 @@ def _trtllm(inputs: _Inputs) -> _Pool:
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "the KV cache cannot hold one request of max_seq_len: lower it or add GPUs"
+    if not starts and states is not None:  # the states' own pool is what the memory lacks
+        refusal = (
+            f"the Mamba cache's {states.slots:,} slots (max_batch_size x pp, {format_bytes(states.bytes)}) leave the KV"
+            " cache no request of max_seq_len: lower --max_batch_size (--max-num-seqs) or add GPUs"
+        )
     allocated = (
         f"[MemUsageChange] Allocated {max(0, available) / GIB:.2f} GiB for max tokens in paged KV cache ({tokens})."
     )
@@ -1103,10 +1109,11 @@ def _trtllm(inputs: _Inputs) -> _Pool:
             " their pool is inside the budget, not priced here (no size in the source); the recapture after the pool"
             " comes out of the (1 - fraction) headroom"
         )
-    if settings.generation == "trtllm-cpp" and inputs.kv.n_state_layers:
+    if inputs.kv.n_state_layers and states is None:
+        where = "TensorRT-LLM's C++ engine" if settings.generation == "trtllm-cpp" else "TensorRT-LLM, for this mixer"
         notes.append(
-            "TensorRT-LLM's C++ engine: how it holds a hybrid's recurrent states is not read; they are priced inside"
-            " the KV pool, one a request (the PyTorch backend's own pool: --engine trtllm-pytorch)"
+            f"{where}: how it holds a hybrid's recurrent states is not read; they are priced inside the KV pool, one a"
+            " request (its PyTorch backend's pool of max_batch_size slots is priced for Mamba-2 and Gated DeltaNet)"
         )
     if states is not None:
         notes.append(
@@ -1358,7 +1365,7 @@ def plan_engine(
         block_size=pool.block_size, kv_blocks=pool.blocks, kv_tokens=pool.tokens, max_model_len=kv.seq_len,
         max_num_batched_tokens=settings.max_num_batched_tokens, max_num_seqs=settings.max_num_seqs,
         async_scheduling=settings.async_scheduling, max_concurrency=pool.concurrency,
-        ideal_max_concurrency=_ideal_concurrency(inputs, pool.available), groups=pool.groups,
+        ideal_max_concurrency=_ideal_concurrency(inputs, pool.available, state_apart=pool.state_bytes > 0), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
         sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
         refusal_reason=None if load_failure is None else load_failure.reason,
