@@ -1014,7 +1014,7 @@ def _sglang_swa_split(inputs: _Inputs, profiled: int) -> tuple[int, int, int, Sw
 
 
 def _sglang_state_pool(inputs: _Inputs, rest: int) -> StatePool | None:
-    """SGLang 0.5's state pool for a hybrid Gated DeltaNet or Mamba-2 model on this rank
+    """SGLang 0.5's state pool for a hybrid Gated DeltaNet, Mamba-2 or KDA model on this rank
     (``core.engine.sglang_state_pool``); None: another model or generation."""
     model, kv, settings = inputs.model, inputs.kv, inputs.settings
     if settings.generation != "sglang-0.5" or not kv.n_state_layers or not priced_here(model):

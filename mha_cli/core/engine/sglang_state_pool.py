@@ -112,7 +112,7 @@ class StatePool(NamedTuple):
     release: str
     """The release whose rules priced it."""
     kind: str
-    """The mixer (``RecurrentSpec.kind``): ``gated_deltanet`` or ``mamba2``."""
+    """The mixer (``RecurrentSpec.kind``): ``gated_deltanet``, ``mamba2`` or ``kda``."""
     conv_bytes: int
     """One state slot's conv states (every linear-attention layer of one request) on one rank, bytes."""
     ssm_bytes: int
@@ -203,7 +203,7 @@ def _named(release: Release) -> str:
 
 def priced_here(model: ModelSpec) -> bool:
     """Whether SGLang's state pool for ``model`` is priced here: a Gated DeltaNet hybrid served as one of
-    ``GDN_ARCHITECTURES``, or a Mamba-2 hybrid served as one of ``MAMBA2_ARCHITECTURES``."""
+    ``GDN_ARCHITECTURES``, a Mamba-2 hybrid as one of ``MAMBA2_ARCHITECTURES``, a KDA one as Kimi-Linear."""
     from mha_cli.core.engine.architectures_served import served_as
 
     state = model.recurrent
@@ -215,7 +215,7 @@ def priced_here(model: ModelSpec) -> bool:
 def state_parts_per_layer(model: ModelSpec, tp: int) -> tuple[int, int]:
     """(conv, recurrent) bytes one state layer holds for one request on one rank, as SGLang allocates them (module
     docstring: conv in bf16, the recurrent state in the config's ``mamba_ssm_dtype``, else fp32; groups padded to tp);
-    ``model.recurrent`` must be a Gated DeltaNet or a Mamba-2 mixer."""
+    ``model.recurrent`` must be a Gated DeltaNet, Mamba-2 or KDA mixer."""
     state = model.recurrent
     assert state is not None
     typed = state.kind == "gated_deltanet" and state.state_dtype == "activation"  # Qwen3.5's mamba_ssm_dtype
