@@ -250,6 +250,8 @@ def test_nemotron_on_one_h100_by_release(cli):
     assert "--max-num-seqs 1 (with its radix cache off, SGLang gives its Mamba cache one slot" in " ".join(
         ways.output.split()
     )
+    table = cli.run(*args, "--engine", "sglang@0.5.23").output  # the batch's row says its states are in the pool
+    assert "state pool above" in table and "the states apart" in table
     checked = cli.json("check", *args[1:], "--engine", "sglang@0.5.6")
     (finding,) = [f["message"] for f in checked["findings"] if f["id"] == "MHA026"]
     assert "0 sequences of 8,192 tokens fit (the engine's recurrent-state pool takes 23.4 GiB first)" in finding

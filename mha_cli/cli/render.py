@@ -244,7 +244,8 @@ def memory_table(plan: MemoryPlan) -> Table:
     unit = _shares(plan.dp_attention)[:-1]
     share = f"{plan.sequences_per_replica} of the batch per {unit}" if plan.replicas > 1 else "this batch"
     cache = "KV cache" if engine.kv_bytes_per_token_per_rank else "fixed state"
-    table.add_row(f"{cache} ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), "")
+    apart = "with each request's state, which the state pool above holds" if engine.state_pool_bytes else ""
+    table.add_row(f"{cache} ({share})", f"{plan.kv_bytes_per_device:,}", format_bytes(plan.kv_bytes_per_device), apart)
     batch = "this batch"
     allocated = plan.allocated_kv_bytes_per_device
     if allocated != plan.kv_bytes_per_device:  # whole blocks in every group, state pages: what headroom is against
@@ -252,6 +253,8 @@ def memory_table(plan: MemoryPlan) -> Table:
         how = f"whole blocks of {engine_blocks(engine)}"
         if engine.running_kv_bytes is not None:
             how += ": the batch decoding, its windows' blocks alone, the last one's admission ask"
+        if engine.state_pool_bytes:  # the states are priced in their own pool, not here (review 282 #6)
+            how += "; the states apart"
         table.add_row("  as allocated", f"{allocated:,}", format_bytes(allocated), how)
     style = "green" if plan.fits else "bold red"
     if plan.headroom_bytes >= 0:
