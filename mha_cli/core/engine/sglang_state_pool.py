@@ -268,7 +268,7 @@ def state_pool(
     kind = model.recurrent.kind
     conv, recurrent = state_parts_per_layer(model, tp)
     per_request = (conv + recurrent) * state_layers
-    radix_off = key < SPLIT_FROM[kind] or not radix_cache
+    radix_off = _radix_off(kind, key, radix_cache)
     padding = int(key >= PADDING_SLOT_FROM)  # the pool's padding slot, paid from the budget
     if radix_off and (requested or key < RADIX_OFF_SPLIT_FROM):
         if dp_ranks > 1 and kind != "gated_deltanet" and key < DP_SPLITS_ALL_FROM:
@@ -296,4 +296,10 @@ def sized_by_request(model: ModelSpec, release: str | None, radix_cache: bool) -
     """Whether SGLang ``release`` (None: the newest read) sizes ``model``'s state pool by ``--max-running-requests``
     where one is given: its radix cache off, by the release or by ``--disable-radix-cache``."""
     assert model.recurrent is not None
-    return not radix_cache or _release(release or LATEST_READ) < SPLIT_FROM[model.recurrent.kind]
+    return _radix_off(model.recurrent.kind, _release(release or LATEST_READ), radix_cache)
+
+
+def _radix_off(kind: str, release: Release, radix_cache: bool) -> bool:
+    """Whether SGLang ``release`` runs a ``kind`` hybrid without its radix cache: before ``SPLIT_FROM``, or under
+    ``--disable-radix-cache`` (``radix_cache`` False)."""
+    return not radix_cache or release < SPLIT_FROM[kind]
