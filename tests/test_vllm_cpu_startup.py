@@ -30,6 +30,10 @@ from mha_cli.core.targets import resolve_target
 ROOT = Path(__file__).parent.parent
 RECORDED = json.loads((ROOT / "benchmarks" / "vllm_cpu" / "results" / "startup_families.json").read_text())
 STARTED = [row for row in RECORDED["families"] if "kv_cache_tokens" in row]
+RECORDED_PREFIX = json.loads(
+    (ROOT / "benchmarks" / "vllm_cpu" / "results" / "startup_families_prefix.json").read_text()
+)
+"""The hybrids started again with prefix caching as vLLM 0.32 defaults it (on, its Mamba ``align`` mode)."""
 CPU = resolve_target("cpu").target
 
 
@@ -38,13 +42,14 @@ def _model(row: dict):
 
 
 def _plan(row: dict):
-    """mha's plan for the family as vLLM was started: target cpu, the same KV space, lengths and step."""
+    """mha's plan for the family as vLLM was started: target cpu, the same KV space, lengths and step, prefix caching
+    as set (None: vLLM's default)."""
     model, settings = _model(row), row["settings"]
     kv = kv_footprint(model, seq_len=settings["max_model_len"], kv_dtype="bf16", tp=1)
     deployment = DeploymentSpec(
         target="cpu", seq_len=settings["max_model_len"], tp=1, max_num_seqs=settings["max_num_seqs"],
         max_num_batched_tokens=settings["max_num_batched_tokens"],
-        kv_cache_memory_bytes=settings["kv_cache_space_gib"] * GIB,
+        kv_cache_memory_bytes=settings["kv_cache_space_gib"] * GIB, prefix_caching=settings["enable_prefix_caching"],
     )  # fmt: skip
     return plan_engine(
         model, kv, CPU, resolve_settings(deployment, CPU, 1), weights_bytes_per_rank=0, sequences_per_replica=1
@@ -83,6 +88,36 @@ def test_the_plan_prints_what_vllm_printed(row):
     assert (plan.block_size, plan.kv_blocks) == (engine["cache_block_size"], engine["num_blocks"])
     assert len(plan.groups) == len(engine["groups"])
     assert max(group.n_layers for group in plan.groups) == max(group["layers"] for group in engine["groups"])
+
+
+@pytest.mark.parametrize("row", RECORDED_PREFIX["families"], ids=[r["family"] for r in RECORDED_PREFIX["families"]])
+def test_with_default_prefix_caching_the_plan_prints_what_vllm_printed(row):
+    """vLLM 0.32 caches a hybrid's prefixes by default, its states in the Mamba 'align' mode: the plan takes the mode
+    and prints vLLM's two figures, with the same blocks."""
+    assert row["settings"]["enable_prefix_caching"] is None  # left to vLLM
+    engine = row["engine"]
+    assert (engine["enable_prefix_caching"], engine["mamba_cache_mode"]) == (True, "align")
+    plan = _plan(row)
+    assert plan.mamba_cache_mode == "align"
+    assert plan.log_lines[1:] == [
+        f"CPU KV cache size: {row['kv_cache_tokens']:,} tokens",
+        f"Maximum concurrency for {row['tokens_per_request']:,} tokens per request: {row['max_concurrency']:.2f}x",
+    ]
+    assert (plan.block_size, plan.kv_blocks) == (engine["cache_block_size"], engine["num_blocks"])
+
+
+def test_the_align_mode_by_hand():
+    """The pages a request takes with prefix caching on, against off (the first recording): Qwen3-Next (Gated
+    DeltaNet) 32 attention blocks + 2 in each of 3 state groups = 38 (35 off); Granite-4.0-H (Mamba-2) at 1,152-token
+    blocks ceil(8192 / 1152) = 8 + 3 x 3 = 17 (11 off): its mixer keeps a prefill checkpoint page from vLLM 0.32."""
+    prefix = {row["family"]: row for row in RECORDED_PREFIX["families"]}
+    for family, blocks, off, on in (("qwen3-next", 4096, 35, 38), ("granite-4.0-h", 1820, 11, 17)):
+        plan = _plan(prefix[family])
+        assert plan.kv_blocks == blocks and plan.max_concurrency == blocks / on
+        assert f"{blocks / on:.2f}" == f"{prefix[family]['max_concurrency']:.2f}"
+        assert _plan(_row(family)).max_concurrency == blocks / off
+    granite = _plan(prefix["granite-4.0-h"])
+    assert any("3 pages each per request" in note and "prefill checkpoint" in note for note in granite.notes)
 
 
 def _row(family: str) -> dict:

@@ -26,8 +26,12 @@ It compares nothing itself: ``startup_table.py`` prices each recorded family wit
 target (vLLM V1's rules before, the 0.21+ rules the cpu target uses now) into ``outputs/serving/vllm_cpu_startup.md``,
 and ``tests/test_vllm_cpu_startup.py`` holds mha's plan to vLLM's figures (all 18 equal as recorded).
 
+``--prefix-caching default`` leaves prefix caching to vLLM (on for every family in 0.32, a Mamba/linear-attention
+hybrid's in its Mamba ``align`` mode) and writes ``results/startup_families_prefix.json`` instead.
+
 Examples:
     python3 benchmarks/vllm_cpu/startup_families.py                      # all 18 families (~16 min on 2 cores)
+    python3 benchmarks/vllm_cpu/startup_families.py --prefix-caching default --only qwen3-next granite-4.0-h
     python3 benchmarks/vllm_cpu/startup_families.py --only gemma2 qwen3-next
     python3 benchmarks/vllm_cpu/startup_families.py --dry-run            # print the commands
 """
@@ -49,6 +53,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 MODELS_DIR = HERE / "models"
 RESULTS = HERE / "results" / "startup_families.json"
+RESULTS_PREFIX = HERE / "results" / "startup_families_prefix.json"
+"""``--prefix-caching default``'s records: prefix caching as vLLM sets it by default."""
 LOGS = HERE / "logs_raw"
 VOCAB = 4096
 START_TIMEOUT_S = 420
@@ -269,15 +275,16 @@ def read_log(text: str) -> dict:
     return {**figures, "engine": json.loads(probe[len("STARTUP_PROBE ") :]) if probe else None, "log_lines": lines}
 
 
-def run_family(python: Path, name: str, dry_run: bool) -> dict:
+def run_family(python: Path, name: str, dry_run: bool, caching: bool | None = False) -> dict:
+    """One start-up of ``name``, prefix caching as ``caching`` asks (None: vLLM's default)."""
     directory = MODELS_DIR / name
-    settings = {**SETTINGS, "block_size": None}
+    settings = {**SETTINGS, "block_size": None, "enable_prefix_caching": caching}
     command = [str(python), str(HERE / "startup_probe.py"), str(directory), json.dumps(settings)]
     record = {
         "family": name,
         "model_config": rel(directory / "config.json"),
         "config": FAMILIES[name],
-        "settings": {**settings, "kv_cache_space_gib": KV_SPACE_GIB, "enable_prefix_caching": False},
+        "settings": {**settings, "kv_cache_space_gib": KV_SPACE_GIB},
         "command": " ".join(
             shlex.quote(part if not part.startswith(str(REPO)) else rel(Path(part))) for part in command
         ),
@@ -325,7 +332,14 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=list(FAMILIES), help="families to run (default: all)")
     parser.add_argument("--venv", type=Path, default=HERE / ".venv", help="the vllm-cpu venv (run_grid.py makes it)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    parser.add_argument(
+        "--prefix-caching",
+        choices=("off", "default"),
+        default="off",
+        help="off (the table's runs) or vLLM's default (records to startup_families_prefix.json)",
+    )
     args = parser.parse_args()
+    caching, results = (False, RESULTS) if args.prefix_caching == "off" else (None, RESULTS_PREFIX)
 
     def _raise(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -336,11 +350,11 @@ def main() -> None:
     if not args.dry_run and not python.exists():
         sys.exit(f"error: no vLLM venv at {args.venv}; run benchmarks/vllm_cpu/run_grid.py once, or pass --venv")
     names = args.only or list(FAMILIES)
-    previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"families": []}
+    previous = json.loads(results.read_text()) if results.exists() else {"families": []}
     kept = {row["family"]: row for row in previous["families"]}
     header = {} if args.dry_run else {"versions": versions(python)}
     for name in names:
-        kept[name] = run_family(python, name, args.dry_run)
+        kept[name] = run_family(python, name, args.dry_run, caching)
         if not args.dry_run:  # written after every family: an interrupted run keeps what it measured
             result = {
                 **header,
@@ -348,8 +362,8 @@ def main() -> None:
                 " repository root, run from benchmarks/vllm_cpu/ with `env` set.",
                 "families": [kept[n] for n in FAMILIES if n in kept],
             }
-            RESULTS.parent.mkdir(exist_ok=True)
-            RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+            results.parent.mkdir(exist_ok=True)
+            results.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ vLLM itself logs "KV cache size: N tokens, Maximum concurrency for L tokens per 
 (kind, block size, page bytes, layers) and its block count.  No request is run.
 
 Usage: python startup_probe.py MODEL_DIR SETTINGS_JSON
-   SETTINGS_JSON: {"max_model_len": .., "max_num_seqs": .., "max_num_batched_tokens": .., "block_size": ..|null}
+   SETTINGS_JSON: {"max_model_len": .., "max_num_seqs": .., "max_num_batched_tokens": .., "block_size": ..|null,
+                   "enable_prefix_caching": false|true|null (null: vLLM's default; absent: false)}
 """
 
 import json
@@ -41,7 +42,7 @@ def main(model_dir: str, settings: dict) -> None:
         max_num_seqs=settings["max_num_seqs"],
         max_num_batched_tokens=settings["max_num_batched_tokens"],
         block_size=settings.get("block_size"),
-        enable_prefix_caching=False,
+        enable_prefix_caching=settings.get("enable_prefix_caching", False),
         enforce_eager=True,
         seed=0,
     )
@@ -55,6 +56,8 @@ def main(model_dir: str, settings: dict) -> None:
             "groups": [_group_record(g) for g in config.kv_cache_groups],
             "cache_block_size": cache.block_size,
             "mamba_block_size": getattr(cache, "mamba_block_size", None),
+            "enable_prefix_caching": getattr(cache, "enable_prefix_caching", None),
+            "mamba_cache_mode": getattr(cache, "mamba_cache_mode", None),
             "kv_cache_size_tokens": getattr(cache, "kv_cache_size_tokens", None),
             "kv_cache_max_concurrency": getattr(cache, "kv_cache_max_concurrency", None),
         }

@@ -1,5 +1,6 @@
 """The memory plan against the real vLLM 0.32 on this CPU, family by family: what vLLM printed at start-up
-(``results/startup_families.json``, written by ``startup_families.py``), mha's plan before (vLLM V1's rules, the
+(``results/startup_families.json``, written by ``startup_families.py``; the hybrids again with prefix caching on,
+as vLLM defaults it, in ``results/startup_families_prefix.json``), mha's plan before (vLLM V1's rules, the
 only ones it had: tokens as blocks // groups x block, the asked block size, Mamba/linear-attention layers not
 modelled) and after (the 0.21+ rules the cpu target now uses, ``core.engine.pages``).
 
@@ -24,17 +25,21 @@ from mha_cli.core.targets import resolve_target
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RECORDED = HERE / "results" / "startup_families.json"
+RECORDED_PREFIX = HERE / "results" / "startup_families_prefix.json"
+"""The hybrids started again with prefix caching as vLLM 0.32 defaults it (``startup_families.py --prefix-caching
+default``)."""
 
 
 def price(row: dict) -> tuple[ModelSpec, KvFootprint, EnginePlan]:
-    """mha's plan for one recorded family as vLLM was started: target cpu, the same KV space and settings."""
+    """mha's plan for one recorded family as vLLM was started: target cpu, the same KV space and settings, prefix
+    caching as set (None: vLLM's default)."""
     model = load_source(str(ROOT / row["model_config"])).model
     settings, cpu = row["settings"], resolve_target("cpu").target
     kv = kv_footprint(model, seq_len=settings["max_model_len"], kv_dtype="bf16", tp=1)
     deployment = DeploymentSpec(
         target="cpu", seq_len=settings["max_model_len"], tp=1, max_num_seqs=settings["max_num_seqs"],
         max_num_batched_tokens=settings["max_num_batched_tokens"],
-        kv_cache_memory_bytes=settings["kv_cache_space_gib"] * GIB,
+        kv_cache_memory_bytes=settings["kv_cache_space_gib"] * GIB, prefix_caching=settings["enable_prefix_caching"],
     )  # fmt: skip
     plan = plan_engine(
         model, kv, cpu, resolve_settings(deployment, cpu, 1), weights_bytes_per_rank=0, sequences_per_replica=1
@@ -127,8 +132,43 @@ def main() -> None:
         " on by default), each taking ceil((chunk + step) / block) blocks a request; the rule mha had (0.10-0.13:"
         " every layer priced as full attention) printed 524,288 tokens / 64.00x.",
     ]
+    lines += prefix_section(json.loads(RECORDED_PREFIX.read_text()))
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
+
+
+def prefix_section(recorded: dict) -> list[str]:
+    """The hybrids started with vLLM's default prefix caching (on from 0.26.0, its Mamba ``align`` mode from 0.28):
+    what vLLM printed, mha's plan before (a state page a request, the rule of prefix caching off) and after
+    (``core.engine.mamba_cache_mode``)."""
+    lines = [
+        "",
+        "## Hybrids with prefix caching as vLLM defaults it",
+        "",
+        "Command: `python3 benchmarks/vllm_cpu/startup_families.py --prefix-caching default --only qwen3-next"
+        " granite-4.0-h jamba falcon-h1` (the same settings, `enable_prefix_caching` left to vLLM). vLLM caches a"
+        " hybrid's prefixes by default from 0.26.0 and runs its states in the Mamba 'align' mode from 0.28.0: a"
+        " request holds two state pages in each state group, and from 0.32.0 a Mamba-2 mixer a third, its prefill"
+        " checkpoint (`core.engine.mamba_cache_mode`). Before: mha priced one page a request whatever the cache"
+        " (prefix caching's rule when off); after: the mode vLLM reports.",
+        "",
+        "| family | vLLM mode | vLLM block | vLLM tokens | vLLM concurrency | mha before: tokens / concurrency |"
+        " mha after: mode / tokens / concurrency | after = vLLM |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in recorded["families"]:
+        _, _, plan = price(row)
+        _, _, off = price({**row, "settings": {**row["settings"], "enable_prefix_caching": False}})
+        same = plan.kv_tokens == row["kv_cache_tokens"] and f"{plan.max_concurrency:.2f}" == (
+            f"{row['max_concurrency']:.2f}"
+        )
+        lines.append(
+            f"| {row['family']} | {row['engine']['mamba_cache_mode']} | {row['engine']['cache_block_size']} |"
+            f" {row['kv_cache_tokens']:,} | {row['max_concurrency']:.2f}x | {off.kv_tokens:,} /"
+            f" {off.max_concurrency:.2f}x | {plan.mamba_cache_mode} / {plan.kv_tokens:,} / {plan.max_concurrency:.2f}x"
+            f" | {'yes' if same else 'NO'} |"
+        )
+    return lines
 
 
 if __name__ == "__main__":

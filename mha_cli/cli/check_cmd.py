@@ -21,6 +21,7 @@ from mha_cli.cli.options import (
     KvDtypeOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
+    PrefixCachingOpt,
     SeqOpt,
     SourceArg,
     TargetOpt,
@@ -56,6 +57,7 @@ def check(
     block_size: BlockSizeOpt = None,
     kv_cache_gib: KvCacheGibOpt = None,
     async_scheduling: AsyncSchedulingOpt = None,
+    prefix_caching: PrefixCachingOpt = None,
     strict: StrictOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -64,7 +66,7 @@ def check(
         source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
         engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
-        async_scheduling=async_scheduling, strict=strict,
+        async_scheduling=async_scheduling, prefix_caching=prefix_caching, strict=strict,
     )  # fmt: skip
     output = Output(json)
     deployment = result.deployment

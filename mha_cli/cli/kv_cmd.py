@@ -17,6 +17,7 @@ from mha_cli.cli.options import (
     MaxNumSeqsOpt,
     MlaCacheOpt,
     PlotOpt,
+    PrefixCachingOpt,
     PricingEngineOpt,
     ProfileOpt,
     SourceArg,
@@ -72,6 +73,7 @@ def kv(
     limit_mm_per_prompt: LimitMmOpt = None,
     text_only: TextOnlyOpt = False,
     async_scheduling: AsyncSchedulingOpt = None,
+    prefix_caching: PrefixCachingOpt = None,
     fail_if_no_fit: FailIfNoFitOpt = False,
     profile: ProfileOpt = None,
     plot: PlotOpt = None,
@@ -95,11 +97,12 @@ def kv(
         gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only), async_scheduling=async_scheduling,
+        prefix_caching=prefix_caching,
     )  # fmt: skip
     refuse_plan_flags_without_target(
         deployment, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling,
-        fail_if_no_fit=fail_if_no_fit,
+        prefix_caching=prefix_caching, fail_if_no_fit=fail_if_no_fit,
     )  # fmt: skip
     out = Output(json)
     refuse_release_without_model(

@@ -44,7 +44,8 @@ def default_seq_len(model: ModelSpec | None, base: DeploymentSpec | None = None)
 PLAN_FLAGS = {
     "gpu_memory_utilization": "--gpu-memory-utilization", "max_num_batched_tokens": "--max-num-batched-tokens",
     "max_num_seqs": "--max-num-seqs", "kv_cache_memory_bytes": "--kv-cache-gib", "kv_cache_gib": "--kv-cache-gib",
-    "async_scheduling": "--async-scheduling", "fail_if_no_fit": "--fail-if-no-fit",
+    "async_scheduling": "--async-scheduling", "prefix_caching": "--enable-prefix-caching",
+    "fail_if_no_fit": "--fail-if-no-fit",
 }  # fmt: skip
 """Options that only size or judge the engine's memory plan on a device: nothing prices them without a target."""
 

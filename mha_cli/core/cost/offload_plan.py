@@ -118,9 +118,8 @@ def regime_note(plan: OffloadPlan) -> str:
 
 
 HYBRID_HOST_TIER = (
-    "--kv-offload-gib: vLLM's host tier asserts that a Mamba/linear-attention hybrid's blocks align with its prefix"
-    " hashes, which needs --enable-prefix-caching (its Mamba align mode, not priced here): plan it without"
-    " --kv-offload-gib"
+    "--kv-offload-gib: vLLM's host tier for a Mamba/linear-attention hybrid (which it serves only with prefix caching"
+    " on, its states in the Mamba align mode) is not priced here: plan it without --kv-offload-gib"
 )
 """vLLM 0.21 and later refuse the tier for such a hybrid without prefix caching ("Hybrid models (e.g. Mamba+Attention)
 need --enable-prefix-caching to align block sizes": ``v1/kv_offload/base.py`` 0.21,
@@ -170,8 +169,9 @@ def _nothing_cached(
         why = "no --shared-prefix: the prompts share no prefix"
     elif model.recurrent is not None:
         why = (
-            "a model with fixed-state layers: its prefixes are not cached here (the engines' caches of a hybrid's"
-            " prefixes, vLLM's Mamba align mode and SGLang's MambaRadixCache, are not modelled)"
+            "a model with fixed-state layers: its prefixes are not cached here (vLLM serves them in its Mamba align"
+            " mode, with prefix caching on, by default from 0.26; SGLang's MambaRadixCache and TensorRT-LLM's block"
+            " reuse of a hybrid are not modelled)"
         )
     elif not prefix_tokens:
         why = f"the shared prefix ({deployment.shared_prefix:,} tokens) fills no whole block of {engine.block_size}"

@@ -129,7 +129,7 @@ def serving_case(
     whole blocks); ``nodes``: over several nodes; ``prefixes``: the different shared prefixes (``--shared-prefixes``),
     each held once in the pool while served from it."""
     engine = memory.engine
-    served = min(prefix_served(model, deployment, engine.generation), isl)
+    served = min(prefix_served(model, deployment, engine), isl)
     shared = served
     if deployment.kv_offload_bytes and engine.name == "vllm" and model.recurrent is None:
         shared = min(deployment.shared_prefix or 0, isl)  # vLLM's host tier holds prefixes with the GPU cache off
@@ -162,16 +162,20 @@ def prefix_caching_on(deployment: DeploymentSpec, generation: str) -> bool:
     return generation not in PREFIX_CACHING_OFF_BY_DEFAULT
 
 
-def gpu_prefix_cache(model: ModelSpec, deployment: DeploymentSpec, generation: str) -> bool:
-    """Whether the GPU prefix cache serves this model's prompts: the cache is on and the model has no fixed-state
-    layers (vLLM caches such a model's prefixes only in its Mamba ``align`` mode, which is not modelled)."""
-    return model.recurrent is None and prefix_caching_on(deployment, generation)
+def gpu_prefix_cache(model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan) -> bool:
+    """Whether the GPU prefix cache serves this model's prompts: the cache is on; for a model with fixed-state layers,
+    only vLLM 0.26+'s Mamba ``align`` mode (``EnginePlan.serves_hybrid_prefixes``: its states kept at block
+    boundaries and at a shared prefix's junction, where a hit resumes), SGLang's MambaRadixCache and TensorRT-LLM's
+    not being modelled."""
+    if model.recurrent is not None:
+        return engine.serves_hybrid_prefixes
+    return prefix_caching_on(deployment, engine.generation)
 
 
-def prefix_served(model: ModelSpec, deployment: DeploymentSpec, generation: str) -> int:
+def prefix_served(model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan) -> int:
     """The shared prefix the engine's cache serves: 0 without one, or without the GPU prefix cache
     (``gpu_prefix_cache``)."""
-    if not gpu_prefix_cache(model, deployment, generation):
+    if not gpu_prefix_cache(model, deployment, engine):
         return 0
     return deployment.shared_prefix or 0
 
@@ -447,7 +451,7 @@ class LayoutPlans:
 
     def warm_hit(self, engine: EnginePlan) -> int:
         """Prompt tokens the GPU prefix cache serves each request once warm: the shared prefix's whole blocks."""
-        shared = min(prefix_served(self.model, self.deployment, engine.generation), self.isl)
+        shared = min(prefix_served(self.model, self.deployment, engine), self.isl)
         return cached_prefix(shared, self.isl, engine.block_size)
 
     def admitted(self, engine: EnginePlan) -> int:
@@ -462,7 +466,7 @@ class LayoutPlans:
         """The closed form at ``users`` for the ``--plot`` sweep, the prefix tiers settled at that load."""
         offload = self._offload(engine, users)
         if offload is not None:
-            caching = gpu_prefix_cache(self.model, self.deployment, engine.generation)
+            caching = gpu_prefix_cache(self.model, self.deployment, engine)
             admitted = shared_admitted(engine, context=self.isl + self.osl,
                                        cached_tokens=offload.served_tokens if caching else 0,
                                        prefixes=offload.shared_prefixes)  # fmt: skip
@@ -480,7 +484,7 @@ class LayoutPlans:
             return None
         from mha_cli.core.cost.offload_plan import offload_tiers
 
-        caching = gpu_prefix_cache(self.model, deployment, engine.generation)
+        caching = gpu_prefix_cache(self.model, deployment, engine)
         shared = min(deployment.shared_prefix or 0, self.isl)
         return offload_tiers(
             self.model, deployment, engine, users=-(-concurrency // self.replicas), isl=self.isl, osl=self.osl,
@@ -647,7 +651,7 @@ def simulate_plan(
                         pp=d.pp, replicas=d.replicas, experts=experts,
                         nodes=None if plan.nodes is None else plan.nodes.placement,
                         prefixes=1 if plan.offload is None else plan.offload.shared_prefixes)  # fmt: skip
-    caching = gpu_prefix_cache(model, variant, plan.memory.engine.generation)
+    caching = gpu_prefix_cache(model, variant, plan.memory.engine)
     simulated = simulate_deployment(
         case, profile, plan.memory.engine, client, rate=plan.rate_rps, ttft_ms=ttft_ms, itl_ms=itl_ms,
         slo_percentile=slo_percentile, trace=trace, offload=plan.offload, prefix_caching=caching,

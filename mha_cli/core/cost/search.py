@@ -43,8 +43,10 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_g
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import layout_words, share_word
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
+from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
+from mha_cli.core.engine.mamba_cache_mode import hybrid_prefix_caching_default
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
 from mha_cli.core.engine.settings import (
@@ -549,6 +551,17 @@ def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
     return cap, str(chunk + cap)
 
 
+def _vllm_caches_by_default(model: ModelSpec, deployment: DeploymentSpec, priced: str | None) -> bool:
+    """Whether the vLLM a line is written for caches ``model``'s prefixes unless told: the ``priced`` generation's
+    release (None: another engine was priced, the latest vLLM), a hybrid's by release
+    (``core.engine.mamba_cache_mode``: from 0.26)."""
+    generation = GENERATIONS[priced or "vllm-0.21"]
+    if model.recurrent is None:
+        return prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), generation.id)
+    typed = deployment.engine_version if priced else None
+    return hybrid_prefix_caching_default(release_meant(generation, typed))
+
+
 def launch_commands(
     served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec
 ) -> tuple[dict[str, str], list[str]]:
@@ -615,8 +628,11 @@ def launch_commands(
     sglang += kv_cache_dtype_words(deployment, sglang=True)
     caching = prefix_caching_on(deployment, engine.generation)
     vllm_generation = engine.generation if engine.name == "vllm" else "vllm-0.21"
-    if caching != prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), vllm_generation):
-        vllm.append("--enable-prefix-caching" if caching else "--no-enable-prefix-caching")  # against its default
+    vllm_default = _vllm_caches_by_default(model, deployment, engine.generation if engine.name == "vllm" else None)
+    # as asked, else as priced; a hybrid unasked keeps each release's own default (core.engine.mamba_cache_mode)
+    wanted = caching if deployment.prefix_caching is not None or model.recurrent is None else vllm_default
+    if wanted != vllm_default:
+        vllm.append("--enable-prefix-caching" if wanted else "--no-enable-prefix-caching")  # against its default
     if not caching:
         sglang.append("--disable-radix-cache")
     if deployment.async_scheduling is not None:  # as set (DeploymentSpec.async_scheduling): vLLM's alone

