@@ -690,6 +690,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         engine_version=log.get("version") if log["engine"] in ("vllm", "sglang") else None, vllm_sampler=log.get("sampler"),
         weight_dtype=weights, vllm_awq_kernel=log.get("awq_kernel"), vllm_fp8_linear_kernel=log.get("fp8_linear_kernel"),
         async_scheduling=log.get("async_scheduling") if log["engine"] == "vllm" else None,  # --no-async-scheduling
+        prefix_caching=log.get("prefix_caching") if log["engine"] == "vllm" else None,  # --no-enable-prefix-caching
     )  # fmt: skip
     settings = resolve_settings(deployment, target, tp, serving=SglangServing(source.model))
     padding, padded = vllm_padding(

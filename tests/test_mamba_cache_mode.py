@@ -1,5 +1,5 @@
 """vLLM's prefix cache for a model with Mamba or linear-attention layers, release by release
-(``core.engine.mamba_cache_mode``): off by default before 0.26.0 and on after, turned off before 0.11.1, the ``all``
+(``core.engine.mamba_cache_mode``): off by default before 0.28.0 and on after, turned off before 0.11.1, the ``all``
 mode for the Mamba-1/Mamba-2 families until 0.28.0 (refused: not priced), the ``align`` mode's two state pages a
 request (three for a Mamba-2 mixer from 0.32.0), and what a shared prefix's hit serves.
 
@@ -36,7 +36,8 @@ NEWEST = (0, LATEST, 0, 0)
         ("0.20.0", None, "none", "none"),  # off by default
         ("0.20.0", True, "all", "align"),
         ("0.25.0", True, "all", "align"),
-        ("0.26.0", None, "all", "align"),  # on by default
+        ("0.26.0", True, "all", "align"),
+        ("0.27.0", None, "none", "none"),  # still opt-in for a hybrid
         ("0.27.0", False, "none", "none"),
         ("0.28.0", None, "align", "align"),  # align for every model
         ("0.32.0", None, "align", "align"),
@@ -49,13 +50,14 @@ def test_the_mode_by_release(release, asked, nemotron, qwen3_next):
 
 
 def test_the_default_and_a_model_without_a_state():
-    assert not hybrid_prefix_caching_default(release_key("0.25.1"))
-    assert hybrid_prefix_caching_default(release_key("0.26.0")) and hybrid_prefix_caching_default(NEWEST)
+    assert not hybrid_prefix_caching_default(release_key("0.27.1"))
+    assert hybrid_prefix_caching_default(release_key("0.28.0")) and hybrid_prefix_caching_default(NEWEST)
     assert vllm_mamba_cache_mode(LLAMA, NEWEST, True) == "none"  # no state group to run in a mode
     assert caches_hybrid_prefixes(LLAMA, release_key("0.10.2"), None)  # its own cache: on unless asked off
     assert not caches_hybrid_prefixes(LLAMA, NEWEST, False)
-    assert not caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.25.0"), None)
-    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.26.0"), None)
+    assert not caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.27.0"), None)
+    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.27.0"), True)
+    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.28.0"), None)
 
 
 def test_state_pages_and_shared_prefixes():
@@ -88,12 +90,14 @@ def test_the_default_vllm_holds_three_pages_a_request_by_hand(cli):
 
 
 def test_the_all_mode_is_refused_with_its_ways_out(cli):
-    refused = cli.run("kv", NEMOTRON_CONFIG, "--target", "h100", "--engine", "vllm@0.27")
+    refused = cli.run("kv", NEMOTRON_CONFIG, "--target", "h100", "--engine", "vllm@0.27", "--enable-prefix-caching")
     line = " ".join(refused.output.split())
     assert refused.exit_code == 2 and "Mamba 'all' mode" in line and "add --no-enable-prefix-caching" in line
-    assert _engine(cli, "--engine", "vllm@0.27", "--no-enable-prefix-caching")["max_concurrency"] > 0
+    assert "mamba_cache_mode" not in _engine(cli, "--engine", "vllm@0.27")  # opt-in before 0.28
     assert _engine(cli, "--engine", "vllm@0.28")["mamba_cache_mode"] == "align"
-    qwen = cli.json("kv", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--engine", "vllm@0.27")
+    qwen = cli.json(
+        "kv", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--engine", "vllm@0.27", "--enable-prefix-caching"
+    )
     assert qwen["memory"]["engine"]["mamba_cache_mode"] == "align"  # Gated DeltaNet: align, not all
 
 

@@ -138,7 +138,7 @@ def main() -> None:
 
 
 def prefix_section(recorded: dict) -> list[str]:
-    """The hybrids started with vLLM's default prefix caching (on from 0.26.0, its Mamba ``align`` mode from 0.28):
+    """The hybrids started with vLLM's default prefix caching (on from 0.28.0, in its Mamba ``align`` mode):
     what vLLM printed, mha's plan before (a state page a request, the rule of prefix caching off) and after
     (``core.engine.mamba_cache_mode``)."""
     lines = [
@@ -147,7 +147,7 @@ def prefix_section(recorded: dict) -> list[str]:
         "",
         "Command: `python3 benchmarks/vllm_cpu/startup_families.py --prefix-caching default --only qwen3-next"
         " granite-4.0-h jamba falcon-h1` (the same settings, `enable_prefix_caching` left to vLLM). vLLM caches a"
-        " hybrid's prefixes by default from 0.26.0 and runs its states in the Mamba 'align' mode from 0.28.0: a"
+        " hybrid's prefixes by default from 0.28.0, its states in the Mamba 'align' mode: a"
         " request holds two state pages in each state group, and from 0.32.0 a Mamba-2 mixer a third, its prefill"
         " checkpoint (`core.engine.mamba_cache_mode`). Before: mha priced one page a request whatever the cache"
         " (prefix caching's rule when off); after: the mode vLLM reports.",

@@ -344,7 +344,7 @@ PrefixCachingOpt = Annotated[
     typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching",
         help="vLLM's prefix cache (its own flags). It changes the memory plan of a model with Mamba or"
-        " linear-attention layers: with it on (by default from vLLM 0.26.0) a request holds 2 state pages in each"
+        " linear-attention layers: with it on (by default from vLLM 0.28.0) a request holds 2 state pages in each"
         " state group (the Mamba 'align' mode; 3 for a Mamba-2 mixer from 0.32.0), off 1. Default: the release's.",
         show_default=False,
     ),

@@ -170,7 +170,7 @@ def _nothing_cached(
     elif model.recurrent is not None:
         why = (
             "a model with fixed-state layers: its prefixes are not cached here (vLLM serves them in its Mamba align"
-            " mode, with prefix caching on, by default from 0.26; SGLang's MambaRadixCache and TensorRT-LLM's block"
+            " mode, with prefix caching on, by default from 0.28; SGLang's MambaRadixCache and TensorRT-LLM's block"
             " reuse of a hybrid are not modelled)"
         )
     elif not prefix_tokens:

