@@ -13,6 +13,7 @@ import pytest
 from mha_cli.core.engine.mamba_cache_mode import (
     caches_hybrid_prefixes,
     hybrid_prefix_caching_default,
+    prefix_caching_default,
     serves_shared_prefix,
     state_pages,
     vllm_mamba_cache_mode,
@@ -53,6 +54,11 @@ def test_the_default_and_a_model_without_a_state():
     assert not hybrid_prefix_caching_default(release_key("0.27.1"))
     assert hybrid_prefix_caching_default(release_key("0.28.0")) and hybrid_prefix_caching_default(NEWEST)
     assert vllm_mamba_cache_mode(LLAMA, NEWEST, True) == "none"  # no state group to run in a mode
+    mamba = load_source("tests/fixtures/hf_configs/mamba-2.8b-hf.json").model  # attention-free: off unless asked
+    assert not prefix_caching_default(mamba, NEWEST) and prefix_caching_default(QWEN3_NEXT, NEWEST)
+    assert (
+        vllm_mamba_cache_mode(mamba, NEWEST, None) == "none" and vllm_mamba_cache_mode(mamba, NEWEST, True) == "align"
+    )
     assert caches_hybrid_prefixes(LLAMA, release_key("0.10.2"), None)  # its own cache: on unless asked off
     assert not caches_hybrid_prefixes(LLAMA, NEWEST, False)
     assert not caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.27.0"), None)

@@ -235,8 +235,8 @@ def test_a_warm_cache_serves_the_first_request_too():
 
 
 def test_engines_whose_cache_is_off_by_default_and_models_with_a_state_get_no_hit(cli):
-    """vLLM V0 caches no prefix unless asked (--enable-prefix-caching, which its launch line then carries); a model
-    with a fixed state gets none either (vLLM caches its prefixes only in a Mamba mode not modelled)."""
+    """vLLM V0 caches no prefix unless asked (--enable-prefix-caching, which its launch line then carries); an
+    attention-free Mamba model gets none either (vLLM caches no attention-free model's prefixes unless asked)."""
     v0 = ("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "128", "--concurrency", "4",
           "--closed-form", "--engine", "vllm@0.7")  # fmt: skip
     assert cli.json(*v0, "--shared-prefix", "3584")["ttft_ms"] == cli.json(*v0)["ttft_ms"]

@@ -182,11 +182,13 @@ def test_a_host_tier_before_021_stops_a_mamba_hybrid(cli):
 
 def test_a_host_tier_from_021_refuses_a_mamba_hybrid_without_prefix_caching(cli):
     """0.21 on keeps the manager beside the tier, but asserts that a Mamba hybrid's blocks align with its prefix
-    hashes, which only its Mamba align mode (--enable-prefix-caching, not priced) gives: one line, exit 2; the control
-    without the tier plans."""
+    hashes, which only its Mamba align mode (--enable-prefix-caching) gives; the tier of such a hybrid is not priced:
+    one line, exit 2; the control without the tier plans."""
     args = ("plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "h100", "--isl", "4096", "--osl",
             "512", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm@0.21")  # fmt: skip
     refused = cli.run(*args, "--kv-offload-gib", "64")
     assert refused.exit_code == EXIT_BAD_INPUT and len(refused.output.strip().splitlines()) == 1
-    assert "needs --enable-prefix-caching (its Mamba align mode, not priced here)" in refused.output
+    assert "hybrid (which it serves only with prefix caching on, its states in the Mamba align mode) is not priced" in (
+        " ".join(refused.output.split())
+    )
     assert cli.run(*args).exit_code == 0

@@ -46,7 +46,7 @@ from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
-from mha_cli.core.engine.mamba_cache_mode import hybrid_prefix_caching_default
+from mha_cli.core.engine.mamba_cache_mode import prefix_caching_default
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
 from mha_cli.core.engine.settings import (
@@ -554,12 +554,12 @@ def sglang_step_as_vllm(chunk: int, cap: int) -> tuple[int, str]:
 def _vllm_caches_by_default(model: ModelSpec, deployment: DeploymentSpec, priced: str | None) -> bool:
     """Whether the vLLM a line is written for caches ``model``'s prefixes unless told: the ``priced`` generation's
     release (None: another engine was priced, the latest vLLM), a hybrid's by release
-    (``core.engine.mamba_cache_mode``: from 0.28)."""
+    (``core.engine.mamba_cache_mode``: from 0.28), an attention-free model's never."""
     generation = GENERATIONS[priced or "vllm-0.21"]
     if model.recurrent is None:
         return prefix_caching_on(deployment.model_copy(update={"prefix_caching": None}), generation.id)
     typed = deployment.engine_version if priced else None
-    return hybrid_prefix_caching_default(release_meant(generation, typed))
+    return prefix_caching_default(model, release_meant(generation, typed))
 
 
 def launch_commands(

@@ -84,10 +84,19 @@ def hybrid_prefix_caching_default(release: Release) -> bool:
     return release[:2] >= DEFAULT_ON_FROM
 
 
+def prefix_caching_default(model: ModelSpec, release: Release) -> bool:
+    """Whether vLLM ``release`` caches ``model``'s prefixes unless told not to: a hybrid's from 0.28.0, never an
+    attention-free model's (``is_prefix_caching_supported``: "Attention free models do not support prefix caching"),
+    any other model's always (V1)."""
+    if model.attention_free:
+        return False
+    return hybrid_prefix_caching_default(release) if has_state_layers(model) else True
+
+
 def vllm_mamba_cache_mode(model: ModelSpec, release: Release, asked: bool | None) -> MambaCacheMode:
     """The mode vLLM ``release`` runs ``model``'s state in, prefix caching as ``asked`` (None: the default): ``none``
     where the cache is off, asked off or turned off by the release."""
-    on = hybrid_prefix_caching_default(release) if asked is None else asked
+    on = prefix_caching_default(model, release) if asked is None else asked
     if not on or not has_state_layers(model) or release[:3] < KEPT_FROM:
         return "none"
     supported = model.family in MAMBA_PREFIX_FAMILIES
