@@ -133,3 +133,11 @@ def test_the_launch_line_and_the_hit(cli):
     asked = cli.json(*args, "--engine", "vllm@0.21", "--enable-prefix-caching")
     assert "--enable-prefix-caching" in asked["launch"]["vllm"]
     assert not any(note.startswith("prefix cache: 5") for note in asked["notes"])  # align before 0.26: no hit
+
+
+def test_a_search_refuses_the_all_mode_once_not_layout_by_layout(cli):
+    """No layout changes the mode: a search says the one line, not "no deployment starts"."""
+    refused = cli.run("plan", NEMOTRON_CONFIG, "--target", "2xh100", "--isl", "4096", "--osl", "512", "--concurrency",
+                      "32", "--closed-form", "--engine", "vllm@0.25", "--enable-prefix-caching")  # fmt: skip
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and line.startswith("error: vLLM 0.25.x caches") and "layouts" not in line

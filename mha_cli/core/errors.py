@@ -47,6 +47,11 @@ class EngineRefusedError(BadInputError):
         self.reason = reason
 
 
+class NotPricedError(BadInputError):
+    """A setting mha does not price whatever the layout (vLLM's Mamba 'all' mode, ``core.engine.mamba_cache_mode``):
+    exit 2, raised through a search of layouts rather than leaving each out."""
+
+
 class UnpricedQuantizationError(BadInputError):
     """A checkpoint's quantization_config mha cannot price: exit 2. ``what`` names it ("quant_method 'hqq'"), for
     the assumption a ``--weight-dtype`` that prices every weight instead states."""

@@ -56,7 +56,7 @@ from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
 from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
 from mha_cli.core.engine.vllm_rule_releases import HYBRID_OFF_ERROR, connector_turns_off_hybrid
-from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
+from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError, NotPricedError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
 from mha_cli.core.record import Record, empty_list
@@ -346,6 +346,8 @@ def plan_disaggregated(
             workers[layout] = worker_steps(model, target, deployment, profiles, layout, isl=isl, osl=osl)
         except EngineRefusedError as exc:  # its reason leaves out the layout's own figures: one line for all it stops
             refused.setdefault(exc.reason, []).append(layout.label)
+        except NotPricedError:  # no layout changes it
+            raise
         except MhaError as exc:
             refused.setdefault(exc.message, []).append(layout.label)
     notes = [f"{', '.join(labels)}: no worker ({why})" for why, labels in refused.items()]

@@ -57,7 +57,7 @@ from mha_cli.core.engine.settings import (
     resolve_settings,
 )
 from mha_cli.core.engine.sglang_ep import redundant_experts, redundant_note, sglang_experts_uneven
-from mha_cli.core.errors import BadInputError, MhaError
+from mha_cli.core.errors import BadInputError, MhaError, NotPricedError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
@@ -290,6 +290,8 @@ def _search(
         try:
             plans = LayoutPlans(model, target, variant, *profiles, isl=isl, osl=osl, tp=tp, pp=pp)
             first = plans.at(1)
+        except NotPricedError:  # no layout changes it
+            raise
         except MhaError as exc:  # the engine would not start on this layout
             tried.append(f"{label}: left out ({exc.message})")
             continue

@@ -117,7 +117,7 @@ from mha_cli.core.engine.window_blocks import (
     running_at_length,
     window_groups_of,
 )
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, NotPricedError
 from mha_cli.core.kv import KvFootprint, kv_footprint
 from mha_cli.core.pipeline import StageLayout
 from mha_cli.core.quantities import format_bytes
@@ -927,7 +927,7 @@ def _mamba_cache_mode(inputs: _Inputs, release: Release) -> MambaCacheMode:
     mode = vllm_mamba_cache_mode(inputs.model, release, settings.prefix_caching)
     if mode == "all":
         named = release_named("vllm", inputs.generation, settings.engine_version)
-        raise BadInputError(all_mode_refusal(inputs.model, named))
+        raise NotPricedError(all_mode_refusal(inputs.model, named))
     return mode
 
 
