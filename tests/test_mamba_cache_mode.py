@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from mha_cli.core.engine.mamba_cache_mode import (
-    caches_hybrid_prefixes,
     hybrid_prefix_caching_default,
     prefix_caching_default,
     serves_shared_prefix,
@@ -59,11 +58,10 @@ def test_the_default_and_a_model_without_a_state():
     assert (
         vllm_mamba_cache_mode(mamba, NEWEST, None) == "none" and vllm_mamba_cache_mode(mamba, NEWEST, True) == "align"
     )
-    assert caches_hybrid_prefixes(LLAMA, release_key("0.10.2"), None)  # its own cache: on unless asked off
-    assert not caches_hybrid_prefixes(LLAMA, NEWEST, False)
-    assert not caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.27.0"), None)
-    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.27.0"), True)
-    assert caches_hybrid_prefixes(QWEN3_NEXT, release_key("0.28.0"), None)
+    assert prefix_caching_default(LLAMA, release_key("0.10.2"))  # its own cache: on unless asked off
+    assert not prefix_caching_default(QWEN3_NEXT, release_key("0.27.0"))
+    assert vllm_mamba_cache_mode(QWEN3_NEXT, release_key("0.27.0"), True) == "align"
+    assert prefix_caching_default(QWEN3_NEXT, release_key("0.28.0"))
 
 
 def test_state_pages_and_shared_prefixes():
@@ -73,8 +71,13 @@ def test_state_pages_and_shared_prefixes():
     assert state_pages(NEMOTRON, release_key("0.31.0"), "align") == 2
     assert state_pages(NEMOTRON, release_key("0.32.0"), "align") == 3
     assert state_pages(QWEN3_NEXT, release_key("0.32.0"), "align") == 2
-    assert not serves_shared_prefix(release_key("0.25.0"), "align")
-    assert serves_shared_prefix(release_key("0.26.0"), "align")
+    assert state_pages(QWEN3_NEXT, release_key("0.33.0"), "align", gdn_page=True) == 3  # FlashInfer's GDN prefill
+    assert state_pages(QWEN3_NEXT, release_key("0.32.0"), "align", draft_tokens=2) == 4  # a page a draft token
+    assert state_pages(QWEN3_NEXT, release_key("0.32.0"), "none", draft_tokens=2) == 3
+    assert state_pages(QWEN3_NEXT, release_key("0.14.0"), "none", draft_tokens=2) == 1  # before 0.15
+    assert vllm_mamba_cache_mode(NEMOTRON, release_key("0.21.0"), True, speculative=True) == "align"
+    assert not serves_shared_prefix(release_key("0.21.0"), "align")
+    assert serves_shared_prefix(release_key("0.24.0"), "align")  # the Marconi stop at a shared prefix
     assert not serves_shared_prefix(NEWEST, "none")
 
 
@@ -98,7 +101,7 @@ def test_the_default_vllm_holds_three_pages_a_request_by_hand(cli):
 def test_the_all_mode_is_refused_with_its_ways_out(cli):
     refused = cli.run("kv", NEMOTRON_CONFIG, "--target", "h100", "--engine", "vllm@0.27", "--enable-prefix-caching")
     line = " ".join(refused.output.split())
-    assert refused.exit_code == 2 and "Mamba 'all' mode" in line and "add --no-enable-prefix-caching" in line
+    assert refused.exit_code == 2 and "Mamba 'all' mode" in line and "drop --enable-prefix-caching" in line
     assert "mamba_cache_mode" not in _engine(cli, "--engine", "vllm@0.27")  # opt-in before 0.28
     assert _engine(cli, "--engine", "vllm@0.28")["mamba_cache_mode"] == "align"
     qwen = cli.json(
@@ -115,7 +118,8 @@ def test_a_release_that_turns_the_cache_off_says_so(cli):
 
 def test_the_launch_line_and_the_hit(cli):
     """The latest vLLM caches the hybrid's prefixes by default: no flag on its line, and a 6,000-token shared prefix
-    served in whole blocks; vLLM 0.21 does not by default (no flag, no hit), nor with the cache off."""
+    served in whole blocks; vLLM 0.21 does not by default (no flag, no hit), nor with the cache off; asked, 0.21
+    writes the flag but serves no hit (it stops a prefill at a shared prefix, caching its state, from 0.24)."""
     args = ("plan", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--concurrency", "16", "--isl", "8192",
             "--osl", "256", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
     on, old, off = (
@@ -132,7 +136,7 @@ def test_the_launch_line_and_the_hit(cli):
     assert off["launch"]["vllm"].endswith("--no-enable-prefix-caching")
     asked = cli.json(*args, "--engine", "vllm@0.21", "--enable-prefix-caching")
     assert "--enable-prefix-caching" in asked["launch"]["vllm"]
-    assert not any(note.startswith("prefix cache: 5") for note in asked["notes"])  # align before 0.26: no hit
+    assert not any(note.startswith("prefix cache: 5") for note in asked["notes"])  # no stop at a prefix before 0.24
 
 
 def test_a_search_refuses_the_all_mode_once_not_layout_by_layout(cli):
@@ -141,3 +145,31 @@ def test_a_search_refuses_the_all_mode_once_not_layout_by_layout(cli):
                       "32", "--closed-form", "--engine", "vllm@0.25", "--enable-prefix-caching")  # fmt: skip
     line = " ".join(refused.output.split())
     assert refused.exit_code == 2 and line.startswith("error: vLLM 0.25.x caches") and "layouts" not in line
+
+
+QWEN35_CONFIG = "tests/fixtures/hf_configs/qwen3.5-4b.json"
+
+
+def test_a_gated_deltanet_checkpoint_from_033_on_hopper_by_hand(cli):
+    """Qwen3.5-4B (24 Gated DeltaNet layers, 8 attention layers of 4 KV heads of 256) on one H100 at 8,192 tokens:
+    vLLM 0.32 raises the block to 528 tokens and holds 2 state pages a request; from 0.33 FlashInfer's GDN prefill
+    keeps a third, its checkpoint on a 64-token boundary: the block becomes 64 x ceil(528 / 64) = 576. A B200 keeps
+    2 pages and says why."""
+
+    def engine(*args: str) -> dict:
+        return cli.json("kv", QWEN35_CONFIG, "--seq", "8192", *args)["memory"]["engine"]
+
+    old, new = engine("--target", "h100", "--engine", "vllm@0.32"), engine("--target", "h100")
+    assert (old["block_size"], new["block_size"]) == (528, 576)
+    attention = lambda plan: -(-8192 // plan["block_size"])  # noqa: E731
+    assert old["max_concurrency"] == pytest.approx(old["kv_blocks"] / (attention(old) + 3 * 2))
+    assert new["max_concurrency"] == pytest.approx(new["kv_blocks"] / (attention(new) + 3 * 3))
+    blackwell = engine("--target", "b200")
+    assert blackwell["block_size"] == 528 and any("CUDA 13 runtime" in note for note in blackwell["notes"])
+
+
+def test_an_attention_free_models_cache_is_refused_when_asked(cli):
+    mamba = ("kv", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", "--target", "h100", "--seq", "8192")
+    refused = cli.run(*mamba, "--enable-prefix-caching")
+    assert refused.exit_code == 2 and "attention-free model" in " ".join(refused.output.split())
+    assert "mamba_cache_mode" not in cli.json(*mamba)["memory"]["engine"]

