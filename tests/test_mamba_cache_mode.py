@@ -173,3 +173,32 @@ def test_an_attention_free_models_cache_is_refused_when_asked(cli):
     refused = cli.run(*mamba, "--enable-prefix-caching")
     assert refused.exit_code == 2 and "attention-free model" in " ".join(refused.output.split())
     assert "mamba_cache_mode" not in cli.json(*mamba)["memory"]["engine"]
+
+
+def test_a_hybrids_shared_prefix_not_served_says_why(cli):
+    """SGLang's hybrid cache is not modelled, vLLM 0.27's is off by default: each says so where the TTFT is."""
+    args = ("plan", QWEN35_CONFIG, "--target", "h200", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
+            "16", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
+    sglang = " ".join(cli.json(*args, "--engine", "sglang")["notes"])
+    assert "not served here (SGLang's MambaRadixCache" in sglang
+    old = " ".join(cli.json(*args, "--engine", "vllm@0.27")["notes"])
+    assert "vLLM's cache of a hybrid is off (on by default from 0.28" in old
+    assert "not served here" not in " ".join(cli.json(*args)["notes"])
+
+
+def test_a_drafters_comparison_in_an_unpriced_mode_is_refused_in_one_line(cli, tmp_path):
+    """vLLM 0.20 runs a Mamba family in align under speculative decoding but in 'all' without: the comparison's
+    plain run is not priced, said in one line."""
+    draft = tmp_path / "draft.json"
+    draft.write_text(
+        '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024, "intermediate_size":'
+        ' 2048, "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 2, "vocab_size": 131072,'
+        ' "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 10000, "torch_dtype": "bfloat16"}'
+    )
+    refused = cli.run(
+        "plan", NEMOTRON_CONFIG, "--target", "h200", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
+        "16", "--engine", "vllm@0.20", "--enable-prefix-caching", "--speculative-config",
+        '{"method": "draft_model", "num_speculative_tokens": 2}', "--draft", str(draft), "--acceptance-length", "2",
+    )  # fmt: skip
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and line.startswith("error: --speculative-config: the comparison without the drafter")

@@ -188,7 +188,7 @@ def test_a_host_tier_from_021_refuses_a_mamba_hybrid_without_prefix_caching(cli)
             "512", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm@0.21")  # fmt: skip
     refused = cli.run(*args, "--kv-offload-gib", "64")
     assert refused.exit_code == EXIT_BAD_INPUT and len(refused.output.strip().splitlines()) == 1
-    assert "hybrid (which it serves only with prefix caching on, its states in the Mamba align mode) is not priced" in (
+    assert "hybrid is not priced here (0.21 and later serve it only with prefix caching on" in (
         " ".join(refused.output.split())
     )
     assert cli.run(*args).exit_code == 0

@@ -118,8 +118,9 @@ def regime_note(plan: OffloadPlan) -> str:
 
 
 HYBRID_HOST_TIER = (
-    "--kv-offload-gib: vLLM's host tier for a Mamba/linear-attention hybrid (which it serves only with prefix caching"
-    " on, its states in the Mamba align mode) is not priced here: plan it without --kv-offload-gib"
+    "--kv-offload-gib: vLLM's host tier for a Mamba/linear-attention hybrid is not priced here (0.21 and later serve"
+    " it only with prefix caching on, the states in the Mamba align mode, and refuse it without): plan it without"
+    " --kv-offload-gib"
 )
 """vLLM 0.21 and later refuse the tier for such a hybrid without prefix caching ("Hybrid models (e.g. Mamba+Attention)
 need --enable-prefix-caching to align block sizes": ``v1/kv_offload/base.py`` 0.21,

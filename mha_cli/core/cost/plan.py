@@ -180,6 +180,23 @@ def prefix_served(model: ModelSpec, deployment: DeploymentSpec, engine: EnginePl
     return deployment.shared_prefix or 0
 
 
+def hybrid_prefix_note(model: ModelSpec, deployment: DeploymentSpec, engine: EnginePlan) -> str | None:
+    """Why a hybrid's ``--shared-prefix`` is computed in full, in one line; None where it is served, or there is
+    none."""
+    if model.recurrent is None or not deployment.shared_prefix or gpu_prefix_cache(model, deployment, engine):
+        return None
+    if engine.name != "vllm":
+        why = "SGLang's MambaRadixCache and TensorRT-LLM's block reuse of a hybrid are not modelled"
+    elif engine.mamba_cache_mode == "none":
+        why = "vLLM's cache of a hybrid is off (on by default from 0.28; --enable-prefix-caching)"
+    else:
+        why = "this vLLM keeps a hybrid's states at a shared prefix only from 0.24"
+    return (
+        f"prefix cache: the --shared-prefix of a model with fixed-state layers is not served here ({why}): every"
+        " prompt is computed in full"
+    )
+
+
 def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
     """How many requests the pool holds with the prefix's whole blocks held once (``core.cost.prefix_pool``)."""
     size = engine.block_size
@@ -405,6 +422,9 @@ class LayoutPlans:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
             prediction.notes.append(shared_pool_note(case, engine))
+        unserved = hybrid_prefix_note(model, self.deployment, engine) if offload is None else None
+        if unserved is not None:  # a hybrid's shared prefix, recomputed: said where the TTFT is
+            prediction.notes.append(unserved)
         format_note = deployment_kv_format_note(self.deployment, model)
         if format_note is not None:  # the pool priced is one the engine cannot allocate: said where the figures are
             prediction.notes.append(format_note)

@@ -13,6 +13,7 @@ Python.
 from mha_cli.core.cost.plan import LayoutPlans
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.speculative import SpeculativeComparison, SpeculativePoint
+from mha_cli.core.errors import NotPricedError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.speculative import drafter_weight_bytes
 from mha_cli.core.targets import ResolvedTarget
@@ -40,8 +41,12 @@ def compare_speculative(
     plain = deployment.model_copy(update={"speculative": None})
     common = {"isl": isl, "osl": osl, "tp": tp, "pp": pp}
     with_plans = LayoutPlans(model, target, deployment, profile, ceiling, **common)
-    without_plans = LayoutPlans(model, target, plain, profile, ceiling, **common)
-    at, at_without = with_plans.at(concurrency), without_plans.at(concurrency)
+    at = with_plans.at(concurrency)
+    try:  # the same deployment without a drafter may run a mode mha does not price (vLLM 0.20-0.21's Mamba 'all')
+        without_plans = LayoutPlans(model, target, plain, profile, ceiling, **common)
+        at_without = without_plans.at(concurrency)
+    except NotPricedError as exc:
+        raise NotPricedError(f"--speculative-config: the comparison without the drafter: {exc.message}") from None
     admitted = at_without.memory.engine.admitted_per_replica * at_without.deployment.replicas
     top = min(MAX_POINTS_USERS, max(2, 2 * admitted))
     curve, loses_from = [], None
