@@ -182,13 +182,19 @@ def refuses_speculative_align(release: Release, mode: MambaCacheMode, speculativ
     return speculative and mode == "align" and release[:2] == ALIGN_FROM
 
 
+def _gdn_checkpoint_release(model: ModelSpec, release: Release, mode: MambaCacheMode) -> bool:
+    """Whether ``model`` is a Gated DeltaNet hybrid in ``align`` on a vLLM (0.33+) whose FlashInfer GDN prefill keeps
+    a checkpoint page, where that kernel runs."""
+    kind = None if model.recurrent is None else model.recurrent.kind
+    return kind == "gated_deltanet" and mode == "align" and release[:2] >= GDN_CHECKPOINT_FROM
+
+
 def gdn_checkpoint(model: ModelSpec, release: Release, mode: MambaCacheMode, capability: float | None) -> bool:
     """Whether vLLM ``release`` keeps a Gated DeltaNet prefill checkpoint page for ``model`` on a GPU of compute
     ``capability`` (None: not a CUDA GPU): ``align`` from 0.33 on Hopper, where FlashInfer's GDN prefill runs
     unconditionally."""
-    kind = None if model.recurrent is None else model.recurrent.kind
     hopper = capability is not None and 9.0 <= capability < 10.0
-    return kind == "gated_deltanet" and mode == "align" and release[:2] >= GDN_CHECKPOINT_FROM and hopper
+    return hopper and _gdn_checkpoint_release(model, release, mode)
 
 
 def gdn_blackwell_note(
@@ -196,9 +202,8 @@ def gdn_blackwell_note(
 ) -> str | None:
     """What a Blackwell GPU may add to a Gated DeltaNet model's ``align`` pages from vLLM 0.33, in words; None
     elsewhere."""
-    kind = None if model.recurrent is None else model.recurrent.kind
     blackwell = capability is not None and capability >= 10.0
-    if kind != "gated_deltanet" or mode != "align" or release[:2] < GDN_CHECKPOINT_FROM or not blackwell:
+    if not blackwell or not _gdn_checkpoint_release(model, release, mode):
         return None
     return (
         "vLLM 0.33+ on Blackwell runs FlashInfer's Gated DeltaNet prefill only with a CUDA 13 runtime (and a key head"

@@ -161,8 +161,8 @@ class EnginePlan(Record):
     mamba_cache_mode: Annotated[MambaCacheMode, Field(exclude_if=lambda value: value == "none")] = "none"
     """vLLM: how its Mamba/linear-attention groups hold a request's state (``core.engine.mamba_cache_mode``):
     ``align`` where prefix caching is on (2 pages a request, 3 with a prefill checkpoint; prefixes served at block
-    boundaries), ``none`` (left
-    out of the JSON) where it is off, or the model has no such layer, or another engine."""
+    boundaries), ``none`` (left out of the JSON) where it is off, or the model has no such layer, or another
+    engine."""
     serves_hybrid_prefixes: bool = Field(default=False, exclude=True)
     """vLLM 0.24+ in the Mamba ``align`` mode: its cache serves a hybrid's shared prefix once warm
     (``core.engine.mamba_cache_mode.serves_shared_prefix``). Not part of the JSON output."""
@@ -828,7 +828,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     if priced_state:
         notes.append(
-            f"{kv.n_state_layers} Mamba/linear-attention layers: {_state_pages_words(mode, pages, inputs.speculative_tokens)} ({format_bytes(state)} of"
+            f"{kv.n_state_layers} Mamba/linear-attention layers: {_state_pages_words(mode, pages, pages - state_pages(model, release, mode, gdn_page=gdn_page))} ({format_bytes(state)} of"
             f" state{', its SSM part in fp32 on the CPU backend' if cpu else ''}, padded to the attention page);"
             f" vLLM raises the attention block to {block} tokens (asked: {settings.block_size}) so one page holds it"
             + (
@@ -964,16 +964,17 @@ def _mamba_cache_mode(inputs: _Inputs, release: Release) -> MambaCacheMode:
     return mode
 
 
-def _state_pages_words(mode: MambaCacheMode, pages: int, draft_tokens: int) -> str:
-    """What a request holds in each state group, in words."""
-    drafts = f", {draft_tokens} for the draft tokens" if draft_tokens and pages > (2 if mode == "align" else 1) else ""
-    if mode == "align":
-        checkpoint = ", a prefill checkpoint" if pages - (len(drafts) > 0) * draft_tokens > 2 else ""
-        return (
-            f"{pages} pages each per request (prefix caching's Mamba 'align' mode: the state being advanced and the"
-            f" last one kept at a block boundary, where a later prompt's hit resumes{checkpoint}{drafts})"
-        )
-    return "one page each per request" if pages == 1 else f"{pages} pages each per request (one{drafts})"
+def _state_pages_words(mode: MambaCacheMode, pages: int, draft_pages: int) -> str:
+    """What a request holds in each state group (``pages``, ``draft_pages`` of them for speculative decoding's draft
+    tokens), in words."""
+    drafts = f", {draft_pages} for the draft tokens" if draft_pages else ""
+    if mode == "none":
+        return "one page each per request" if pages == 1 else f"{pages} pages each per request (one{drafts})"
+    checkpoint = ", a prefill checkpoint" if pages - draft_pages > 2 else ""
+    return (
+        f"{pages} pages each per request (prefix caching's Mamba 'align' mode: the state being advanced and the"
+        f" last one kept at a block boundary, where a later prompt's hit resumes{checkpoint}{drafts})"
+    )
 
 
 def _token_pool(inputs: _Inputs, available: int, per_sequence: int) -> tuple[int, int, float]:
