@@ -91,6 +91,8 @@ def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note
     assert "kv_cache_config.dtype: fp8" in found["launch_note"]
     plain = cli.json(*SEARCH, "--engine", "trtllm")  # trtllm-serve's own default (8,192) priced: nothing to add
     assert "--max_num_tokens" not in plain["launch"]["trtllm"] and plain["launch_note"] is None
+    no_reuse = cli.json(*SEARCH, "--engine", "trtllm", "--no-enable-prefix-caching")  # priced off: said how (trial 285)
+    assert "kv_cache_config.enable_block_reuse: false" in no_reuse["launch_note"]
 
 
 def test_a_format_a_line_cannot_write_is_a_note(cli):

@@ -151,8 +151,8 @@ TRTLLM_INT8_KV = (
 
 def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
     """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
-    and the notes for its KV format (set in its options file, not on the line; a format TensorRT-LLM does not offer,
-    ``core.engine.plan.KV_FORMATS``, is not written there)."""
+    and the notes for its KV format and block reuse as asked (set in its options file, not on the line; a format
+    TensorRT-LLM does not offer, ``core.engine.plan.KV_FORMATS``, is not written there)."""
     from mha_cli.core.engine.plan import KV_FORMATS
 
     words = [] if deployment.max_num_batched_tokens is None else ["--max_num_tokens", str(step_tokens)]
@@ -173,6 +173,11 @@ def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str
     if deployment.kv_dtype == "fp8" and deployment.kv_fp8_variant == "e5m2":  # TorchLlmArgs'
         # sync_quant_config_with_kv_cache_config_dtype maps "fp8" to QuantAlgo.FP8 (e4m3) and names no e5m2
         notes.append("TensorRT-LLM's fp8 cache is e4m3 (kv_cache_config.dtype takes auto or fp8): it has no e5m2")
+    if deployment.prefix_caching is not None:  # as priced: its PyTorch backend reuses blocks by default, C++ does not
+        notes.append(
+            "trtllm-serve takes block reuse in its --extra_llm_api_options file: set"
+            f" kv_cache_config.enable_block_reuse: {'true' if deployment.prefix_caching else 'false'}"
+        )
     return words, notes
 
 
