@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from mha_cli.core.cost.prefix_pool import own_blocks, shared_admitted, shares_prefix_blocks
+from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.offload import HostPool, host_pool
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
@@ -170,9 +171,8 @@ def _nothing_cached(
         why = "no --shared-prefix: the prompts share no prefix"
     elif model.recurrent is not None:
         why = (
-            "a model with fixed-state layers: its prefixes are not cached here (vLLM serves them in its Mamba align"
-            " mode, with prefix caching on, by default from 0.28; SGLang's MambaRadixCache and TensorRT-LLM's block"
-            " reuse of a hybrid are not modelled)"
+            "a model with fixed-state layers: its prefixes are not cached here"
+            f" ({unserved_reason(engine.name, engine.mamba_cache_mode)})"
         )
     elif not prefix_tokens:
         why = f"the shared prefix ({deployment.shared_prefix:,} tokens) fills no whole block of {engine.block_size}"

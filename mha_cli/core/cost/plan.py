@@ -28,6 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
+from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
@@ -185,12 +186,7 @@ def hybrid_prefix_note(model: ModelSpec, deployment: DeploymentSpec, engine: Eng
     none."""
     if model.recurrent is None or not deployment.shared_prefix or gpu_prefix_cache(model, deployment, engine):
         return None
-    if engine.name != "vllm":
-        why = "SGLang's MambaRadixCache and TensorRT-LLM's block reuse of a hybrid are not modelled"
-    elif engine.mamba_cache_mode == "none":
-        why = "vLLM's cache of a hybrid is off (on by default from 0.28; --enable-prefix-caching)"
-    else:
-        why = "this vLLM keeps a hybrid's states at a shared prefix only from 0.24"
+    why = unserved_reason(engine.name, engine.mamba_cache_mode)
     return (
         f"prefix cache: the --shared-prefix of a model with fixed-state layers is not served here ({why}): every"
         " prompt is computed in full"

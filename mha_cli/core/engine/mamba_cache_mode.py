@@ -228,3 +228,12 @@ def serves_shared_prefix(release: Release, mode: MambaCacheMode) -> bool:
     """Whether vLLM ``release`` in ``mode`` serves a hybrid's shared prefix from its cache once warm (``align`` from
     0.24.0)."""
     return mode == "align" and release[:2] >= JUNCTION_FROM
+
+
+def unserved_reason(engine: str, mode: MambaCacheMode) -> str:
+    """Why ``engine`` (its state groups in ``mode``, vLLM's) serves no shared prefix of a hybrid, in words."""
+    if engine != "vllm":
+        return "SGLang's MambaRadixCache and TensorRT-LLM's block reuse of a hybrid are not modelled"
+    if mode == "none":
+        return "vLLM's cache of a hybrid is off (on by default from 0.28; --enable-prefix-caching)"
+    return "this vLLM keeps a hybrid's states at a shared prefix only from 0.24"

