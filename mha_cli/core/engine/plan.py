@@ -40,6 +40,7 @@ from mha_cli.core.engine.activation import (
     profile_peak_bytes,
     sampler_peak_bytes,
 )
+from mha_cli.core.engine.cold_compile import cold_compile_note
 from mha_cli.core.engine.context_limit import vllm_max_model_len
 from mha_cli.core.engine.cuda_graphs import (
     DRAFTER_GRAPHS_NOTE,
@@ -875,6 +876,9 @@ def _vllm(inputs: _Inputs) -> _Pool:
     memory_rules = vllm_memory_rules_note(settings.release)
     if memory_rules:
         notes.append(memory_rules)
+    cold = cold_compile_note(cpu, pool_set_outright=settings.kv_cache_bytes is not None)
+    if cold:
+        notes.append(cold)
     derived = vllm_max_model_len(model, settings.release)
     if derived is not None and kv.seq_len > derived:
         how = "max_position_embeddings" + (" as its RoPE scaling extends it" if derived != model.context_length else "")
