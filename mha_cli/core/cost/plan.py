@@ -146,7 +146,7 @@ def serving_case(
         cached_prefix=hit,
         speculative=deployment.speculative, nodes=nodes, host_kv_cache=bool(deployment.kv_offload_bytes),
         pp_split=engine.name, expert_kernel=memory.expert_kernel,
-        recv_interval=deployment.recv_interval,
+        recv_interval=deployment.recv_interval, whole_prompts=engine.name == "trtllm",
         separate_servers=bool(deployment.separate_servers and experts and experts.ranks == memory.tp and replicas > 1),
     )  # fmt: skip
 

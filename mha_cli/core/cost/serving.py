@@ -20,7 +20,12 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   side, each its own sequence: ``others_prompts``) fill m of those steps:
   ITL = ((osl - m) x decode + m x full step) / osl. Under pipeline parallelism every micro-batch in flight is its
   own step with its own budget, so the prompts share pp x osl steps (``micro_batch_steps``). Running is also capped
-  at what that budget keeps up with (``sustainable``): past it, users wait for a slot.
+  at what that budget keeps up with (``sustainable``): past it, users wait for a slot. An engine that runs a prompt
+  whole in one step beside the running decodes (TensorRT-LLM without context chunking, ``whole_prompts``) starts
+  one only where at most budget - prompt decodes run, so running is capped at budget - prompt + 1
+  (``whole_prompt_running``), as its micro-batch scheduler does in the simulated loop (``core.serve.schedulers``).
+  A prompt over the budget is priced chunked here, as a release with context chunking on runs it; the simulated
+  loop refuses it (chunking is off by default).
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
   the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step
   (it arrives mid-step; N / 2 of them under SGLang's ``--scheduler-recv-interval N``) + the front end (the request's
@@ -265,6 +270,14 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
     return max(1, (osl * budget + isl) // (isl + osl))
 
 
+def whole_prompt_running(prompt: int, budget: int) -> int:
+    """Requests in flight an engine keeps that runs each ``prompt`` (tokens to compute, at most ``budget``) whole in
+    one step of at most ``budget`` tokens, the running decodes (one token each) first: TensorRT-LLM's micro-batch
+    scheduler with context chunking off (``core.serve.schedulers``). A prompt starts only beside at most
+    ``budget - prompt`` decodes, so ``budget - prompt + 1`` run at most."""
+    return budget - prompt + 1
+
+
 def eager_prefill_note(operators: int, seconds_per_operator: float, why: str) -> str:
     """Why a prompt step costs what it does on an engine whose prefill runs outside CUDA graphs
     (``core.engine.prefill_graphs``): ``operators`` launched one by one at ``seconds_per_operator`` each, ``why``."""
@@ -321,6 +334,10 @@ def predict_serving(
     computed = case.isl - case.cached_prefix
     budget = case.chunk_tokens * micro_batch_steps(case.pp)  # prompt tokens a request step, all micro-batches
     limit = admitted if case.batching == "static" else min(admitted, sustainable(computed, case.osl, budget))
+    whole = None
+    if case.whole_prompts and case.batching == "continuous" and computed <= case.chunk_tokens:
+        whole = whole_prompt_running(computed, case.chunk_tokens)
+        limit = min(limit, whole)
     running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
     in_flight = min(case.concurrency, case.replicas * limit)  # every replica together
@@ -357,11 +374,17 @@ def predict_serving(
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:
-        why = (
-            f"the engine admits {admitted} request(s) of {case.isl + case.osl:,} tokens at once"
-            if limit == admitted
-            else f"its prefill budget ({case.chunk_tokens:,} tokens a step) keeps up with {limit} requests' prompts"
-        )
+        if limit == admitted:
+            why = f"the engine admits {admitted} request(s) of {case.isl + case.osl:,} tokens at once"
+        elif limit == whole:
+            beside = "when no other request decodes" if whole == 1 else f"beside at most {whole - 1:,} decoding"
+            why = (
+                f"each {computed:,}-token prompt runs whole in one step of at most {case.chunk_tokens:,} tokens"
+                f" (max_num_tokens), the running decodes first, so it starts only {beside} (TensorRT-LLM's"
+                " micro-batch scheduler, context chunking off)"
+            )
+        else:
+            why = f"its prefill budget ({case.chunk_tokens:,} tokens a step) keeps up with {limit} requests' prompts"
         notes.append(f"{queued} of {users} users per replica wait: {why}; their wait is in TTFT")
     return ServingPrediction(
         deployment=Deployment(

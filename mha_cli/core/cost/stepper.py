@@ -81,6 +81,9 @@ class ServingCase(NamedTuple):
     """vLLM's MXFP4 MoE kernel that the engine, its release and the GPU pick for mxfp4 routed experts (gpt-oss; the
     memory plan's ``MemoryPlan.expert_kernel``): each step reads and computes the experts at its padded shapes
     (``core.cost.work.kernel_expert``); None: the checkpoint's shapes (SGLang, TensorRT-LLM, other formats)."""
+    whole_prompts: bool = False
+    """The engine runs each prompt whole in one step beside the running decodes, never chunked (TensorRT-LLM,
+    context chunking off by default): the closed form caps running at ``core.cost.serving.whole_prompt_running``."""
     recv_interval: int = 1
     """SGLang's ``--scheduler-recv-interval``: while requests decode, a new one waits for every N-th decode step to be
     taken into the queue (``core.serve.recv_interval``); 1: the next step (every other engine)."""

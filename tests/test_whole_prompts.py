@@ -1,0 +1,33 @@
+"""TensorRT-LLM runs a prompt whole, the running decodes first (``core.cost.serving.whole_prompt_running``): the
+closed form caps what runs as its micro-batch scheduler does, and agrees with the simulated loop, an independent
+implementation of that scheduler (``core.serve.schedulers._trtllm``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mha_cli.core.cost.serving import whole_prompt_running
+
+
+def test_a_prompt_starts_only_beside_the_decodes_the_budget_leaves():
+    # 8,192 tokens a step: an 8,192-token prompt starts alone, an 8,000-token one beside 192 decodes, so 193 run
+    assert whole_prompt_running(8192, 8192) == 1
+    assert whole_prompt_running(8000, 8192) == 193
+    assert whole_prompt_running(1, 8192) == 8192
+
+
+def test_trtllm_closed_form_runs_what_the_simulated_scheduler_runs(cli):
+    """Llama-3-8B, 8,192-token prompts on one H100 with TensorRT-LLM's 8,192-token budget: the pool admits 55 such
+    requests, but each prompt waits until no other request decodes, so one runs at a time (the simulated loop's
+    max_running) and 15 of 16 users wait; before, the closed form ran all 16 at 5x the simulated tokens/s."""
+    args = ("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--engine", "trtllm", "--isl", "8192",
+            "--osl", "256", "--concurrency", "16")  # fmt: skip
+    found = cli.json(*args)
+    assert found["memory"]["engine"]["admitted_per_replica"] == 55
+    assert found["running_per_replica"] == found["simulated"]["max_running"] == 1
+    assert found["queued_per_replica"] == 15
+    assert found["output_tokens_per_s"] == pytest.approx(found["simulated"]["output_tokens_per_s"], rel=0.1)
+    assert any("starts only when no other request decodes" in note for note in found["notes"])
+    # the control: vLLM chunks the prompts and runs all 16 at once
+    vllm = cli.json(*args[:7], "vllm", *args[8:])
+    assert vllm["running_per_replica"] == 16 and vllm["queued_per_replica"] == 0
