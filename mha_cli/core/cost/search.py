@@ -937,7 +937,7 @@ def _launch_note(
         notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
     if "trtllm" in launch and "--speculative-config" in launch.get("vllm", ""):
         notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
-    if "trtllm" in launch and "--kv-offloading-size" in launch["vllm"] and pick is not None and pick.offload:
+    if "trtllm" in launch and pick is not None and pick.offload:  # whether or not a vllm line was written
         host = pick.offload.host
         notes.append(f"trtllm-serve takes the host pool in its --extra_llm_api_options file: {host.flags[0]}")
     if served.revision is not None and "trtllm" in launch:
