@@ -309,7 +309,7 @@ def test_a_simulated_plan_admits_requests_by_state(cli):
     config = str(reference_hf_config("mamba-2.8b-hf"))
     result = cli.run("plan", config, "--target", "h100", "--tp", "1", "--concurrency", "8", "--num-prompts", "16")
     assert result.exit_code == 0, result.output
-    assert "no KV tokens (attention-free: one fixed state a request)" in " ".join(result.output.split())
+    assert "no KV tokens (fixed states only, whatever a request's length)" in " ".join(result.output.split())
     assert "0 KV tokens" not in result.output
 
 

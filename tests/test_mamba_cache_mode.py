@@ -19,6 +19,7 @@ from mha_cli.core.engine.mamba_cache_mode import (
 )
 from mha_cli.core.engine.release_numbers import LATEST, release_key
 from mha_cli.core.sources import load_source
+from tests.conftest import reference_hf_config
 
 NEMOTRON_CONFIG = "tests/fixtures/hf_configs/nvidia-nemotron-3-nano-30b-a3b.json"
 QWEN3_NEXT_CONFIG = "tests/fixtures/hf_configs/qwen3-next-80b-a3b.json"
@@ -202,3 +203,34 @@ def test_a_drafters_comparison_in_an_unpriced_mode_is_refused_in_one_line(cli, t
     )  # fmt: skip
     line = " ".join(refused.output.split())
     assert refused.exit_code == 2 and line.startswith("error: --speculative-config: the comparison without the drafter")
+
+
+def _stage_plan(cli, config: str, *flags: str) -> dict:
+    return cli.json(
+        "plan", str(reference_hf_config(config)), "--target", "8xh200", "--isl", "16384", "--osl", "1024",
+        "--engine", "vllm@0.33", "--tp", "1", "--pp", "8", *flags,
+    )  # fmt: skip
+
+
+def test_a_stage_of_a_hybrids_state_layers_is_priced_in_the_models_mode_not_refused(cli):
+    """Trial 286 #2: granite-4.0-h-small at pp 8 puts only Mamba-2 layers on stage 0. vLLM decides the prefix cache
+    on the whole model (a hybrid, on by default from 0.28), so that stage runs the align mode: 3 pages a request
+    (2, and the Mamba-2 prefill checkpoint from 0.32), a third of the requests its pool holds with the cache off,
+    where --enable-prefix-caching was refused as if the model were attention-free."""
+    off = _stage_plan(cli, "granite-4.0-h-small", "--no-enable-prefix-caching")["memory"]["engine"]
+    for flags in ((), ("--enable-prefix-caching",)):
+        on = _stage_plan(cli, "granite-4.0-h-small", *flags)["memory"]["engine"]
+        assert on["mamba_cache_mode"] == "align" and on["kv_tokens"] == 0
+        assert on["available_kv_bytes"] == off["available_kv_bytes"]
+        assert on["max_concurrency"] == pytest.approx(off["max_concurrency"] / 3, rel=1e-12)
+        assert any(note.startswith("pipeline stage 0 holds only state layers of this hybrid") and "3 pages" in note
+                   for note in on["notes"])  # fmt: skip
+    assert "mamba_cache_mode" not in off
+
+
+def test_an_attention_free_model_stays_refused_under_pipeline_stages(cli):
+    result = cli.run(
+        "plan", str(reference_hf_config("mamba-codestral-7b")), "--target", "8xh200", "--isl", "4096", "--osl", "256",
+        "--engine", "vllm@0.33", "--tp", "1", "--pp", "8", "--enable-prefix-caching",
+    )  # fmt: skip
+    assert result.exit_code == 2 and "an attention-free model" in result.output

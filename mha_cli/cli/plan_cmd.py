@@ -959,7 +959,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     pool = (
         f"{engine.kv_tokens:,} KV tokens per device"
         if engine.kv_bytes_per_token_per_rank
-        else "no KV tokens (attention-free: one fixed state a request)"
+        else "no KV tokens (fixed states only, whatever a request's length)"
     )
     console.print(
         f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"

@@ -34,6 +34,9 @@ class StageLayout(Record):
     """The token embedding (and learned positions): the first stage."""
     head: bool
     """The final norm and the LM head (a tied head's copy of the embedding): the last stage."""
+    model_attention_free: bool = False
+    """The whole model has no layer that caches tokens (a Mamba model), as an engine reads it: a stage that holds
+    only a hybrid's Mamba layers is attention-free, its model is not (vLLM's prefix cache of the states)."""
 
 
 DEFAULT_SPLIT: EngineName = "vllm"
@@ -87,7 +90,7 @@ def stage_layout(model: ModelSpec, pp: int, stage: int, split: EngineName = DEFA
     sizes = stage_sizes(model.n_layers, pp, split)
     return StageLayout(
         stage=stage, pp=pp, first_layer=sum(sizes[:stage]), n_layers=sizes[stage], embedding=stage == 0,
-        head=stage == pp - 1,
+        head=stage == pp - 1, model_attention_free=model.attention_free,
     )  # fmt: skip
 
 

@@ -107,21 +107,28 @@ def hybrid_prefix_caching_default(release: Release) -> bool:
     return release[:2] >= DEFAULT_ON_FROM
 
 
-def prefix_caching_default(model: ModelSpec, release: Release) -> bool:
+def prefix_caching_default(model: ModelSpec, release: Release, attention_free: bool | None = None) -> bool:
     """Whether vLLM ``release`` caches ``model``'s prefixes unless told not to: a hybrid's from 0.28.0, never an
     attention-free model's (``is_prefix_caching_supported``: "Attention free models do not support prefix caching"),
-    any other model's always (V1)."""
-    if model.attention_free:
+    any other model's always (V1). ``attention_free``: whether the whole model is, where ``model`` is one pipeline
+    stage of it (vLLM reads the model, not the stage); None: ``model.attention_free``."""
+    if model.attention_free if attention_free is None else attention_free:
         return False
     return hybrid_prefix_caching_default(release) if has_state_layers(model) else True
 
 
 def vllm_mamba_cache_mode(
-    model: ModelSpec, release: Release, asked: bool | None, *, speculative: bool = False
+    model: ModelSpec,
+    release: Release,
+    asked: bool | None,
+    *,
+    speculative: bool = False,
+    attention_free: bool | None = None,
 ) -> MambaCacheMode:
     """The mode vLLM ``release`` runs ``model``'s state in, prefix caching as ``asked`` (None: the default),
-    ``speculative`` decoding on or not: ``none`` where the cache is off, asked off or turned off by the release."""
-    on = prefix_caching_default(model, release) if asked is None else asked
+    ``speculative`` decoding on or not: ``none`` where the cache is off, asked off or turned off by the release.
+    ``attention_free``: the whole model's, where ``model`` is a pipeline stage (``prefix_caching_default``)."""
+    on = prefix_caching_default(model, release, attention_free) if asked is None else asked
     if not on or not has_state_layers(model) or release[:3] < KEPT_FROM:
         return "none"
     supported = model.family in MAMBA_PREFIX_FAMILIES

@@ -794,7 +794,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
     ideal = _ideal_concurrency(inputs, available)
     priced_state = bool(kv.n_state_layers and rules.state_groups and kv.n_token_layers)  # state layers are groups
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
-        concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal
+        # a pool of states alone (an attention-free model, or a stage of a hybrid's state layers): each request's pages
+        concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal / pages
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
     outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
     refusal = outright or _set_pool_overflow(inputs) or _vllm_refusal(
@@ -863,9 +864,16 @@ def _vllm(inputs: _Inputs) -> _Pool:
     elif not pool.hybrid_allocator and kv.n_local_layers:
         notes.append("chunked attention turns vLLM's hybrid allocator off: sliding layers are priced as full")
     if model.attention_free:
+        stage = inputs.stage
+        who = (
+            "attention-free"
+            if stage is None or stage.model_attention_free
+            else f"pipeline stage {stage.stage} holds only state layers of this hybrid"
+        )
+        held = "one per running request" if pages == 1 else f"{pages} pages per running request, {mode} mode"
         notes.append(
-            "attention-free: no layer caches tokens, so the pool holds fixed states only (one per running request,"
-            " whatever its length); the concurrency is the pool over one request's state bytes"
+            f"{who}: no layer caches tokens, so the pool holds fixed states only ({held}, whatever its length); the"
+            " concurrency is the pool over one request's state pages"
         )
     elif state_hybrid:
         notes.append(
@@ -958,8 +966,12 @@ def _mamba_cache_mode(inputs: _Inputs, release: Release) -> MambaCacheMode:
     model, settings = inputs.model, inputs.settings
     named = release_named("vllm", inputs.generation, settings.engine_version)
     speculative = inputs.speculative_tokens > 0
-    mode = vllm_mamba_cache_mode(model, release, settings.prefix_caching, speculative=speculative)
-    if mode != "none" and model.attention_free:
+    # vLLM decides on the whole model: a pipeline stage holding only a hybrid's Mamba layers is no attention-free model
+    whole_free = model.attention_free if inputs.stage is None else inputs.stage.model_attention_free
+    mode = vllm_mamba_cache_mode(
+        model, release, settings.prefix_caching, speculative=speculative, attention_free=whole_free
+    )
+    if mode != "none" and whole_free:
         raise NotPricedError(attention_free_refusal(model, named))
     if mode == "all":
         raise NotPricedError(all_mode_refusal(model, named))
