@@ -307,3 +307,14 @@ def test_a_fit_option_that_would_change_nothing_is_refused(tmp_path, extra, said
     result = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)}).invoke(app, args)
     assert result.exit_code == 2 and said in result.output, result.output
     assert not (tmp_path / "profiles" / "refused.json").exists()
+
+
+def test_an_empty_profile_name_is_refused_not_replaced_by_the_default(tmp_path):
+    """Trial 287 #1: `--name "$PROFILE"` with the variable unset wrote the default cpu-vllm-fit profile, exit 0; an
+    empty value is refused (docs/input-limits.md), with --from and when measuring, and nothing is written."""
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    for args in (["--from", str(RESULTS / "tiny-llama_c4_i128_o64.json"), "--model", str(TINY_LLAMA), "--target",
+                  "cpu", *SERVER], []):  # fmt: skip
+        result = runner.invoke(app, ["calibrate", *args, "--name", ""])
+        assert result.exit_code == 2 and "profile name '' must be 1-64 letters" in result.output
+    assert not (tmp_path / "profiles").exists()

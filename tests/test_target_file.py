@@ -135,10 +135,12 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),
         (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 10.0}),
          "compute_capability is an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
+        (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: must be less than 16"),  # 9.0
+        (yaml.safe_dump({**H100, "compute_capability": 9.05}), "compute_capability 9.05 is not major.minor with one"),
         ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "too-large"],
+         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-two-minor-digits", "too-large"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
     monkeypatch.chdir(tmp_path)

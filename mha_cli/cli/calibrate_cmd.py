@@ -145,6 +145,8 @@ def calibrate(
 
     With --from: fit the profile to benchmark results of a real server instead (seconds, no torch): every run is replayed in the simulated serving loop; the held-out runs' error is the band. Needs --model and --target, and the server's settings (--max-num-seqs, --max-num-batched-tokens, --kv-cache-gib ...) where they were not the engine's defaults.
     """
+    if name is not None:  # an empty --name "$UNSET" is refused, not replaced by the default (trial 287 #1)
+        check_profile_name(name)
     if sources:
         if allow_unstable:
             raise BadInputError("--allow-unstable goes with measuring this machine, not with --from: drop it")
@@ -170,8 +172,6 @@ def calibrate(
     if dtype not in DTYPES:
         raise BadInputError(f"--dtype {dtype!r}: give bf16, fp16 or fp32")
     check_device_option(device)
-    if name is not None:
-        check_profile_name(name)
     if not 1 <= tp <= 64:
         raise BadInputError(f"--tp {tp}: give 1 to 64 local ranks for the all-reduce")
     from mha_cli.calibrate.run import STAGES

@@ -28,6 +28,11 @@ VENDORS = {name.lower(): name for name in ("NVIDIA", "AMD", "Intel", "Google", "
 """The vendors of the targets table, as it spells them (``mha_cli/data/hardware_targets.csv``), by lower case."""
 
 
+COMPUTE_CAPABILITY_BELOW = 16
+"""A target file's compute capability is below this: NVIDIA's newest parts are 12.x (RTX PRO 6000, GB10), so 90 or
+100, a dropped decimal point, is refused rather than read as a GPU generations ahead."""
+
+
 class TargetFile(Record):
     """One accelerator, as the rows of ``mha targets`` describe theirs."""
 
@@ -56,9 +61,10 @@ class TargetFile(Record):
     torch_memory_gib: float | None = Field(default=None, gt=0, le=1e6)
     """Memory as torch sees it, in GiB: ``torch.cuda.mem_get_info()[1] / 2**30`` (an H100 80GB: 79.19). Plans use
     it. Left out: 99% of ``memory_gb``, an estimate the output flags."""
-    compute_capability: float | None = Field(default=None, ge=1, le=99)
-    """An NVIDIA GPU's CUDA compute capability, major.minor (an H100: 9.0, a B200: 10.0;
-    https://developer.nvidia.com/cuda-gpus). vLLM's defaults follow it (10.x: CUDA graphs up to 1,024 tokens)."""
+    compute_capability: float | None = Field(default=None, ge=1, lt=COMPUTE_CAPABILITY_BELOW)
+    """An NVIDIA GPU's CUDA compute capability, major.minor with one digit after the point (an H100: 9.0, a B200:
+    10.0, an RTX PRO 6000: 12.0; https://developer.nvidia.com/cuda-gpus). vLLM's defaults follow it (10.x: CUDA graphs
+    up to 1,024 tokens), and the formats a GPU is offered (fp8 from 8.9, NVFP4 from 10.0)."""
     source: str = Field(min_length=1, max_length=2000)
     """Where the figures come from: a datasheet's title or URL."""
     notes: str = Field(default="", max_length=4000)
@@ -77,6 +83,12 @@ class TargetFile(Record):
             raise ValueError(
                 f"torch_memory_gib ({self.torch_memory_gib:g}) is above memory_gb ({self.memory_gb:g}): give what"
                 " torch.cuda.mem_get_info()[1] / 2**30 reads on the device"
+            )
+        capability = self.compute_capability
+        if capability is not None and abs(capability * 10 - round(capability * 10)) > 1e-9:  # 9.0, 8.9, 10.3
+            raise ValueError(
+                f"compute_capability {capability:g} is not major.minor with one minor digit (an H100: 9.0, 8.9 an"
+                " L40S): give the figure https://developer.nvidia.com/cuda-gpus lists"
             )
         if self.compute_capability is not None and self.vendor != "NVIDIA":  # it moves vLLM's CUDA-graph budget
             raise ValueError(
