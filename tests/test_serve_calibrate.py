@@ -318,3 +318,21 @@ def test_an_empty_profile_name_is_refused_not_replaced_by_the_default(tmp_path):
         result = runner.invoke(app, ["calibrate", *args, "--name", ""])
         assert result.exit_code == 2 and "profile name '' must be 1-64 letters" in result.output
     assert not (tmp_path / "profiles").exists()
+
+
+def test_the_use_it_line_plans_the_server_the_profile_was_fitted_on(tmp_path):
+    """Trial 287 #2: the printed `mha plan` line left out the server's settings the fit was given, so a pasted plan
+    ran vLLM's defaults (128 sequences, not the fitted 32); it carries them, and runs as printed."""
+    import shlex
+
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    fitted = runner.invoke(app, ["calibrate", "--from", str(RESULTS / "tiny-llama_c4_i128_o64.json"), "--model",
+                                 str(TINY_LLAMA), "--target", "cpu", *SERVER, "--name", "use", "--json"])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    use = shlex.split(json.loads(fitted.stdout)["use"])
+    assert use[:2] == ["mha", "plan"] and use[-2:] == ["--profile", "use"]
+    given = dict(zip(SERVER[::2], SERVER[1::2], strict=True))
+    assert {flag: use[use.index(flag) + 1] for flag in given} == given
+    plan = runner.invoke(app, [*use[1:], "--tp", "1", "--concurrency", "4", "--closed-form", "--json"])
+    assert plan.exit_code == 0, plan.output
+    assert "--max-num-seqs 32" in json.loads(plan.stdout)["launch"]["vllm"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.cli.output import Output
+from mha_cli.core.byte_units import GIB
 from mha_cli.core.errors import BadInputError, shown
 
 if TYPE_CHECKING:
@@ -95,7 +96,19 @@ def calibrate_from_results(
     import shlex
 
     engine_words = ["--engine", engine] if engine else []
-    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, *engine_words, "--profile", chosen])
+    use = shlex.join(
+        [
+            "mha",
+            "plan",
+            model,
+            "--target",
+            resolved.spec,
+            *engine_words,
+            *setting_words(deployment),
+            "--profile",
+            chosen,
+        ]
+    )
     notes = [*fit.notes, *([server_note] if server_note else [])]
     Output(json).emit(fit.model_copy(update={"path": str(path), "use": use, "notes": notes}), render_fit)
 
@@ -164,4 +177,28 @@ def render_fit(console: Console, fit: CalibrationFit) -> None:
         console.print(f"[dim]note: {escape(note)}[/dim]")
     console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(fit.path))}")
     if fit.use:
-        console.print(f"use it: {escape(fit.use)} (with the server's settings)")
+        console.print(f"use it: {escape(fit.use)}")
+
+
+SETTING_FLAGS = (
+    ("weight_dtype", "--weight-dtype"), ("kv_dtype", "--kv-dtype"), ("block_size", "--block-size"),
+    ("gpu_memory_utilization", "--gpu-memory-utilization"), ("max_num_batched_tokens", "--max-num-batched-tokens"),
+    ("max_num_seqs", "--max-num-seqs"),
+)  # fmt: skip
+"""The server settings a fit was given (``calibrate --from``), as ``mha plan`` spells them."""
+
+
+def setting_words(deployment: dict[str, Any]) -> list[str]:
+    """The server's settings given to the fit, as ``mha plan`` options, so its "use it" line plans the server the
+    profile was fitted on (trial 287 #2: the line left them out, and a pasted plan ran the engine's defaults)."""
+    words: list[str] = []
+    for key, flag in SETTING_FLAGS:
+        value = deployment.get(key)
+        if value is not None:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    pool = deployment.get("kv_cache_memory_bytes")
+    if pool is not None:
+        words += ["--kv-cache-gib", f"{pool / GIB:.10g}"]
+    if deployment.get("async_scheduling") is not None:
+        words.append("--async-scheduling" if deployment["async_scheduling"] else "--no-async-scheduling")
+    return words
