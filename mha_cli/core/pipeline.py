@@ -10,6 +10,8 @@ tensor parallelism each stage's ranks split its layers, embedding and head as on
 vLLM's split.
 """
 
+import bisect
+import itertools
 from typing import TYPE_CHECKING
 
 from mha_cli.core.errors import BadInputError
@@ -68,6 +70,41 @@ def stage_sizes(n_layers: int, pp: int, split: EngineName = DEFAULT_SPLIT) -> li
     return sizes
 
 
+MERGED_BLOCK_FAMILIES = ("nemotron_h",)
+"""Families whose layers here merge the engines' layers: Nemotron-H's mixer block and the feed-forward block after it
+are one layer here (``core.families.models.nemotron_h``), two of the ``num_hidden_layers`` blocks the engines split
+into stages (vLLM's ``NemotronHModel`` builds each block a layer, ``make_layers``)."""
+
+
+def engine_layer_spans(model: ModelSpec) -> list[int] | None:
+    """How many of the engine's layers each layer of ``model`` is (Nemotron-H: 2, a mixer and its feed-forward; 1, a
+    mixer alone); None where each is one (``MERGED_BLOCK_FAMILIES``)."""
+    if model.family not in MERGED_BLOCK_FAMILIES:
+        return None
+    return [1 if model.mlp_kind(layer) == "none" else 2 for layer in range(model.n_layers)]
+
+
+def layer_stage_sizes(model: ModelSpec, pp: int, split: EngineName = DEFAULT_SPLIT) -> list[int]:
+    """Layers of ``model`` each of ``pp`` stages holds as the engine ``split`` cuts them (``stage_sizes``). Where a
+    layer here merges the engine's layers (``engine_layer_spans``), the engine's layers are split and each layer goes
+    to the stage of its first (its mixer block): a feed-forward block the engine puts on the next stage is priced on
+    its mixer's, at most one a stage boundary. Refused where a stage would hold no mixer block."""
+    spans = engine_layer_spans(model)
+    if spans is None:
+        return stage_sizes(model.n_layers, pp, split)
+    ends = list(itertools.accumulate(stage_sizes(sum(spans), pp, split)))
+    sizes, first = [0] * pp, 0
+    for span in spans:
+        sizes[bisect.bisect_right(ends, first)] += 1
+        first += span
+    if 0 in sizes:
+        raise BadInputError(
+            f"pp {pp}: {model.name}'s {sum(spans)} blocks split so that stage {sizes.index(0)} holds only a"
+            " feed-forward block, which mha prices with the mixer before it: use fewer stages"
+        )
+    return sizes
+
+
 def pp_problem(model: ModelSpec, pp: int) -> str | None:
     """Why ``model`` cannot be split into ``pp`` stages, or None."""
     if pp < 1:
@@ -87,7 +124,7 @@ def stage_layout(model: ModelSpec, pp: int, stage: int, split: EngineName = DEFA
         raise BadInputError(problem)
     if not 0 <= stage < pp:
         raise BadInputError(f"stage {stage} is not one of the {pp} stages")
-    sizes = stage_sizes(model.n_layers, pp, split)
+    sizes = layer_stage_sizes(model, pp, split)
     return StageLayout(
         stage=stage, pp=pp, first_layer=sum(sizes[:stage]), n_layers=sizes[stage], embedding=stage == 0,
         head=stage == pp - 1, model_attention_free=model.attention_free,
