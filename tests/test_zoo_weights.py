@@ -22,8 +22,8 @@ SAID = {
     "llama-4-scout-17b-16e": "(text_config) only",
     # Gemma 4 26B-A4B's vision tower and embed_vision, 572,792,112 parameters, are not counted (gemma4moe's report);
     # `mha kv` says its weights are understated where the config sets those parts
-    "gemma-4-26b-a4b": "weights understated where set",
-    "gemma-4-26b-a4b-nvfp4": "weights understated where set",  # the hf_configs copy has no vision_config: its tower is named, left out
+    "gemma-4-26b-a4b": "weights understated where hidden_size_per_layer_input is above 0",
+    "gemma-4-26b-a4b-nvfp4": "weights understated where hidden_size_per_layer_input is above 0",  # the hf_configs copy has no vision_config: its tower is named, left out
 }
 """Files whose count differs from transformers' and whose `mha kv` output says what it leaves out."""
 

@@ -162,8 +162,9 @@ FAMILY = Family(
         " both take the one normed input (the branch norms and router scales are built, not applied)",
     ),
     unbuilt="per-kind head geometry",
-    uncounted="weights understated where set: Gemma 4's per-layer embeddings (vocab_size_per_layer_input x"
-    " num_hidden_layers x hidden_size_per_layer_input, with their projections) are not counted; the cache is exact",
+    uncounted="weights understated where hidden_size_per_layer_input is above 0 (Gemma 4 E2B and E4B; 0 in 26B-A4B"
+    " and 31B, nothing left out): Gemma 4's per-layer embeddings (vocab_size_per_layer_input x num_hidden_layers x"
+    " hidden_size_per_layer_input, with their projections) are not counted; the cache is exact",
     reads=frozenset({"per_layer_config"}),
     left_unread={
         "use_bidirectional_attention": ANY_VALUE,
