@@ -400,7 +400,7 @@ WHY: dict[int, str] = {
     " term the same by its account (Inductor's autotuning workspace live in the profiling forward, as it says); the"
     " plan's activation over the 2,048-token chunk is 0.17 GiB, so the compile's extra 0.99 GiB is 0.52 GiB of"
     " pool (4.92 GiB where the plan has 5.44) and more. vLLM counts a cold compile's temporaries in its profiling"
-    " window as activation (vllm-project/vllm#54122, open; read in 0.31.0's and 0.33.0's gpu_worker.py, the plan's note:"
+    " window as activation (vllm-project/vllm#54122, open; the same window in 0.27.0's gpu_worker.py as in 0.31.0's and 0.33.0's, the plan's note:"
     " core.engine.cold_compile), but no source sizes them",
     1703: "no source-backed cause: the log's pool, 43,040 x 147,456 B = 5.91 GiB, with its 15.27 GiB of weights and"
     " 0.19 GiB of peak activation (1702's capture) comes to 21.37 GiB, above the plan's whole budget (0.9 x 23.65 GiB"
@@ -435,8 +435,9 @@ WHY: dict[int, str] = {
     " the compile cache warm (2102, 'Directly load the compiled graph(s)') leaves 14.85 GiB and lands +0.6%; this run"
     " compiles the graph afresh ('Compiling a graph for compile range (1, 8192) takes 6.95 s', torch.compile 19.00 s"
     " against 4.08) and leaves 13.87 GiB, 0.98 GiB less, with the same weights (17.22 GiB) and CUDA-graph estimate"
-    " (0.12 GiB). vLLM counts the compile's temporaries as activation only where they pass the forward's own peak"
-    " (vllm-project/vllm#54209), and no source sizes them: 2103 and 2104 also compile afresh on this card and land"
+    " (0.12 GiB). The window keeps one high-water mark, so the compile's temporaries count only where they pass the"
+    " forward's own peak (as the fix proposed in vllm-project/vllm#54209 explains), and no source sizes them: 2103"
+    " and 2104 also compile afresh on this card and land"
     " (+1.1%, +0.5%). The target's"
     " torch total was read later with a log in view (audit5: 95.13 GiB, an estimate, to 94.97, what vLLM prints on"
     " this card in 2502): +7.7% before, +7.3% after (2102 +0.6% -> +0.2%)",

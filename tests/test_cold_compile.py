@@ -32,8 +32,9 @@ def _notes(target: str, **deployment) -> list[str]:
 
 
 @pytest.mark.parametrize("generation", ["vllm-v1", "vllm-0.21"])
-def test_a_vllm_v1_pool_sized_from_the_memory_left_says_a_cold_start_can_be_smaller(generation):
-    assert COLD_COMPILE_NOTE in _notes("h100", engine="vllm", engine_generation=generation)
+@pytest.mark.parametrize("target", ["h100", "mi300x"])
+def test_a_vllm_v1_pool_sized_from_the_memory_left_says_a_cold_start_can_be_smaller(generation, target):
+    assert COLD_COMPILE_NOTE in _notes(target, engine="vllm", engine_generation=generation)
 
 
 @pytest.mark.parametrize(
@@ -44,6 +45,8 @@ def test_a_vllm_v1_pool_sized_from_the_memory_left_says_a_cold_start_can_be_smal
         ("h100", {"engine": "sglang"}),
         ("h100", {"engine": "trtllm"}),
         ("cpu", {"engine": "vllm"}),  # the CPU backend's pool is VLLM_CPU_KVCACHE_SPACE
+        ("tpu-v6e", {"engine": "vllm"}),  # XLA, not gpu_worker's torch.compile (review 288 #4)
+        ("gaudi3", {"engine": "vllm"}),  # its HPU worker
     ],
 )
 def test_no_cold_compile_note_where_no_profiling_forward_sizes_the_pool(target, deployment):

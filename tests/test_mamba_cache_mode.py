@@ -234,3 +234,31 @@ def test_an_attention_free_model_stays_refused_under_pipeline_stages(cli):
         "--engine", "vllm@0.33", "--tp", "1", "--pp", "8", "--enable-prefix-caching",
     )  # fmt: skip
     assert result.exit_code == 2 and "an attention-free model" in result.output
+
+
+def test_an_attention_free_pool_counts_the_draft_tokens_pages(cli):
+    """Review 288 #5: a Mamba model with a drafter holds 1 + k state pages a request from vLLM 0.15
+    (``MambaSpec``'s speculative blocks), as a hybrid's state groups already did: its pool of states alone admits a
+    (1 + k)-th of the requests one page each would; 327.6 at one page before, 81.9 at four."""
+    args = ("plan", str(reference_hf_config("mamba-codestral-7b")), "--target", "h100", "--tp", "1", "--isl", "4096",
+            "--osl", "256", "--closed-form")  # fmt: skip
+    plain = cli.json(*args)["memory"]["engine"]
+    drafted = cli.json(*args, "--draft", str(reference_hf_config("mamba-codestral-7b")), "--num-speculative-tokens",
+                       "3", "--acceptance-length", "2")["memory"]["engine"]  # fmt: skip
+    page = plain["available_kv_bytes"] / plain["max_concurrency"]  # one request's state, one page
+    assert drafted["max_concurrency"] == pytest.approx(drafted["available_kv_bytes"] / (4 * page), rel=1e-9)
+    assert any("4 pages each per request (one, 3 for the draft tokens)" in note for note in drafted["notes"])
+    assert any("one page each per request" in note for note in plain["notes"])
+
+
+def test_the_engine_line_names_the_limiting_stage(cli):
+    """Review 288 #6: at pp 8 the engine line read "no KV tokens" for granite-4.0-h-small, whose stages 1, 3, 5 and 7
+    hold 22M each: that line is the limiting stage's (stage 0, Mamba-2 layers alone), and says so."""
+    result = cli.run(
+        "plan", str(reference_hf_config("granite-4.0-h-small")), "--target", "8xh200", "--isl", "16384", "--osl",
+        "1024", "--engine", "vllm@0.33", "--tp", "1", "--pp", "8",
+    )  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "engine (stage 0, the one that admits fewest; each stage below): no KV tokens" in text
+    assert "stage 1 (layers 5-9): weights 7.3 GiB per GPU, 22,170,441 KV tokens" in text

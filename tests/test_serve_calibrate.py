@@ -273,7 +273,7 @@ def test_an_sglang_clients_run_is_fitted_with_sglangs_rules_unless_engine_says_o
     asked = json.loads(runner.invoke(app, [*args, "--engine", "sglang", "--name", "asked", "--json"]).stdout)
     assert read["engine"] == asked["engine"] == "sglang"
     assert read["runs"] == asked["runs"]  # the same replay as --engine sglang
-    assert read["use"].endswith("--target h100 --engine sglang --profile read")
+    assert read["use"].endswith("--target h100 --tp 1 --pp 1 --engine sglang --profile read")
     assert "priced with sglang's rules: the files' client backend 'sglang-oai' names it" in " ".join(read["notes"])
     other = json.loads(runner.invoke(app, [*args, "--engine", "vllm", "--name", "other", "--json"]).stdout)
     assert other["engine"] == "vllm" and other["use"].endswith("--engine vllm --profile other")
@@ -333,6 +333,7 @@ def test_the_use_it_line_plans_the_server_the_profile_was_fitted_on(tmp_path):
     assert use[:2] == ["mha", "plan"] and use[-2:] == ["--profile", "use"]
     given = dict(zip(SERVER[::2], SERVER[1::2], strict=True))
     assert {flag: use[use.index(flag) + 1] for flag in given} == given
-    plan = runner.invoke(app, [*use[1:], "--tp", "1", "--concurrency", "4", "--closed-form", "--json"])
+    assert use[use.index("--tp") + 1] == use[use.index("--pp") + 1] == "1"  # the one server the runs measured
+    plan = runner.invoke(app, [*use[1:], "--concurrency", "4", "--closed-form", "--json"])
     assert plan.exit_code == 0, plan.output
     assert "--max-num-seqs 32" in json.loads(plan.stdout)["launch"]["vllm"]

@@ -31,3 +31,29 @@ def test_trtllm_closed_form_runs_what_the_simulated_scheduler_runs(cli):
     # the control: vLLM chunks the prompts and runs all 16 at once
     vllm = cli.json(*args[:7], "vllm", *args[8:])
     assert vllm["running_per_replica"] == 16 and vllm["queued_per_replica"] == 0
+
+
+def test_each_micro_batch_and_each_draft_token_counts(cli):
+    """Review 288 #1 and #3: under pipeline stages each micro-batch has its own max_num_tokens, so 2 stages run 2
+    whole 8,192-token prompts' requests, as the simulated loop does; a decode takes 1 + its draft tokens of the
+    budget (MicroBatchScheduler: beam width + getNumDraftTokens), so at 8,100-token prompts and k = 3 a prompt starts
+    beside (8,192 - 8,100) // 4 = 23 decodes: 24 run, in the closed form and the simulated loop alike."""
+    staged = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--engine", "trtllm", "--tp", "1", "--pp", "2",
+                      "--isl", "8192", "--osl", "256", "--concurrency", "64")  # fmt: skip
+    assert staged["running_per_replica"] == staged["simulated"]["max_running"] == 2
+    drafted = cli.json("plan", "llama-3-8b", "--target", "h100", "--engine", "trtllm", "--tp", "1", "--isl", "8100",
+                       "--osl", "256", "--concurrency", "300", "--draft", "llama-3.2-1b", "--num-speculative-tokens",
+                       "3", "--acceptance-length", "2.5")  # fmt: skip
+    assert whole_prompt_running(8100, 8192, 4) == 24
+    assert drafted["running_per_replica"] == drafted["simulated"]["max_running"] == 24
+
+
+def test_a_prompt_over_the_budget_is_priced_chunked_and_said(cli):
+    """Review 288 #8: the closed form prices a 12,000-token prompt chunked (context chunking on), and says so; the
+    simulated loop refuses it, as trtllm-serve does with chunking off (its default)."""
+    found = cli.json("plan", "llama-3-8b", "--target", "h100", "--engine", "trtllm", "--tp", "1", "--isl", "12000",
+                     "--osl", "256", "--concurrency", "8", "--closed-form")  # fmt: skip
+    assert any("over TensorRT-LLM's max_num_tokens (8,192): priced chunked" in note for note in found["notes"])
+    refused = cli.run("plan", "llama-3-8b", "--target", "h100", "--engine", "trtllm", "--tp", "1", "--isl", "12000",
+                      "--osl", "256", "--concurrency", "8")  # fmt: skip
+    assert refused.exit_code == 2 and "every prompt must fit max_num_tokens (8,192)" in refused.output

@@ -96,19 +96,9 @@ def calibrate_from_results(
     import shlex
 
     engine_words = ["--engine", engine] if engine else []
-    use = shlex.join(
-        [
-            "mha",
-            "plan",
-            model,
-            "--target",
-            resolved.spec,
-            *engine_words,
-            *setting_words(deployment),
-            "--profile",
-            chosen,
-        ]
-    )
+    layout = ["--tp", str(replay.case.tp), "--pp", str(replay.case.pp)]  # the one server the runs measured
+    words = [*layout, *engine_words, *setting_words(deployment), "--profile", chosen]
+    use = shlex.join(["mha", "plan", model, "--target", resolved.spec, *words])
     notes = [*fit.notes, *([server_note] if server_note else [])]
     Output(json).emit(fit.model_copy(update={"path": str(path), "use": use, "notes": notes}), render_fit)
 

@@ -961,9 +961,14 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         if engine.kv_bytes_per_token_per_rank
         else "no KV tokens (fixed states only, whatever a request's length)"
     )
+    limiting = (
+        ""
+        if not p.stages
+        else f" (stage {min(p.stages, key=lambda stage: stage.limiting_key()).stage}, the one that admits fewest; each stage below)"
+    )
     console.print(
-        f"engine: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at once"
-        f" per {p.deployment.share}"
+        f"engine{limiting}: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at"
+        f" once per {p.deployment.share}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:

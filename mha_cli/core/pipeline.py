@@ -2,7 +2,9 @@
 
 Stage ``s`` of ``pp`` holds a contiguous run of the L layers, as the serving engine splits them (``stage_sizes``):
 L // pp each when pp divides L, else the L % pp extra layers go to the stages each engine's source names, each
-layer keeping its kind (global or local attention, dense or MoE MLP); the token embedding (and learned positions)
+layer keeping its kind (global or local attention, dense or MoE MLP); where a layer here merges the engine's layers
+(Nemotron-H's mixer and feed-forward blocks), the engine's layers are split and each layer follows its mixer
+(``layer_stage_sizes``); the token embedding (and learned positions)
 sit on the first stage, the final norm and the LM head on the last. A tied head is the embedding matrix: the last
 stage keeps a copy of it, as vLLM does, so a tied model of more than one stage holds the embedding twice. Under
 tensor parallelism each stage's ranks split its layers, embedding and head as one device's ranks do
@@ -212,6 +214,11 @@ class StageMemory(Record):
     """Tokens its KV pool holds (each of its layers' cache)."""
     admitted_per_replica: int
     """Requests of the plan's context its pool admits at once."""
+
+    def limiting_key(self) -> tuple[int, int, int]:
+        """The order the stage that limits a replica is picked in (the least first): fewest requests admitted, then
+        fewest KV tokens, then most weights."""
+        return self.admitted_per_replica, self.kv_tokens_per_device, -self.weight_bytes_per_device
 
     def describe(self) -> str:
         """``stage 1 (layers 63-125, final norm and LM head)``."""

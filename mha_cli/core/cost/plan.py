@@ -325,9 +325,7 @@ class LayoutPlans:
         if pp > 1:
             plans = self.stage_memories()
             self.stages = [stage for stage, _ in plans]
-            limiting, self._memory = min(plans, key=lambda found: (
-                found[0].admitted_per_replica, found[0].kv_tokens_per_device, -found[0].weight_bytes_per_device
-            ))  # fmt: skip
+            limiting, self._memory = min(plans, key=lambda found: found[0].limiting_key())
             self.stage_layout = stage_layout(model, pp, limiting.stage, self.split)
             self.stage = stage_model(model, self.stage_layout)
             self.limiting = limiting

@@ -856,7 +856,8 @@ def plan_launch(
         )
     launch, node_notes = launch_commands(served, plan, deployment, model)
     context = _context_notes(model, plan.isl + plan.osl, launch, deployment)
-    return launch, _launch_note(served, launch, plan, node_notes + context)
+    drafted = deployment.speculative is not None
+    return launch, _launch_note(served, launch, plan, node_notes + context, speculative=drafted)
 
 
 def _why_none_starts(tried: list[str]) -> str:
@@ -912,10 +913,16 @@ def unserved_mixer(model: ModelSpec) -> str | None:
 
 
 def _launch_note(
-    served: ServedModel, launch: dict[str, str], pick: ServingPlan | None = None, node_notes: list[str] | None = None
+    served: ServedModel,
+    launch: dict[str, str],
+    pick: ServingPlan | None = None,
+    node_notes: list[str] | None = None,
+    *,
+    speculative: bool = False,
 ) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
-    by when it is not the latest (run that release), for launch lines that were written."""
+    by when it is not the latest (run that release), for launch lines that were written; ``speculative``: the
+    deployment drafts tokens (where the trtllm line takes its options file)."""
     if not launch:
         return "; ".join(node_notes or []) or None
     notes = [served.note] if served.note else []
@@ -935,7 +942,7 @@ def _launch_note(
 
     if any(HEADS_PLACEHOLDER in line for line in launch.values()):
         notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
-    if "trtllm" in launch and "--speculative-config" in launch.get("vllm", ""):
+    if "trtllm" in launch and speculative:  # with or without a vllm line
         notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
     if "trtllm" in launch and pick is not None and pick.offload:  # whether or not a vllm line was written
         host = pick.offload.host

@@ -22,10 +22,10 @@ Continuous batching (vLLM, SGLang, TRT-LLM's in-flight batching), per replica:
   own step with its own budget, so the prompts share pp x osl steps (``micro_batch_steps``). Running is also capped
   at what that budget keeps up with (``sustainable``): past it, users wait for a slot. An engine that runs a prompt
   whole in one step beside the running decodes (TensorRT-LLM without context chunking, ``whole_prompts``) starts
-  one only where at most budget - prompt decodes run, so running is capped at budget - prompt + 1
-  (``whole_prompt_running``), as its micro-batch scheduler does in the simulated loop (``core.serve.schedulers``).
-  A prompt over the budget is priced chunked here, as a release with context chunking on runs it; the simulated
-  loop refuses it (chunking is off by default).
+  one only where at most (budget - prompt) / (1 + draft tokens) decodes run, so running is capped at that + 1 in
+  each of the pp micro-batches (``whole_prompt_running``), as its micro-batch scheduler does in the simulated loop
+  (``core.serve.schedulers``). A prompt over the budget is priced chunked here, as a release with context chunking
+  on runs it, and said in a note; the simulated loop refuses it (chunking is off by default).
 - TTFT = the request's own chunk steps + its wait behind other prompts (the share of the steps' prompt budget
   the others' prompts use, (running - 1) x isl / (osl x (budget - running)), as an M/D/1 queue) + half a decode step
   (it arrives mid-step; N / 2 of them under SGLang's ``--scheduler-recv-interval N``) + the front end (the request's
@@ -270,12 +270,14 @@ def sustainable(isl: int, osl: int, budget: int) -> int:
     return max(1, (osl * budget + isl) // (isl + osl))
 
 
-def whole_prompt_running(prompt: int, budget: int) -> int:
-    """Requests in flight an engine keeps that runs each ``prompt`` (tokens to compute, at most ``budget``) whole in
-    one step of at most ``budget`` tokens, the running decodes (one token each) first: TensorRT-LLM's micro-batch
-    scheduler with context chunking off (``core.serve.schedulers``). A prompt starts only beside at most
-    ``budget - prompt`` decodes, so ``budget - prompt + 1`` run at most."""
-    return budget - prompt + 1
+def whole_prompt_running(prompt: int, budget: int, decode_tokens: int = 1) -> int:
+    """Requests in flight in one micro-batch of an engine that runs each ``prompt`` (tokens to compute, at most
+    ``budget``) whole in one step of at most ``budget`` tokens, the running decodes first, each taking
+    ``decode_tokens`` of it (1, or 1 + the draft tokens under speculative decoding): TensorRT-LLM's micro-batch
+    scheduler with context chunking off (``MicroBatchScheduler``: beam width + ``getNumDraftTokens`` a decode;
+    ``core.serve.schedulers``). A prompt starts only beside at most ``(budget - prompt) // decode_tokens`` decodes,
+    one more then runs; under pipeline stages each micro-batch has its own budget (``micro_batch_steps``)."""
+    return (budget - prompt) // decode_tokens + 1
 
 
 def eager_prefill_note(operators: int, seconds_per_operator: float, why: str) -> str:
@@ -336,7 +338,8 @@ def predict_serving(
     limit = admitted if case.batching == "static" else min(admitted, sustainable(computed, case.osl, budget))
     whole = None
     if case.whole_prompts and case.batching == "continuous" and computed <= case.chunk_tokens:
-        whole = whole_prompt_running(computed, case.chunk_tokens)
+        drafted = 0 if case.speculative is None else case.speculative.num_speculative_tokens
+        whole = whole_prompt_running(computed, case.chunk_tokens, 1 + drafted) * micro_batch_steps(case.pp)
         limit = min(limit, whole)
     running = min(users, limit)  # on the busiest replica, whose steps set the latency
     queued = users - running if case.batching == "continuous" else 0
@@ -371,17 +374,26 @@ def predict_serving(
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
     notes += prefill_graph_notes(stepper)
+    if case.whole_prompts and computed > case.chunk_tokens:
+        notes.append(
+            f"a {computed:,}-token prompt is over TensorRT-LLM's max_num_tokens ({case.chunk_tokens:,}): priced chunked,"
+            " as with context chunking on (enable_chunked_prefill in its options file; off by default, when"
+            " trtllm-serve refuses the prompt, as the simulated loop does)"
+        )
     if case.batching == "static" and users > admitted:
         notes.append(f"a static batch of {users} exceeds the {admitted} the engine admits: priced as one batch anyway")
     if queued:
         if limit == admitted:
             why = f"the engine admits {admitted} request(s) of {case.isl + case.osl:,} tokens at once"
         elif limit == whole:
-            beside = "when no other request decodes" if whole == 1 else f"beside at most {whole - 1:,} decoding"
+            batches = micro_batch_steps(case.pp)
+            each = whole // batches
+            beside = "when no other request decodes" if each == 1 else f"beside at most {each - 1:,} decoding"
             why = (
                 f"each {computed:,}-token prompt runs whole in one step of at most {case.chunk_tokens:,} tokens"
-                f" (max_num_tokens), the running decodes first, so it starts only {beside} (TensorRT-LLM's"
-                " micro-batch scheduler, context chunking off)"
+                f" (max_num_tokens), the running decodes first, so it starts only {beside}"
+                + (f" in its micro-batch ({batches} in flight)" if batches > 1 else "")
+                + " (TensorRT-LLM's micro-batch scheduler, context chunking off)"
             )
         else:
             why = f"its prefill budget ({case.chunk_tokens:,} tokens a step) keeps up with {limit} requests' prompts"

@@ -5,8 +5,9 @@ vLLM V1 sizes its pool on a CUDA GPU from the torch peak of one profiling forwar
 (the default), that first forward is also where the model is compiled, and with the compile cache empty
 (``VLLM_CACHE_ROOT``) Inductor's compilation and autotuning allocate temporaries there. They are freed before
 serving, but the window's high-water mark keeps them: where they exceed the forward's own peak they count as
-activation and the pool shrinks, until a restart finds the cache warm. Read in vLLM 0.31.0's and 0.33.0's (the
-latest read) ``gpu_worker.py`` and ``utils/mem_utils.py`` (one peak reset, before the window); reported as vllm-project/vllm#54122 (2026-08-27, open, "tens of GiB"
+activation and the pool shrinks, until a restart finds the cache warm. Read in vLLM 0.27.0's, 0.31.0's and
+0.33.0's (the latest read) ``gpu_worker.py`` and 0.33.0's ``utils/mem_utils.py`` (one peak reset, before the
+window); reported as vllm-project/vllm#54122 (2026-08-27, open, "tens of GiB"
 on RTX PRO 6000), with fixes proposed in vllm-project/vllm#54209 and #54479 (open, unmerged).
 
 Its size is not priced: no source sizes Inductor's temporaries, and they count only above the forward's peak. The
@@ -26,8 +27,13 @@ COLD_COMPILE_NOTE = (
 """The note of a vLLM V1 plan on a GPU whose pool is sized from the memory left (``cold_compile_note``)."""
 
 
-def cold_compile_note(cpu: bool, pool_set_outright: bool) -> str | None:
-    """``COLD_COMPILE_NOTE`` where vLLM sizes its pool from a profiling forward on a GPU; None on the CPU backend
-    (its pool is ``VLLM_CPU_KVCACHE_SPACE``) or where ``kv_cache_memory_bytes`` sets the pool (``pool_set_outright``:
-    vLLM compiles without measuring)."""
-    return None if cpu or pool_set_outright else COLD_COMPILE_NOTE
+GPU_WORKER_VENDORS = ("NVIDIA", "AMD")
+"""The vendors whose GPUs run vLLM's ``gpu_worker`` (CUDA and ROCm), where torch.compile runs in its profiling
+forward; a TPU (XLA), a Gaudi (its HPU worker), an Intel or Apple GPU and the CPU backend size their pools otherwise."""
+
+
+def cold_compile_note(vendor: str, pool_set_outright: bool) -> str | None:
+    """``COLD_COMPILE_NOTE`` where vLLM sizes its pool from a profiling forward on a CUDA or ROCm GPU
+    (``GPU_WORKER_VENDORS``); None elsewhere, as on the CPU backend (its pool is ``VLLM_CPU_KVCACHE_SPACE``), or where
+    ``kv_cache_memory_bytes`` sets the pool (``pool_set_outright``: vLLM compiles without measuring)."""
+    return COLD_COMPILE_NOTE if vendor in GPU_WORKER_VENDORS and not pool_set_outright else None

@@ -870,10 +870,11 @@ def _vllm(inputs: _Inputs) -> _Pool:
             if stage is None or stage.model_attention_free
             else f"pipeline stage {stage.stage} holds only state layers of this hybrid"
         )
-        held = "one per running request" if pages == 1 else f"{pages} pages per running request, {mode} mode"
+        draft_pages = pages - state_pages(model, release, mode, gdn_page=gdn_page)
         notes.append(
-            f"{who}: no layer caches tokens, so the pool holds fixed states only ({held}, whatever its length); the"
-            " concurrency is the pool over one request's state pages"
+            f"{who}: no layer caches tokens, so the pool holds fixed states only"
+            f" ({_state_pages_words(mode, pages, draft_pages)}, whatever its length); the concurrency is the pool over"
+            " one request's state pages"
         )
     elif state_hybrid:
         notes.append(
@@ -884,7 +885,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
     memory_rules = vllm_memory_rules_note(settings.release)
     if memory_rules:
         notes.append(memory_rules)
-    cold = cold_compile_note(cpu, pool_set_outright=settings.kv_cache_bytes is not None)
+    cold = cold_compile_note(inputs.target.vendor, pool_set_outright=settings.kv_cache_bytes is not None)
     if cold:
         notes.append(cold)
     derived = vllm_max_model_len(model, settings.release)

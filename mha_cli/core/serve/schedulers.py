@@ -125,6 +125,9 @@ class EngineState:
         self.whole_prompt_admission = False
         """vLLM 0.19+: a waiting request is admitted only when the pool holds all its known tokens
         (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: when it holds the step's chunk."""
+        self.decode_tokens = 1
+        """Tokens a running decode takes of TensorRT-LLM's step budget: 1, or 1 + its draft tokens under speculative
+        decoding (``MicroBatchScheduler``: beam width + ``getNumDraftTokens``); the other engines' decodes take 1 here."""
         self.watermark_blocks = 0
         """vLLM V0: blocks a waiting request must leave free, its whole prompt held, to be admitted
         (``BlockSpaceManager.can_allocate``, ``core.engine.vllm_rule_releases.admission_watermark``); 0: none."""
@@ -570,7 +573,7 @@ def _trtllm(state: EngineState) -> Plan:
     decodes = [r for r in state.running if r not in state.busy]  # their blocks were reserved whole at admission
     for request in decodes:
         state.grow(request, state.computed[request] + 1)
-    budget -= len(decodes)
+    budget -= len(decodes) * state.decode_tokens
     reserved = sum(state.blocks_for(state.prompts[r] + state.outputs[r]) - state.held[r] for r in state.running)
     chunks: list[tuple[int, int]] = []
     while state.waiting and len(state.running) < state.max_seqs:

@@ -250,6 +250,7 @@ class _Run:
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
         self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
         self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
+        self.state.decode_tokens = cost.per_decode if limits.engine == "trtllm" else 1
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
             limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching
