@@ -13,3 +13,18 @@ def test_the_simulated_decode_worker_runs_no_more_than_its_line_admits(cli):
     caps = {int(n) for n in re.findall(r"--max-num-seqs (\d+)", found["launch"]["vllm"])}
     assert caps == {int(n) for n in re.findall(r"--max-running-requests (\d+)", found["launch"]["sglang"])} == {53}
     assert found["simulated"]["max_running"] == 53
+
+
+def test_an_aggregated_row_over_its_capacity_says_what_it_serves(cli):
+    """Trial 289 #2: at --rate 100 the aggregated tp4 replica printed 100 req/s, a 381 ms TTFT and 0 tokens/s per GPU;
+    planned alone (`--tp 4 --rate 100`) it serves 18.8 req/s, 1,204 tokens/s per GPU, its TTFT growing. The row says
+    that now, as the splits' rows do."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096", "--osl", "256",
+                     "--itl-ms", "12", "--ttft-ms", "1000", "--rate", "100")  # fmt: skip
+    tp4 = next(row for row in found["aggregated"] if row["tp"] == 4)
+    assert tp4["rate_rps"] == 100 and tp4["saturated"] and not tp4["meets_targets"]
+    assert tp4["served_rps"] == tp4["capacity_rps"] and round(tp4["served_rps"], 1) == 18.8
+    assert tp4["output_tokens_per_s_per_gpu"] == tp4["served_rps"] * 256 / 4
+    alone = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--tp", "4", "--isl", "4096", "--osl", "256",
+                     "--rate", "100", "--closed-form")  # fmt: skip
+    assert round(alone["output_tokens_per_s_per_gpu"]) == round(tp4["output_tokens_per_s_per_gpu"]) == 1204

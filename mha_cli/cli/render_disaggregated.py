@@ -86,8 +86,9 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
         aggregated.add_column(column, justify="left" if column in ("", "meets") else "right")
     for index, a in enumerate(plan.aggregated):
         aggregated.add_row("*" if index == plan.aggregated_chosen else "", f"{_label(a.tp, a.dp)} x {a.replicas}",
-                           f"{a.rate_rps:,.2f}", f"{a.ttft_ms:,.0f}", f"{a.itl_ms:,.1f}",
-                           f"{a.output_tokens_per_s_per_gpu:,.0f}", "yes" if a.meets_targets else "no")  # fmt: skip
+                           f"{a.served_rps or a.rate_rps:,.2f}", "grows" if a.saturated else f"{a.ttft_ms:,.0f}",
+                           f"{a.itl_ms:,.1f}", f"{a.output_tokens_per_s_per_gpu:,.0f}",
+                           "yes" if a.meets_targets else "no: rate" if a.saturated else "no")  # fmt: skip
     console.print(aggregated)
     console.print(
         f"[bold]{plan.winner if plan.winner in ('tie', 'neither') else plan.winner + ' wins'}[/bold]: {escape(plan.verdict)}"

@@ -37,9 +37,16 @@ class AggregatedLayout(Record):
     rate_rps: float
     """Per replica, the load priced."""
     ttft_ms: float
+    """At ``rate_rps``; where ``saturated``, once a request is admitted (its wait has no steady value)."""
     itl_ms: float
     output_tokens_per_s_per_gpu: float
+    """Of the requests it serves (``served_rps``), not the load offered; 0 where it serves none within the targets."""
     meets_targets: bool
+    served_rps: float | None = None
+    """Per replica, the requests/s it serves: the load, or, where the load is more than it serves (``saturated``),
+    its capacity; None only in records written before it was kept."""
+    saturated: bool = False
+    """The load is more than the replica serves: its queue grows without bound (the splits' rows say so too)."""
 
     @property
     def gpus(self) -> int:
@@ -114,8 +121,10 @@ def aggregated_layout(
     per_replica = goodput if rate is None else rate / replicas
     plan = at(max(per_replica, 1e-9))
     ok = goodput > 0 and (rate is None or per_replica <= goodput * (1 + 1e-9))
+    served = min(per_replica, capacity) if plan.saturated else per_replica  # trial 289 #2: not the load offered
     return AggregatedLayout(
         tp=tp, dp=dp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
-        ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms, output_tokens_per_s_per_gpu=per_replica * osl / gpus if ok else 0.0,
-        meets_targets=ok,
+        ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms,
+        output_tokens_per_s_per_gpu=served * osl / gpus if ok or plan.saturated else 0.0,
+        meets_targets=ok and not plan.saturated, served_rps=served, saturated=plan.saturated,
     )  # fmt: skip
