@@ -693,7 +693,44 @@ def simulate_plan(
             f" {cold:,} find theirs in no cache (cold), so at most {warm:.0%} of them hit where the closed form prices"
             f" every one warm{way}"
         )]  # fmt: skip
+    transient = transient_note(simulated, plan.memory.engine, case, client)
+    if transient is not None:
+        notes = [*notes, transient]
     return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
+
+
+FILLS_FOR_STEADY_STATE = 5
+"""Times an open loop's requests should fill what the engine runs at once for its latencies to be a steady state's:
+the count ``transient_note`` offers."""
+
+
+def transient_note(
+    simulated: SimulatedServing, engine: EnginePlan, case: ServingCase, client: ClientSpec
+) -> str | None:
+    """Why the simulated run's latencies are a transient's, not the steady state the closed form prices, where they are
+    (trial 289 #3, #4): an open loop over its capacity whose requests never filled the engine (200 by default, where it
+    runs 378 at once), or a closed loop whose users sent one request each (the default count stops at 10,000); with
+    a count that reaches it where the simulator's step budget allows one. None otherwise."""
+    from mha_cli.core.serve.replica import MAX_SIMULATED_STEPS, steps_per_request
+
+    runs = min(engine.admitted_per_replica, engine.max_num_seqs)
+    users = simulated.users_per_replica
+    if users is None and simulated.saturated and simulated.max_running < runs:
+        wanted = FILLS_FOR_STEADY_STATE * runs
+        fits = wanted * steps_per_request(case, engine, None) <= MAX_SIMULATED_STEPS
+        way = f"; --num-prompts {wanted * simulated.replicas:,} for it" if fits else "; the closed form prices it"
+        return (
+            f"the simulated run's {simulated.requests:,} requests never filled the engine (at most"
+            f" {simulated.max_running:,} running where it runs {runs:,}): its latencies are a transient's, short of the"
+            f" steady state its queue grows to{way}"
+        )
+    if users is not None and client.num_prompts is None and simulated.requests <= users:
+        return (
+            f"each of the {users:,} users sent one request (the default count stops at {simulated.requests:,}): the run"
+            " is one burst, its TTFT and end to end a burst's, not the steady state's the closed form prices"
+            " (its roofline bound is a steady state's too)"
+        )
+    return None
 
 
 WARM_ENOUGH = 0.99
