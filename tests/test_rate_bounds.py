@@ -13,11 +13,12 @@ DISAGGREGATED = ["plan", "llama-3-8b", "--target", "2xh100", "--disaggregated", 
 
 
 @pytest.mark.parametrize("base", [ONE, DISAGGREGATED], ids=["one-deployment", "disaggregated"])
-@pytest.mark.parametrize(("rate", "shown"), [("1e9", "1e+09"), ("0", "0"), ("inf", "inf")])
+@pytest.mark.parametrize(("rate", "shown"), [("1e9", "1e+09"), ("0", "0"), ("inf", "inf"), ("1e-9", "1e-09")])
 def test_a_rate_out_of_bounds_names_both_bounds(base, rate, shown):
     result = CliRunner().invoke(app, [*base, "--rate", rate])
     assert result.exit_code == 2, result.output
-    assert f"--rate {shown}: give requests per second above 0 and below 1e+09" in result.output
+    said = " ".join(result.output.split())
+    assert f"--rate {shown}: give requests per second from 0.001 (one every 1,000 s) to below 1e+09" in said
 
 
 def test_a_rate_inside_the_bounds_is_priced():

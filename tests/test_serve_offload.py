@@ -111,3 +111,15 @@ def test_the_gpu_tier_never_evicts_a_prefix_running_requests_link():
     assert list(tiers.gpu) == [0, 1] and tiers.gpu_tokens == 128
     # nothing linked: the least recently used goes first, as before
     assert tiers.lookup(2, 992, free_blocks=4) == 0 and dict(tiers.gpu) == {1: 64}
+
+
+def test_the_ttft_band_holds_the_host_tiers_load(cli):
+    """Trial 289 #6: the band was the prefix-recomputed TTFT's ([28.1, 58.3] ms around 40.5), the 8.05 ms load from the
+    host tier added to the point alone (48.5 ms); it is the band around the TTFT with its load."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "256", "--rate",
+                     "5", "--shared-prefix", "3072", "--shared-prefixes", "200", "--kv-offload-gib", "100",
+                     "--closed-form")  # fmt: skip
+    low, high = found["uncertainty"]["ttft_ms"]
+    r = found["uncertainty"]["relative"]
+    assert found["offload"]["regime"] == "host" and found["offload"]["load_ms"] > 8
+    assert (low, high) == pytest.approx((found["ttft_ms"] / (1 + r), found["ttft_ms"] * (1 + r)))

@@ -579,12 +579,17 @@ MAX_RATE_STEPS = 60
 """Fixed-point steps of ``plan_at_rate`` at most (it settles in a handful)."""
 MAX_RATE = 1e9
 """The most requests per second ``--rate`` takes (exclusive)."""
+MIN_RATE = 1e-3
+"""The fewest requests per second ``--rate`` takes: one every 1,000 s (1e-9 was priced, a simulated run of 185 billion
+seconds: trial 289 #10)."""
 
 
 def check_rate(rate: float) -> None:
-    """Refuse a ``--rate`` (requests per second) outside (0, MAX_RATE), NaN included, naming both bounds."""
-    if not 0 < rate < MAX_RATE:
-        raise BadInputError(f"--rate {rate:g}: give requests per second above 0 and below {MAX_RATE:g}")
+    """Refuse a ``--rate`` (requests per second) outside [MIN_RATE, MAX_RATE), NaN included, naming both bounds."""
+    if not MIN_RATE <= rate < MAX_RATE:
+        raise BadInputError(
+            f"--rate {rate:g}: give requests per second from {MIN_RATE:g} (one every 1,000 s) to below {MAX_RATE:g}"
+        )
 
 
 def plan_at_rate(
