@@ -28,3 +28,16 @@ def test_an_aggregated_row_over_its_capacity_says_what_it_serves(cli):
     alone = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--tp", "4", "--isl", "4096", "--osl", "256",
                      "--rate", "100", "--closed-form")  # fmt: skip
     assert round(alone["output_tokens_per_s_per_gpu"]) == round(tp4["output_tokens_per_s_per_gpu"]) == 1204
+
+
+def test_a_saturated_splits_limit_is_the_pool_that_sets_what_it_serves(cli):
+    """Trial 289 #7: at --rate 100, 2 x tp1 prefill + 1 x tp2 decode serves 20.48 req/s, its two prefill workers'
+    2 x 10.24 (a tp2 decode worker takes 30.1), and the limit column read "decode", its goodput's bottleneck."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096", "--osl", "256",
+                     "--itl-ms", "12", "--ttft-ms", "1000", "--rate", "100", "--closed-form")  # fmt: skip
+    split = next(s for s in found["splits"] if (s["prefill_workers"], s["prefill_tp"], s["decode_workers"],
+                                                 s["decode_tp"]) == (2, 1, 1, 2))  # fmt: skip
+    assert split["saturated"] and round(split["served_rps"], 2) == 20.48
+    assert split["served_by"] == "prefill" and split["bottleneck"] == "decode"
+    assert all(s["served_by"] is None for s in cli.json("plan", "llama-3.1-8b", "--target", "4xh100",
+               "--disaggregated", "--isl", "4096", "--osl", "256", "--itl-ms", "12", "--closed-form")["splits"])  # fmt: skip

@@ -55,7 +55,7 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
         meets = "yes" if s.meets_targets else "no: " + ", ".join(_miss_word(miss) for miss in s.misses)
         prefill, decode = _label(s.prefill_tp, s.prefill_dp), _label(s.decode_tp, s.decode_dp)
         splits.add_row("*" if index == plan.chosen else "", f"{s.prefill_workers}x{prefill}",
-                       f"{s.decode_workers}x{decode}", str(s.gpus), f"{s.served_rps or s.rate_rps:,.2f}", s.bottleneck,
+                       f"{s.decode_workers}x{decode}", str(s.gpus), f"{s.served_rps or s.rate_rps:,.2f}", s.served_by or s.bottleneck,
                        "grows" if s.saturated else f"{s.ttft_ms:,.0f}", f"{s.transfer_ms:,.2f}", f"{s.itl_ms:,.1f}",
                        f"{s.output_tokens_per_s_per_gpu:,.0f}", escape(meets))  # fmt: skip
     if plan.splits:

@@ -144,6 +144,9 @@ class Split(Record):
     saturated: bool = False
     """The load is more than its prefill or decode pool serves: its queue grows without bound (TTFT has no steady
     value; ``ttft_ms`` is the queue's at ``MAX_LOAD``)."""
+    served_by: Literal["prefill", "decode"] | None = None
+    """Where ``saturated``: the pool that sets ``served_rps`` at this load (the fewer requests/s at capacity), which
+    the table's limit column shows; ``bottleneck`` stays the goodput's (trial 289 #7)."""
 
     @property
     def prefill(self) -> WorkerLayout:
@@ -469,7 +472,9 @@ def _priced(
     per_decoder = load / s.decode_workers
     decode_most = decoder.decode_rps(decoder.engine.admitted_per_replica)  # one decode worker's most, requests/s
     saturated = rho >= 1 or per_decoder > decode_most
-    served = min(load, s.prefill_workers * worker.capacity_rps, s.decode_workers * decode_most) if saturated else load
+    prefill_most, decode_pool_most = s.prefill_workers * worker.capacity_rps, s.decode_workers * decode_most
+    served = min(load, prefill_most, decode_pool_most) if saturated else load
+    served_by = None if not saturated else "prefill" if prefill_most <= decode_pool_most else "decode"
     if saturated:
         misses.append(f"rate {load:g} req/s > what it serves ({served:.3g} req/s: the queue grows)")
     queue = mdl_wait(min(rho, MAX_LOAD), worker.capacity_rps / s.prefill_dp)  # each rank's own queue
@@ -492,7 +497,7 @@ def _priced(
         ttft_ms=ttft * 1e3, queue_ms=queue * 1e3, prefill_ms=worker.prompt_ms, transfer_ms=transfer * 1e3,
         itl_ms=step * 1e3, decode_batch=batch, output_tokens_per_s_per_gpu=served * osl / s.gpus,
         meets_targets=not misses and load > 0, misses=misses if load > 0 else ["serves nothing within the targets"],
-        served_rps=served, saturated=saturated,
+        served_rps=served, saturated=saturated, served_by=served_by,
     )  # fmt: skip
 
 
