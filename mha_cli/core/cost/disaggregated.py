@@ -233,17 +233,11 @@ def worker_steps(
     return WorkerSteps(plans, deployment, profiles[0], isl, osl)
 
 
-def pool_times(
-    prefill: WorkerSteps, decode: WorkerSteps, transfer_s: float, running_cap: int | None = None
-) -> PoolTimes:
-    """A split's step times as the simulated loop takes them; ``running_cap``: the decode worker's running limit its
-    launch line sets (``--max-num-seqs``: the goodput batch, ``core.cost.disaggregated_launch``), under what its pool
-    admits; None: the pool's."""
-    admitted = decode.engine.admitted_per_replica
-    if running_cap is not None:
-        admitted = min(admitted, running_cap)
+def pool_times(prefill: WorkerSteps, decode: WorkerSteps, transfer_s: float) -> PoolTimes:
+    """A split's step times as the simulated loop takes them."""
     return PoolTimes(prefill_seconds=prefill.prefill_seconds, prompts_per_step=prefill.prompts_per_step,
-                     decode_seconds=decode.decode_step, admitted=admitted, transfer_s=transfer_s)  # fmt: skip
+                     decode_seconds=decode.decode_step, admitted=decode.engine.admitted_per_replica,
+                     transfer_s=transfer_s)  # fmt: skip
 
 
 def has_fixed_state(model: ModelSpec) -> bool:
@@ -408,11 +402,8 @@ def plan_disaggregated(
     if confirming:  # the pick confirmed in the simulated loop, its load lowered where it misses
 
         def run(split: Split, load: float) -> SimulatedSplit:
-            times = pool_times(  # the decode worker's running cap as its launch line writes it (trial 289 #1)
-                workers[split.prefill],
-                workers[split.decode],
-                transfers[split.prefill, split.decode].seconds,
-                running_cap=max(1, decode[split.decode].goodput_batch),
+            times = pool_times(
+                workers[split.prefill], workers[split.decode], transfers[split.prefill, split.decode].seconds
             )
             # each DP attention rank runs its own requests: the loop takes every rank as a worker of its own
             return simulate_split(times, prefill_workers=split.prefill_workers * split.prefill_dp,

@@ -138,8 +138,9 @@ def disaggregated_launch(
     """The ``vllm`` and ``sglang`` lines of ``split`` (one command a line): ``utilisation`` the engine's memory
     fraction priced, on the priced engine's line only (vLLM's ``--gpu-memory-utilization``, SGLang's
     ``--mem-fraction-static``; TensorRT-LLM's free fraction is neither's, as ``search.launch_commands`` writes them),
-    the decode workers' running cap the largest batch whose step meets --itl-ms; ``spec``: the model, whose experts an
-    SGLang DP worker's --ep-size may need redundant copies of to divide (``core.engine.sglang_ep``)."""
+    no running cap below what a decode worker's pool admits (the goodput batch, once written as one, starved the load
+    it was priced at and sized another pool than the one priced: trial 289 #1, review 290 #1); ``spec``: the model,
+    whose experts an SGLang DP worker's --ep-size may need redundant copies of to divide (``core.engine.sglang_ep``)."""
     context = str(plan.isl + plan.osl)
     model = served.model
     sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
@@ -147,10 +148,6 @@ def disaggregated_launch(
     from mha_cli.core.targets import resolve_target
 
     deepep = a2a_backend_on(resolve_target(plan.target).target.vendor) == "deepep"  # as the workers were priced
-    # a decode worker runs at most the batch whose step meets --itl-ms (all it admits without one)
-    running_cap = str(
-        max(1, next(d.goodput_batch for d in plan.decode if (d.tp, d.dp) == (split.decode_tp, split.decode_dp)))
-    )
     # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
     # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
@@ -171,9 +168,9 @@ def disaggregated_launch(
         (prefill_hosts if is_prefill else decode_hosts).append(_host(node, nodes, "localhost"))
         port = (VLLM_PREFILL_PORT if is_prefill else VLLM_DECODE_PORT) + index
         (prefill_ports if is_prefill else decode_ports).append(str(port))
-        # vLLM's --max-num-seqs is each data-parallel rank's; SGLang's --max-running-requests all its ranks'
-        running = [] if is_prefill else ["--max-num-seqs", running_cap]
         step = budget[layout.tp, layout.dp]
+        # a --max-num-seqs given is priced (each worker's pool) and written on every line: vLLM's is each DP rank's
+        running = [] if deployment.max_num_seqs is None else ["--max-num-seqs", str(deployment.max_num_seqs)]
         words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False, deepep=deepep),
                  "--max-model-len", context, *vllm_fraction, *running,
                  "--max-num-batched-tokens", step, *_format_flags(deployment, served, sglang=False),
@@ -185,12 +182,13 @@ def disaggregated_launch(
             vllm.append(shlex.join([*env, *line]))
         sglang_port = (SGLANG_PREFILL_PORT if is_prefill else SGLANG_DECODE_PORT) + index
         mode = ["--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl"]
+        if deployment.max_num_seqs is not None:  # SGLang's --max-running-requests counts all its DP ranks'
+            mode += ["--max-running-requests", str(deployment.max_num_seqs * layout.dp)]
         if is_prefill:
             bootstrap = str(SGLANG_BOOTSTRAP_PORT + index)
             mode += ["--disaggregation-bootstrap-port", bootstrap]
             prefill_urls += ["--prefill", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}", bootstrap]
         else:
-            mode += ["--max-running-requests", str(int(running_cap) * layout.dp)]
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
                  *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep,
