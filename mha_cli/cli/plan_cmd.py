@@ -414,6 +414,10 @@ def plan(
         )
     if rate is not None and concurrency is not None:
         raise BadInputError("give --concurrency (users) or --rate (requests per second), not both")
+    if rate is not None:
+        from mha_cli.core.cost.plan import check_user_rate
+
+        check_user_rate(rate)
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 

@@ -50,7 +50,7 @@ from mha_cli.core.cost.disaggregated_layouts import (
 from mha_cli.core.cost.disaggregated_workers import DecodeWorker, PrefillWorker, WorkerSteps
 from mha_cli.core.cost.goodput import MAX_LOAD, AggregatedLayout, aggregated_layout, mdl_wait, prefill_goodput
 from mha_cli.core.cost.kv_transfer import KvTransfer, kv_link, kv_transfer
-from mha_cli.core.cost.plan import LayoutPlans, check_rate
+from mha_cli.core.cost.plan import LayoutPlans, check_user_rate
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
@@ -308,7 +308,7 @@ def plan_disaggregated(
     if isl < 1 or osl < 1:
         raise BadInputError("--isl and --osl must be at least 1")
     if rate is not None:
-        check_rate(rate)
+        check_user_rate(rate)
     if deployment.speculative is not None:
         raise BadInputError("--disaggregated prices plain decoding: leave out speculative decoding")
     if deployment.dp or deployment.expert_parallel:

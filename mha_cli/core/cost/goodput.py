@@ -40,7 +40,8 @@ class AggregatedLayout(Record):
     """At ``rate_rps``; where ``saturated``, once a request is admitted (its wait has no steady value)."""
     itl_ms: float
     output_tokens_per_s_per_gpu: float
-    """Of the requests it serves (``served_rps``), not the load offered; 0 where it serves none within the targets."""
+    """Of the requests it serves (``served_rps``), not the load offered, whether or not it meets the targets (as the
+    splits' rows; ``meets_targets`` says which)."""
     meets_targets: bool
     served_rps: float | None = None
     """Per replica, the requests/s it serves: the load, or, where the load is more than it serves (``saturated``),
@@ -125,6 +126,6 @@ def aggregated_layout(
     return AggregatedLayout(
         tp=tp, dp=dp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
         ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms,
-        output_tokens_per_s_per_gpu=served * osl / gpus if ok or plan.saturated else 0.0,
+        output_tokens_per_s_per_gpu=served * osl / gpus,  # as a split's row: what it serves, met or not
         meets_targets=ok and not plan.saturated, served_rps=served, saturated=plan.saturated,
     )  # fmt: skip

@@ -584,12 +584,18 @@ MIN_RATE = 1e-3
 seconds: trial 289 #10)."""
 
 
-def check_rate(rate: float) -> None:
-    """Refuse a ``--rate`` (requests per second) outside [MIN_RATE, MAX_RATE), NaN included, naming both bounds."""
-    if not MIN_RATE <= rate < MAX_RATE:
-        raise BadInputError(
-            f"--rate {rate:g}: give requests per second from {MIN_RATE:g} (one every 1,000 s) to below {MAX_RATE:g}"
-        )
+def check_rate(rate: float, minimum: float = 0.0) -> None:
+    """Refuse a rate (requests per second) outside (0, MAX_RATE), or below ``minimum`` where one is given (the user's
+    ``--rate``: ``check_user_rate``), NaN included, naming both bounds. A search prices loads below MIN_RATE on the
+    way (an aggregated replica's goodput bisected down to nothing within the targets)."""
+    if not (rate > 0 and rate >= minimum) or not rate < MAX_RATE:
+        low = f"from {minimum:g} (one every 1,000 s)" if minimum else "above 0"
+        raise BadInputError(f"--rate {rate:g}: give requests per second {low} to below {MAX_RATE:g}")
+
+
+def check_user_rate(rate: float) -> None:
+    """The user's ``--rate``: at least MIN_RATE (``check_rate``)."""
+    check_rate(rate, MIN_RATE)
 
 
 def plan_at_rate(
@@ -698,7 +704,7 @@ def simulate_plan(
             f" {cold:,} find theirs in no cache (cold), so at most {warm:.0%} of them hit where the closed form prices"
             f" every one warm{way}"
         )]  # fmt: skip
-    transient = transient_note(simulated, plan.memory.engine, case, client)
+    transient = transient_note(simulated, plan.memory.engine, case, client, plan.running_per_replica)
     if transient is not None:
         notes = [*notes, transient]
     return plan.model_copy(update={"simulated": simulated, "simulated_sweep": swept, "notes": notes})
@@ -710,30 +716,34 @@ the count ``transient_note`` offers."""
 
 
 def transient_note(
-    simulated: SimulatedServing, engine: EnginePlan, case: ServingCase, client: ClientSpec
+    simulated: SimulatedServing, engine: EnginePlan, case: ServingCase, client: ClientSpec, runs: int
 ) -> str | None:
     """Why the simulated run's latencies are a transient's, not the steady state the closed form prices, where they are
     (trial 289 #3, #4): an open loop over its capacity whose requests never filled the engine (200 by default, where it
     runs 378 at once), or a closed loop whose users sent one request each (the default count stops at 10,000); with
-    a count that reaches it where the simulator's step budget allows one. None otherwise."""
+    a count that reaches it where the simulator's step budget and ``--num-prompts`` allow one. ``runs``: what the
+    closed form runs at once on a replica at this load (the pool, max_num_seqs and the token budget's bound). None
+    otherwise."""
+    from mha_cli.core.serve.disaggregated import MAX_SIMULATED_REQUESTS
     from mha_cli.core.serve.replica import MAX_SIMULATED_STEPS, steps_per_request
 
-    runs = min(engine.admitted_per_replica, engine.max_num_seqs)
     users = simulated.users_per_replica
+    whose = f" (the busiest of {simulated.replicas} replicas')" if simulated.replicas > 1 else ""
     if users is None and simulated.saturated and simulated.max_running < runs:
         wanted = FILLS_FOR_STEADY_STATE * runs
         fits = wanted * steps_per_request(case, engine, None) <= MAX_SIMULATED_STEPS
+        fits = fits and wanted * simulated.replicas <= MAX_SIMULATED_REQUESTS  # what --num-prompts takes
         way = f"; --num-prompts {wanted * simulated.replicas:,} for it" if fits else "; the closed form prices it"
         return (
-            f"the simulated run's {simulated.requests:,} requests never filled the engine (at most"
-            f" {simulated.max_running:,} running where it runs {runs:,}): its latencies are a transient's, short of the"
-            f" steady state its queue grows to{way}"
+            f"the simulated run's {simulated.requests:,} requests{whose} never filled the engine (at most"
+            f" {simulated.max_running:,} running where the closed form runs {runs:,}): its latencies are a transient's,"
+            f" short of the steady state its queue grows to{way}"
         )
-    if users is not None and client.num_prompts is None and simulated.requests <= users:
+    if users is not None and simulated.requests <= users:
+        default = " (the default count stops there)" if client.num_prompts is None else ""
         return (
-            f"each of the {users:,} users sent one request (the default count stops at {simulated.requests:,}): the run"
-            " is one burst, its TTFT and end to end a burst's, not the steady state's the closed form prices"
-            " (its roofline bound is a steady state's too)"
+            f"each of the {users:,} users{whose} sent one request{default}: the run is one burst, its TTFT and end to"
+            " end a burst's, not the steady state's the closed form prices (its roofline bound is a steady state's too)"
         )
     return None
 
