@@ -24,6 +24,7 @@ class _SequenceCost:
     """A step cost to count by hand: 1 ms of host time a batch, then 4 ms a sequence on each of 2 stages."""
 
     pp = 2
+    per_decode = 1  # tokens a decode runs: no drafts
     host_s, per_sequence_s = 1e-3, 4e-3
 
     def stage_seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> tuple[float, list[float]]:

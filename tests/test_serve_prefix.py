@@ -20,6 +20,7 @@ class Recording:
     """A step cost of 1 ms a step that records every prefill chunk as (tokens, context before it)."""
 
     pp = 1  # one pipeline stage: the serial loop (core.serve.pipelined runs pp > 1)
+    per_decode = 1  # tokens a decode runs: no drafts
 
     def __init__(self) -> None:
         self.chunks: list[list[tuple[int, int]]] = []

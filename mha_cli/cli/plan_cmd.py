@@ -140,7 +140,8 @@ def plan(
         float | None,
         typer.Option(
             "--rate",
-            help="Requests per second arriving (open loop), instead of --concurrency users.",
+            help="Requests per second arriving (open loop), instead of --concurrency users: from 0.001 (one every"
+            " 1,000 s) to below 10^9.",
             show_default=False,
         ),
     ] = None,
