@@ -61,8 +61,6 @@ if TYPE_CHECKING:
 
 MAX_TOKENS = 1 << 24
 MAX_CONCURRENCY = 1 << 20
-MAX_PROMPTS = 100_000
-"""``--num-prompts`` at most: a simulated run of that many takes seconds."""
 
 
 def _count(value: int, what: str, high: int) -> int:
@@ -851,7 +849,7 @@ def _client(
     num_prompts: int | None, range_ratio: float, burstiness: float, lengths_file: Path | None, seed: int
 ) -> ClientSpec:
     """The simulated benchmark client from ``plan``'s options (checked here: one line each)."""
-    from mha_cli.core.serve.replica import ClientSpec
+    from mha_cli.core.serve.replica import MAX_PROMPTS, ClientSpec
     from mha_cli.core.serve.workload import read_lengths
 
     if num_prompts is not None:

@@ -724,15 +724,14 @@ def transient_note(
     a count that reaches it where the simulator's step budget and ``--num-prompts`` allow one. ``runs``: what the
     closed form runs at once on a replica at this load (the pool, max_num_seqs and the token budget's bound). None
     otherwise."""
-    from mha_cli.core.serve.disaggregated import MAX_SIMULATED_REQUESTS
-    from mha_cli.core.serve.replica import MAX_SIMULATED_STEPS, steps_per_request
+    from mha_cli.core.serve.replica import MAX_PROMPTS, MAX_SIMULATED_STEPS, steps_per_request
 
     users = simulated.users_per_replica
     whose = f" (the busiest of {simulated.replicas} replicas')" if simulated.replicas > 1 else ""
     if users is None and simulated.saturated and simulated.max_running < runs:
         wanted = FILLS_FOR_STEADY_STATE * runs
         fits = wanted * steps_per_request(case, engine, None) <= MAX_SIMULATED_STEPS
-        fits = fits and wanted * simulated.replicas <= MAX_SIMULATED_REQUESTS  # what --num-prompts takes
+        fits = fits and wanted * simulated.replicas <= MAX_PROMPTS  # what --num-prompts takes
         way = f"; --num-prompts {wanted * simulated.replicas:,} for it" if fits else "; the closed form prices it"
         return (
             f"the simulated run's {simulated.requests:,} requests{whose} never filled the engine (at most"

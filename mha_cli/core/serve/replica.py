@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 DEFAULT_PROMPTS_PER_USER = 10
 MIN_DEFAULT_PROMPTS = 200
 MAX_DEFAULT_PROMPTS = 10_000
+MAX_PROMPTS = 100_000
+"""``plan --num-prompts`` at most: a simulated run of that many takes seconds."""
 SLO_PERCENTILES = (0.0, 50.0, 90.0, 99.0)
 """What ``--slo-percentile`` takes: 0 (the mean), 50, 90 or 99."""
 DEFAULT_SLO_PERCENTILE = 99.0
