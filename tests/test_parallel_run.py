@@ -146,6 +146,9 @@ def test_table_shows_every_rank(tp4_reports):
     text = console.export_text()
     assert "Every rank (gloo)" in text and text.count("2/1") == 4  # 4 ranks, 2 query heads and the shared KV head
     assert "all-reduce:" in text and "tp vs one device: equal" in text
+    # the verdict is the last line, after the ranks, as the single-device and --pp reports end (trial 291 #3)
+    assert text.count("PASS  ") == 1 and text.index("PASS  ") > text.index("tp vs one device: equal")
+    assert text.strip().endswith("every_rank_weight_bytes_match pass")  # the verdict's checks, wrapped at 120
 
 
 def test_a_failing_rank_ends_the_run_with_one_line(cli, tmp_path, monkeypatch):

@@ -568,3 +568,11 @@ def test_a_cpu_peak_measured_on_a_busy_machine_says_so(monkeypatch):
     )
     timed([0.001] * measure.COPY_REPS)
     assert "UNSTABLE" not in _peak_bandwidth(torch.device("cpu"))[1]
+
+
+def test_plan_notes_a_context_past_what_the_model_was_made_for():
+    """Trial 291 #2: `kv` and `check` warned that --seq exceeds the design's context, `verify` built it silently."""
+    short = tiny(2, context_length=SEQ // 2)
+    plan = make_plan(short, DeploymentSpec(seq_len=SEQ), device_type="cpu")
+    assert plan.notes == [f"seq_len {SEQ:,} exceeds the {SEQ // 2:,} tokens tiny was trained for"]
+    assert make_plan(tiny(2, context_length=SEQ), DeploymentSpec(seq_len=SEQ), device_type="cpu").notes == []

@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from mha_cli.parallel.pipeline_report import PpVerifyReport
     from mha_cli.verify.report import VerifyReport
 
 
-def render_verify(console: Console, report: VerifyReport) -> None:
+def render_verify(console: Console, report: VerifyReport, *, last_line: bool = True) -> None:
+    """The single-device report, its PASS/FAIL line last (``last_line`` False: left to a caller that prints more
+    first, as ``verify --tp``'s ranks, so the verdict stays the last line: trial 291 #3)."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -114,16 +117,24 @@ def render_verify(console: Console, report: VerifyReport) -> None:
     console.print(f"[bold]SDPA backend[/bold]  {backends}")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
+    if report.hook is not None:
+        from mha_cli.cli.render_hook import render_hook
+
+        render_hook(console, report.hook)
+    if last_line:
+        print_verdict(console, report)
+
+
+def print_verdict(console: Console, report: VerifyReport | PpVerifyReport) -> None:
+    """``PASS  name pass  name FAIL (why)``: the report's last line, which a script reads (single device, --tp, --pp)."""
+    from rich.markup import escape
+
     checks = "  ".join(
         f"{name} [green]pass[/green]"
         if ok
         else f"{name} [red]FAIL[/red] ({escape(report.check_details.get(name, ''))})"
         for name, ok in report.checks.items()
     )
-    if report.hook is not None:
-        from mha_cli.cli.render_hook import render_hook
-
-        render_hook(console, report.hook)
     verdict = "[bold green]PASS[/bold green]" if report.passed else "[bold red]FAIL[/bold red]"
     console.print(f"{verdict}  {checks}")
 

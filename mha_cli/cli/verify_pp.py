@@ -93,11 +93,9 @@ def render_pipeline(console: Console, report: PpVerifyReport) -> None:
     console.print(f"[dim]the whole model in {report.pp} stages (predicted{rank}): {whole}[/dim]")
     for note in report.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
-    checks = "  ".join(
-        f"{name} [green]pass[/green]" if ok else f"{name} [red]FAIL[/red] ({escape(report.check_details[name])})"
-        for name, ok in report.checks.items()
-    )
-    console.print(f"{'[bold green]PASS[/bold green]' if report.passed else '[bold red]FAIL[/bold red]'}  {checks}")
+    from mha_cli.cli.render_verify import print_verdict
+
+    print_verdict(console, report)
 
 
 def _cell(measured: int, predicted: int) -> str:

@@ -62,9 +62,9 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
     """Single-device verify's report (rank 0's stack, every rank's scopes), then the ranks side by side."""
     from rich.table import Table
 
-    from mha_cli.cli.render_verify import render_verify
+    from mha_cli.cli.render_verify import print_verdict, render_verify
 
-    render_verify(console, report)
+    render_verify(console, report, last_line=False)
     title = f"Every rank ({report.backend}): exact bytes; the calculator's shown where it differs"
     table = Table(title=title, title_justify="left")
     for column in ("rank", "q/kv heads", "KV cache (B)", "weights (B)", "decode", "all-reduce"):
@@ -87,6 +87,7 @@ def render_tp_verify(console: Console, report: TpVerifyReport) -> None:
         f" [dim]({calls} all-reduces per step, timed between synchronisations; each rank's median over the timed steps, mean over ranks)[/dim]"
     )
     print_against_one_device(console, "tp", report.tp_numerics)
+    print_verdict(console, report)  # the last line, as the single-device and --pp reports end
 
 
 def _cell(measured: int, predicted: int) -> str:

@@ -297,14 +297,23 @@ def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
     return release is None or release[:2] >= AUTO_FP16_FROM
 
 
+def context_warning(model: ModelSpec, seq_len: int) -> str | None:
+    """That ``seq_len`` is past the context ``model`` was trained (or designed) for, where it is (``mha kv``, ``check``
+    and ``verify`` say it alike); None otherwise."""
+    if not model.context_length or seq_len <= model.context_length:
+        return None
+    trained = "the design was made" if model.source == "mha recommend" else f"{model.name} was trained"
+    return f"seq_len {seq_len:,} exceeds the {model.context_length:,} tokens {trained} for"
+
+
 def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     """Warnings about the deployment (``mha kv`` and ``mha check``, which counts them): a context longer than the
     model was trained for, an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16, weights
     the parameter count leaves out."""
     notes = []
-    if model.context_length and deployment.seq_len > model.context_length:
-        trained = "the design was made" if model.source == "mha recommend" else f"{model.name} was trained"
-        notes.append(f"seq_len {deployment.seq_len:,} exceeds the {model.context_length:,} tokens {trained} for")
+    past = context_warning(model, deployment.seq_len)
+    if past is not None:
+        notes.append(past)
     has_state = model.recurrent is not None or (model.attention.mla is not None and model.attention.mla.indexer)
     if not has_state and "state_convention" in deployment.model_fields_set:
         notes.append(

@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from mha_cli.core.decoder_omissions import spec_family
+from mha_cli.core.deployment import context_warning
 from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
 from mha_cli.core.kv import KvFootprint, footprint_for, recurrent_state_format
@@ -424,6 +425,9 @@ def make_plan(
     mla_cache = deployment.mla_cache if model.attention.mla is not None else None
     seq, batch = deployment.seq_len, deployment.batch
     notes = []
+    past = context_warning(model, seq)  # as kv and check say it (trial 291 #2)
+    if past is not None:
+        notes.append(past)
     if model.attention.mla is None and "mla_cache" in deployment.model_fields_set:
         notes.append(
             f"--mla-cache {deployment.mla_cache} ignored: {model.name} is {model.attention.variant}, not MLA; its cache is"
