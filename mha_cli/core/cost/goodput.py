@@ -127,5 +127,5 @@ def aggregated_layout(
         tp=tp, dp=dp, replicas=replicas, capacity_rps=capacity, goodput_rps=goodput, rate_rps=per_replica,
         ttft_ms=plan.ttft_ms, itl_ms=plan.itl_ms,
         output_tokens_per_s_per_gpu=served * osl / gpus,  # as a split's row: what it serves, met or not
-        meets_targets=ok and not plan.saturated, served_rps=served, saturated=plan.saturated,
+        meets_targets=ok, served_rps=served, saturated=plan.saturated,  # ok: within its goodput, so not saturated
     )  # fmt: skip

@@ -589,7 +589,7 @@ def check_rate(rate: float, minimum: float = 0.0) -> None:
     ``--rate``: ``check_user_rate``), NaN included, naming both bounds. A search prices loads below MIN_RATE on the
     way (an aggregated replica's goodput bisected down to nothing within the targets)."""
     if not (rate > 0 and rate >= minimum) or not rate < MAX_RATE:
-        low = f"from {minimum:g} (one every 1,000 s)" if minimum else "above 0"
+        low = f"from {minimum:g} (one every {1 / minimum:,.0f} s)" if minimum else "above 0"
         raise BadInputError(f"--rate {rate:g}: give requests per second {low} to below {MAX_RATE:g}")
 
 
