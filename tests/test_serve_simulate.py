@@ -12,11 +12,15 @@ import pytest
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
 from mha_cli.core.cost.work import decode_shape, prefill_shape
+from mha_cli.core.engine.plan import plan_engine
+from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.vllm_rule_releases import admission_watermark, admits_whole_prompt
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
+from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.serve.schedulers import EngineState, schedule
-from mha_cli.core.serve.simulate import EngineLimits, simulate
+from mha_cli.core.serve.simulate import EngineLimits, engine_limits, simulate
 from mha_cli.core.serve.stats import percentile, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload, drawn_lengths, read_lengths
@@ -129,6 +133,43 @@ def test_vllm_runs_decodes_first_then_chunks_prompts_under_the_budget():
     state = _state([4, 4, 4], [2, 2, 2], max_seqs=2)
     assert schedule("vllm", state) == ([], [(0, 4), (1, 4)])  # max_num_seqs caps the running requests
     assert list(state.waiting) == [2]
+
+
+def test_vllm_v1_decodes_take_their_draft_tokens_of_the_budget():
+    """vLLM V1 under speculative decoding schedules a running request's ``num_tokens_with_spec - num_computed_tokens``
+    tokens, its k draft tokens with its one, capped at the budget left: with k = 3, request 0's decode takes 4 of the
+    10 and request 1's prompt chunk gets 6. Control: a decode that takes 1 (V0, SGLang, no drafter) leaves it 9."""
+    plans = []
+    for decode_tokens in (1, 4):
+        state = _state([4, 12], [3, 3], budget=10)
+        state.decode_tokens = decode_tokens
+        state.waiting.remove(1)
+        first = schedule("vllm", state)
+        _advance(state, first)
+        state.waiting.append(1)
+        plans.append(schedule("vllm", state))
+    assert plans == [([0], [(1, 9)]), ([0], [(1, 6)])]
+    state = _state([4, 4, 12], [3, 3, 3], budget=8)
+    state.decode_tokens = 4
+    state.waiting.remove(2)
+    _advance(state, schedule("vllm", state))
+    state.waiting.append(2)
+    state.budget = 6  # two decodes of 4 each in a budget of 6: the second gets 2, the prompt none
+    assert schedule("vllm", state) == ([0, 1], []) and list(state.waiting) == [2]
+
+
+def test_the_engines_whose_decodes_take_their_drafts_of_the_budget():
+    """vLLM V1 and TensorRT-LLM count a decode's draft tokens in the step budget; vLLM V0 and SGLang do not."""
+    model = get_preset("llama-3-8b")
+    kv = kv_footprint(model, seq_len=8192)
+    target = load_targets()["h100-sxm"]
+    counted = {}
+    for engine, generation in [("vllm", "vllm-v0"), ("vllm", "vllm-v1"), ("vllm", "vllm-0.21"), ("sglang", None),
+                               ("trtllm", None)]:  # fmt: skip
+        settings = resolve_settings(DeploymentSpec(engine=engine, engine_generation=generation), target, 1)
+        plan = plan_engine(model, kv, target, settings, weights_bytes_per_rank=16 * 10**9, sequences_per_replica=1)
+        counted[generation or engine] = engine_limits(plan).drafts_in_budget
+    assert counted == {"vllm-v0": False, "vllm-v1": True, "vllm-0.21": True, "sglang": False, "trtllm": True}
 
 
 def test_vllm_preempts_the_last_admitted_request_by_recompute():

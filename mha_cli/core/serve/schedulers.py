@@ -7,7 +7,8 @@ tokens are its prompt plus the tokens it has generated; the step computes some o
 token a decode adds) and samples the next token when it reaches the last.
 
 - **vLLM V1** (``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``): running requests first, in order,
-  each its remaining tokens up to the budget (a decode: 1; a chunked prefill: the rest of its prompt); when the pool
+  each its remaining tokens up to the budget (a decode: 1, under speculative decoding 1 + its draft tokens,
+  ``num_tokens_with_spec``; a chunked prefill: the rest of its prompt); when the pool
   cannot hold a running request's new tokens, the last admitted running request is preempted (its blocks freed,
   back to the front of the queue, recomputed: ``PreemptionMode.RECOMPUTE``), until it fits or the request itself
   was preempted. With prefix caching on, its whole computed blocks stay cached among the free ones; when it comes
@@ -126,8 +127,9 @@ class EngineState:
         """vLLM 0.19+: a waiting request is admitted only when the pool holds all its known tokens
         (``core.engine.vllm_rule_releases.admits_whole_prompt``); False: when it holds the step's chunk."""
         self.decode_tokens = 1
-        """Tokens a running decode takes of TensorRT-LLM's step budget: 1, or 1 + its draft tokens under speculative
-        decoding (``MicroBatchScheduler``: beam width + ``getNumDraftTokens``); the other engines' decodes take 1 here."""
+        """Tokens a running decode takes of the step's budget: 1, or 1 + its draft tokens under speculative decoding
+        in vLLM V1 (``num_tokens_with_spec``, as many as the budget leaves) and TensorRT-LLM (``MicroBatchScheduler``:
+        beam width + ``getNumDraftTokens``); SGLang's and vLLM V0's decodes take 1 (``EngineLimits.drafts_in_budget``)."""
         self.watermark_blocks = 0
         """vLLM V0: blocks a waiting request must leave free, its whole prompt held, to be admitted
         (``BlockSpaceManager.can_allocate``, ``core.engine.vllm_rule_releases.admission_watermark``); 0: none."""
@@ -466,7 +468,7 @@ def _vllm(state: EngineState) -> Plan:
         tokens = min(prompts[request] + generated[request] - done, budget)
         if tokens == 1 and done >= prompts[request] and done % size:  # a decode inside its last block: no block
             decodes.append(request)
-            budget -= 1
+            budget -= min(state.decode_tokens, budget)
             index += 1
             continue
         while not state.grow(request, done + tokens):
@@ -476,6 +478,7 @@ def _vllm(state: EngineState) -> Plan:
         else:
             if tokens == 1 and done >= prompts[request]:
                 decodes.append(request)
+                tokens = min(state.decode_tokens, budget)  # its draft tokens too (vLLM V1)
             else:
                 chunks.append((request, tokens))
             budget -= tokens

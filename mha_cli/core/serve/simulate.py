@@ -87,6 +87,11 @@ class EngineLimits(NamedTuple):
     recv_interval: int = 1
     """SGLang's ``--scheduler-recv-interval``: a request that reaches the engine while it decodes joins its queue at
     the next N-th decode step (``core.serve.recv_interval``); 1: at the next step."""
+    drafts_in_budget: bool = False
+    """Under speculative decoding a running decode takes 1 + its draft tokens of the step's token budget: vLLM V1
+    (``Scheduler.schedule``: ``num_tokens_with_spec - num_computed_tokens``, capped at the budget left) and
+    TensorRT-LLM (``MicroBatchScheduler``); False: 1 (vLLM V0 counts its lookahead slots outside the budget, SGLang
+    runs its decodes as a batch of their own)."""
 
 
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_interval: int = 1) -> EngineLimits:
@@ -118,6 +123,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         window_groups=windowed or (), group_blocks=engine.kv_blocks - NULL_BLOCKS if windowed else 0,
         caps_window_admission=bool(windowed) and engine.caps_window_admission,
         window_free_lags=bool(windowed) and engine.window_free_lags,
+        drafts_in_budget=engine.name == "trtllm" or (engine.name == "vllm" and engine.generation != "vllm-v0"),
     )  # fmt: skip
 
 
@@ -250,7 +256,7 @@ class _Run:
         self.state.counts_preempted_lookups = limits.engine != "vllm" or limits.counts_preempted_lookups
         self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
         self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
-        self.state.decode_tokens = cost.per_decode if limits.engine == "trtllm" else 1
+        self.state.decode_tokens = cost.per_decode if limits.engine == "trtllm" or limits.drafts_in_budget else 1
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
             limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching
