@@ -356,6 +356,11 @@ def test_quark_mxfp4_as_amd_publishes_it():
         ({"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group"}}},
          "Quark global weight dtype=int4"),
         (w4a16() | {"ignore": "lm_head"}, "ignore that is not a list of module names"),
+        # NVFP4 is an fp8 scale per 16 values: group 32 is no NVFP4 (priced a scale per 32, exit 0: trial 293 #3)
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 32}, "ModelOpt NVFP4 group_size 32"),
+        # vLLM raises "Missing 'quant_algo'"; this was priced as bf16 with exit 0 (trial 293 #2)
+        ({"quant_method": "modelopt"}, "ModelOpt without a quant_algo"),
+        ({"quant_method": "modelopt", "quant_algo": None}, "quant_algo null without a kv_cache_quant_algo"),
     ],
 )  # fmt: skip
 def test_what_mha_cannot_price_is_refused(quant, named):

@@ -401,7 +401,11 @@ def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme | None:
     quantises no weight (``quant_algo: null``, a KV-cache-only export)."""
     body = config["quantization"] if isinstance(config.get("quantization"), dict) else config
     ignore = _names(body.get("exclude_modules", body.get("ignore", config.get("ignore"))), origin, "exclude_modules")
-    if body.get("quant_algo") is None:
+    if "quant_algo" not in body:  # vLLM's ModelOpt configs raise "Missing 'quant_algo' in quantization config"
+        raise _refuse(origin, "ModelOpt without a quant_algo")
+    if body["quant_algo"] is None:
+        if not body.get("kv_cache_quant_algo"):
+            raise _refuse(origin, "ModelOpt quant_algo null without a kv_cache_quant_algo (it quantises nothing)")
         return None
     algo = str(body.get("quant_algo")).upper()
     if algo == "MIXED_PRECISION":
@@ -416,10 +420,9 @@ def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme | None:
 def _modelopt_rule(name: str, targets: list[str], spec: Any, origin: str) -> SchemeRule:
     algo = str(spec.get("quant_algo") or "").upper() if isinstance(spec, dict) else ""
     if algo == "NVFP4":
-        group = spec.get("group_size") or NVFP4_GROUP
-        if not isinstance(group, int) or group <= 0:
-            raise _refuse(origin, f"ModelOpt NVFP4 group_size {group!r}")
-        return _rule(name, targets, "nvfp4", f"nvfp4, fp8 scale per {group}", 4, 1, 1, group, extra=2 * FP32)
+        if (spec.get("group_size") or NVFP4_GROUP) != NVFP4_GROUP:  # NVFP4's format: an fp8 scale per 16 values
+            raise _refuse(origin, f"ModelOpt NVFP4 group_size {spec.get('group_size')!r} (NVFP4 scales groups of 16)")
+        return _rule(name, targets, "nvfp4", "nvfp4, fp8 scale per 16", 4, 1, 1, NVFP4_GROUP, extra=2 * FP32)
     if algo == "W4A16_NVFP4":
         if (spec.get("group_size") or NVFP4_GROUP) != NVFP4_GROUP:
             raise _refuse(origin, f"ModelOpt W4A16_NVFP4 group_size {spec.get('group_size')!r} (Marlin needs 16)")
