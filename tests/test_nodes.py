@@ -223,15 +223,28 @@ def test_experts_shared_over_nodes_launch_one_data_parallel_group(cli, request, 
 
 
 def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
-    """12 x H100 = 8 + 4, tp 4: two replicas on node 0, one on node 1; shared experts there get no line (vLLM's
-    --data-parallel-size-local is one figure for every node)."""
-    from mha_cli.core.cost.launch_nodes import node_shape, sglang_lines, vllm_lines
+    """12 x H100 = 8 + 4, tp 4: two replicas on node 0, one on node 1, whose line of its own (``ENGINE_last_node``)
+    runs one: the head's two would not start on four GPUs (trial 294 #1: it was said in prose only, the JSON's
+    ``launch`` held no line for it). Shared experts there get no line (vLLM's --data-parallel-size-local is one figure
+    for every node)."""
+    from mha_cli.core.cost.launch_nodes import node_launch, node_shape, sglang_lines, vllm_lines
 
     shape = node_shape(2, 8, 4, 1, 3, None)
     assert (shape.replicas_per_node, shape.last_node_replicas) == (2, 1)
     vllm = vllm_lines(["vllm", "serve", "m", "--data-parallel-size", "3"], shape, "vllm-0.21")
-    assert vllm.head[-2:] == ["--data-parallel-size", "2"] and "--data-parallel-size 1 on the last node" in vllm.note
-    assert "--dp-size 1 on the last node" in sglang_lines(["python", "--dp-size", "3"], shape).note
+    assert vllm.head[-2:] == ["--data-parallel-size", "2"] and vllm.last[-2:] == ["--data-parallel-size", "1"]
+    assert "vllm_last_node (--data-parallel-size 1) on node 1" in vllm.note
+    sglang = sglang_lines(["python", "--dp-size", "3"], shape)
+    assert sglang.last == ["python", "--dp-size", "1"] and "sglang_last_node (--dp-size 1) on node 1" in sglang.note
+    lines, _ = node_launch(
+        {"vllm": ["vllm", "--data-parallel-size", "3"]}, node_shape(3, 8, 4, 1, 5, None), "vllm-0.21"
+    )
+    assert lines == {
+        "vllm": ["vllm", "--data-parallel-size", "2"],
+        "vllm_last_node": ["vllm", "--data-parallel-size", "1"],
+    }
+    full, _ = node_launch({"vllm": ["vllm", "--data-parallel-size", "4"]}, node_shape(2, 8, 4, 1, 4, None), "vllm-0.21")
+    assert list(full) == ["vllm"]  # control: whole nodes run one line
     shared = vllm_lines(["vllm", "--data-parallel-size", "3"], node_shape(2, 8, 4, 1, 3, 12), "vllm-0.21")
     assert shared.head == [] and "not full" in shared.note
 
@@ -244,8 +257,8 @@ def test_a_replica_straddling_two_nodes_unevenly_gets_no_line():
 
     for shape in (node_shape(3, 8, 2, 3, 4, None), node_shape(2, 8, 4, 3, 1, None)):
         assert shape.straddles
-        assert vllm_lines(["vllm", "serve", "m"], shape, "vllm-0.21") == ([], None, STRADDLING)
-        assert sglang_lines(["python", "--dp-size", "1"], shape) == ([], None, STRADDLING)
+        assert vllm_lines(["vllm", "serve", "m"], shape, "vllm-0.21") == ([], None, STRADDLING, None)
+        assert sglang_lines(["python", "--dp-size", "1"], shape) == ([], None, STRADDLING, None)
     assert not node_shape(2, 8, 4, 1, 4, None).straddles and not node_shape(2, 8, 8, 2, 1, None).straddles
 
 

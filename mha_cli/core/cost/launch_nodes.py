@@ -110,19 +110,29 @@ COPIES_WHY = "each replica holds its own experts, which vLLM's data parallelism 
 
 
 class NodeLines(NamedTuple):
-    """The lines of one engine: the head's, the other nodes' (None: the same line), what to fill in."""
+    """The lines of one engine: the head's, the other nodes' (None: the same line), what to fill in, and the last
+    node's where it is not full and its line differs (``12xh100`` as 8 + 4; None: the same as the others)."""
 
     head: list[str]
     others: list[str] | None
     note: str | None
+    last: list[str] | None = None
 
 
-def _every_node(shape: NodeShape, dp_flag: str) -> str:
-    """Where a line every node runs goes: each node, the last one's replicas when it is not full."""
-    where = f"the same line on each of the {shape.nodes} nodes, a load balancer in front"
-    if shape.last_node_replicas is not None:
-        where += f" ({dp_flag} {shape.last_node_replicas} on the last node, which is not full)"
-    return where
+def _every_node(line: list[str], shape: NodeShape, engine: str, dp_flag: str) -> NodeLines:
+    """``line`` (its ``dp_flag`` set to a full node's replicas) on every node, a load balancer in front; the last
+    node, when it is not full, runs its own replicas (``ENGINE_last_node``)."""
+    if shape.last_node_replicas is None:
+        return NodeLines(
+            line, None, f"{engine}: the same line on each of the {shape.nodes} nodes, a load balancer in front"
+        )
+    first = "node 0" if shape.nodes == 2 else f"nodes 0-{shape.nodes - 2}"
+    last = _replace(line, dp_flag, str(shape.last_node_replicas))
+    note = (
+        f"{engine}: the {engine} line on {first}, {engine}_last_node ({dp_flag} {shape.last_node_replicas}) on node"
+        f" {shape.nodes - 1}, which is not full; a load balancer in front"
+    )
+    return NodeLines(line, None, note, last)
 
 
 def _others(nodes: int) -> str:
@@ -181,10 +191,12 @@ def vllm_lines(vllm: list[str], shape: NodeShape, generation: str) -> NodeLines:
         return NodeLines(head, others, note)
     if shape.copies and shape.replicas_per_node > 1:
         return NodeLines(vllm, None, _servers_per_node(shape, "vllm", COPIES_WHY))
+    if "--data-parallel-size" not in vllm and shape.replicas_per_node > 1:  # vLLM V0: a server per replica
+        return NodeLines(vllm, None, _servers_per_node(shape, "vllm", "this vLLM generation has no data parallelism"))
     line = (
         _replace(vllm, "--data-parallel-size", str(shape.replicas_per_node)) if "--data-parallel-size" in vllm else vllm
     )
-    return NodeLines(line, None, f"vllm: {_every_node(shape, '--data-parallel-size')}")
+    return _every_node(line, shape, "vllm", "--data-parallel-size")
 
 
 SGLANG_UNEVEN = (
@@ -211,8 +223,7 @@ def sglang_lines(sglang: list[str], shape: NodeShape) -> NodeLines:
             [*line, *dist, "--node-rank", "0"], [*line, *dist, "--node-rank", NODE_RANK],
             f"sglang: the sglang line on node 0, sglang_workers on {_others(span)}{many}",
         )  # fmt: skip
-    line = _replace(sglang, "--dp-size", str(shape.replicas_per_node))
-    return NodeLines(line, None, f"sglang: {_every_node(shape, '--dp-size')}")
+    return _every_node(_replace(sglang, "--dp-size", str(shape.replicas_per_node)), shape, "sglang", "--dp-size")
 
 
 def node_launch(
@@ -241,6 +252,8 @@ def node_launch(
         out[engine] = found.head
         if found.others is not None:
             out[f"{engine}_workers"] = found.others
+        if found.last is not None:
+            out[f"{engine}_last_node"] = found.last
         if found.note:
             notes.append(found.note)
     meaning = {HEAD_IP: "node 0's address", NODE_RANK: "the node's index", START_RANK: "its first data-parallel rank"}
