@@ -95,3 +95,23 @@ def test_speculative_decoding_caps_at_48_and_a_given_cap_above_half_the_pool_is_
     _, older = _plan(64, "0.5.13", max_num_seqs=huge)
     assert newer.max_num_seqs == newer.kv_tokens // 2
     assert older.max_num_seqs == 4096  # the estimate's ceiling
+
+
+def test_a_pool_under_one_request_starts_and_aborts_longer_prompts(cli):
+    """Gemma-3-27B at 33,280 tokens on one H100 under SGLang: 17,407 tokens of pool. SGLang raises "Not enough
+    memory" only for a pool of none; here it starts, with max_req_input_len = min(33,280, 17,407) - 1 = 17,406, and
+    aborts every longer prompt (``validate_input_length``). It was refused as a start-up failure quoting that error
+    (trial 294 #2). Control: a pool of none still would not start."""
+    report = cli.json("kv", "gemma-3-27b-it", "--target", "h100", "--seq", "33280", "--engine", "sglang")
+    engine = report["memory"]["engine"]
+    assert engine["kv_tokens"] == 17_407 and not engine["starts"]
+    assert "aborts every prompt of 17,406 tokens or more" in engine["refusal"]
+    assert "Not enough memory" not in engine["refusal"]
+    result = cli.run("plan", "gemma-3-27b-it", "--target", "h100", "--tp", "1", "--isl", "32768", "--osl", "512",
+                     "--engine", "sglang", "--closed-form")  # fmt: skip
+    assert result.exit_code == 2 and "sglang starts, but serves no request of this length" in result.output
+    text = cli.run("kv", "gemma-3-27b-it", "--target", "h100", "--seq", "33280", "--engine", "sglang").output
+    assert "no request fits" in text and "SGLang would log" in text
+    none = cli.json("kv", "llama-3.1-70b", "--target", "h100", "--engine", "sglang", "--weight-dtype", "fp8")
+    assert none["memory"]["engine"]["kv_tokens"] == 0
+    assert none["memory"]["engine"]["refusal"].startswith("RuntimeError: Not enough memory")

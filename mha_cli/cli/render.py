@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine.plan import WOULD_NOT_START, EnginePlan
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.memory import MemoryPlan
@@ -308,7 +308,7 @@ def verdict_cell(plan: MemoryPlan) -> str:
     if not plan.weights_fit:
         return "weights do not fit"
     if not plan.engine.starts:
-        return "does not start"
+        return "does not start" if plan.engine.refused_as == WOULD_NOT_START else "no request fits"
     batch = plan.sequences_per_replica * plan.replicas
     return f"{plan.max_sequences:,} of {batch:,} at once"
 
@@ -316,10 +316,13 @@ def verdict_cell(plan: MemoryPlan) -> str:
 def print_engine_plan(console: Console, plan: MemoryPlan) -> None:
     """The memory table, then what the engine's start-up log would say and the plan's notes."""
     print_table(console, memory_table(plan))
-    verb = "would log" if plan.engine.starts else "would stop at start-up"
+    stops = not plan.engine.starts and plan.engine.refused_as == WOULD_NOT_START
+    verb = "would stop at start-up" if stops else "would log"
     console.print(f"[bold]{ENGINE_TITLES[plan.engine.name]} {verb}[/bold]")
     for line in plan.engine.log_lines:
         console.print(f"  {escape(line)}")
+    if not plan.engine.starts and not stops:  # it starts: why no request of this length is served
+        console.print(f"  [red]{escape(plan.engine.refused_as)}:[/red] {escape(plan.engine.refusal or '')}")
     print_assumptions(console, plan.engine.notes, title="engine")
 
 

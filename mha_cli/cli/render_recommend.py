@@ -117,7 +117,7 @@ def not_fitting(plan: MemoryPlan) -> str:
     from mha_cli.core.memory import weights_overflow_words
 
     if plan.engine.refusal is not None and plan.weights_fit:  # the engine would not start (a pool set too large)
-        return f"the engine would not start: {plan.engine.refusal.rstrip('.')}"  # the caller adds the stop
+        return f"the engine {plan.engine.refused_as}: {plan.engine.refusal.rstrip('.')}"  # the caller adds the stop
     if not plan.weights_fit:
         return weights_overflow_words(plan)
     if capped_by_max_num_seqs(plan):

@@ -401,8 +401,8 @@ class LayoutPlans:
         if not engine.starts:
             approximate = "" if model.recurrent is None else " (its weights are approximate: `mha kv` says by how much)"
             raise EngineRefusedError(
-                f"{engine.name} would not start: {engine.refusal}{approximate}",
-                reason=f"{engine.name} would not start: {engine.refusal_reason or engine.refusal}{approximate}",
+                f"{engine.name} {engine.refused_as}: {engine.refusal}{approximate}",
+                reason=f"{engine.name} {engine.refused_as}: {engine.refusal_reason or engine.refusal}{approximate}",
             )
         offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,

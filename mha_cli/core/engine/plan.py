@@ -221,6 +221,9 @@ class EnginePlan(Record):
     """The engine starts: its pool holds at least one request of max_model_len."""
     refusal: str | None
     """Why the engine would refuse to start, as it says it; None when it starts."""
+    refused_as: str = Field(default="would not start", exclude=True)
+    """How the engine refuses, after its name: it "would not start", or (SGLang, a pool under one request of
+    max_model_len) it "starts, but serves no request of this length". Not part of the JSON output."""
     refusal_reason: str | None = Field(default=None, exclude=True)
     """``refusal`` without this rank's own figures where it has them (the weights' overflow), so layouts one cause
     stops are named together; None: ``refusal`` as it is. Not part of the JSON output."""
@@ -454,6 +457,8 @@ class _Pool(NamedTuple):
     """Sliding-window and chunked layers hold every token of a request here (no window), beside full ones."""
     refused_outright: bool = False
     """The engine refuses this deployment whatever its memory (``EnginePlan.refused_outright``)."""
+    refused_as: str = "would not start"
+    """How the engine refuses (``EnginePlan.refused_as``)."""
     mamba_cache_mode: MambaCacheMode = "none"
     """vLLM: the mode its state groups run in (``EnginePlan.mamba_cache_mode``)."""
     serves_hybrid_prefixes: bool = False
@@ -1075,6 +1080,9 @@ def _sglang(inputs: _Inputs) -> _Pool:
         )
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
+    short = not starts and tokens > 0 and state_refusal is None  # it starts; a request of this length does not fit
+    if short:
+        refusal = sglang_short_pool(tokens, kv.seq_len, paged_tokens)
     if state_refusal is not None:
         refusal = state_refusal
     padding = padding_slots(settings.block_size, settings.engine_version)  # a page from 0.4.4, one slot before
@@ -1084,7 +1092,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         if inputs.model.attention.mla is not None
         else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
     )
-    log_lines = [refusal] if refusal else [allocated]
+    log_lines = [refusal] if refusal and not short else [allocated]
     if swa is not None and not refusal:
         split = swa[3]
         layer_bytes, sliding = swa[1] // kv.n_global_layers, _sliding_layers(kv)
@@ -1098,11 +1106,29 @@ def _sglang(inputs: _Inputs) -> _Pool:
     return _Pool(
         available=available, activation=0, budget=budget, blocks=blocks, tokens=tokens, concurrency=concurrency,
         request_bytes=per_sequence, starts=starts, refusal=refusal, log_lines=log_lines,
+        refused_as=SERVES_NONE if short else WOULD_NOT_START,
         groups=[], layers_per_group=None, padding_layers=0, notes=notes, block_size=inputs.settings.block_size,
         state_running_cap=None if states is None else states.running_cap, estimate_tokens=estimate_tokens,
         state_bytes=0 if states is None else states.state_bytes,
         windows_full=bool(_sliding_layers(kv)) and swa is None,
     )  # fmt: skip
+
+
+WOULD_NOT_START = "would not start"
+SERVES_NONE = "starts, but serves no request of this length"
+"""``EnginePlan.refused_as``: the engine's refusal, after its name."""
+
+
+def sglang_short_pool(tokens: int, context: int, paged_tokens: int) -> str:
+    """SGLang with a pool of ``tokens`` under one request of ``context`` (``paged_tokens`` in pages): it starts
+    (``Not enough memory`` is raised only for a pool of none), sets ``max_req_input_len`` to min(context_len,
+    max_total_num_tokens) - 1 and aborts every longer prompt (``managers/utils.py`` ``validate_input_length``)."""
+    longest = min(context, tokens) - 1
+    return (
+        f"its pool of {tokens:,} tokens is under one request's {paged_tokens:,}: it aborts every prompt of"
+        f" {longest:,} tokens or more ('Input length ... exceeds the maximum allowed length', validate_input_length)"
+        f" and cannot hold a request to its full length"
+    )
 
 
 def _sliding_layers(kv: KvFootprint) -> int:
@@ -1482,7 +1508,7 @@ def plan_engine(
         async_scheduling=settings.async_scheduling, max_concurrency=pool.concurrency,
         ideal_max_concurrency=_ideal_concurrency(inputs, pool.available, state_apart=pool.state_bytes > 0), groups=pool.groups,
         layers_per_group=pool.layers_per_group, padding_layers=pool.padding_layers,
-        sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal,
+        sequences_per_replica=sequences_per_replica, starts=pool.starts, refusal=pool.refusal, refused_as=pool.refused_as,
         refusal_reason=None if load_failure is None else load_failure.reason,
         admits_whole_prompt=settings.engine == "vllm" and admits_whole_prompt(settings.release),
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
