@@ -326,3 +326,15 @@ def test_vllm_keeps_an_mla_latent_once_for_every_rank():
     assert replicated.host_blocks == 2**34 // 499_712 == 34_379
     assert per_rank.host_blocks == 2**34 // (2 * 497_664) == 17_260  # 995,328 B: 243 whole pages already
     assert replicated.host_tokens == 34_379 * 16 and per_rank.host_blocks < replicated.host_blocks
+
+
+def test_a_default_run_visits_each_shared_prefix_five_times(cli):
+    """200 prefixes at a rate: the default count was 200, so every request met its prefix first, cold, and the
+    simulated table measured no cache the run was about (trial 294 #3). Now 5 a prefix: 1,000, the first 200 cold.
+    Control: one prefix keeps the 200; a count given is run as given."""
+    args = ("plan", "qwen3-0.6b", "--target", "h100", "--tp", "1", "--rate", "4", "--isl", "512", "--osl", "16",
+            "--shared-prefix", "256")  # fmt: skip
+    many = cli.json(*args, "--shared-prefixes", "200")["simulated"]
+    assert many["requests"] == 1000 and many["prefix_cache_hit_rate"] == pytest.approx(0.8 * 256 / 512)  # 800 warm
+    assert cli.json(*args)["simulated"]["requests"] == 200
+    assert cli.json(*args, "--shared-prefixes", "200", "--num-prompts", "300")["simulated"]["requests"] == 300

@@ -203,7 +203,7 @@ def plan(
         typer.Option(
             "--num-prompts",
             help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
-            " 200 to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
+            " 200 (5 per prefix with --shared-prefixes) to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
             " confirming runs: 3 per user, at least 32, cut alike. The output says the count run. Fewer than the"
             " users never holds them all: refused for a pinned load; a search confirms no point above it.",
             show_default=False,

@@ -685,7 +685,7 @@ def simulate_plan(
     if plan.sweep and plan.rate_rps is None:  # the plot's points, each a short run of 3 requests a user
         for point in plan.sweep:
             share = client._replace(num_prompts=None, prompts_per_user=SWEEP_PROMPTS_PER_USER,
-                                    min_prompts=SWEEP_MIN_PROMPTS)  # fmt: skip
+                                    min_prompts=SWEEP_MIN_PROMPTS, prefix_visits=0)  # fmt: skip
             point_case = case._replace(concurrency=point.concurrency)
             run = simulate_deployment(point_case, profile, plan.memory.engine, share, slo_percentile=slo_percentile,
                                       offload=plan.offload, prefix_caching=caching)  # fmt: skip

@@ -416,7 +416,7 @@ def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
     """``client`` as the search runs it: its own count when it has one, else 3 requests a user (at least 32)."""
     if client.num_prompts is not None or candidate.rate_rps is not None:
         return client
-    return client._replace(prompts_per_user=SEARCH_PROMPTS_PER_USER, min_prompts=SEARCH_MIN_PROMPTS)
+    return client._replace(prompts_per_user=SEARCH_PROMPTS_PER_USER, min_prompts=SEARCH_MIN_PROMPTS, prefix_visits=0)
 
 
 def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:

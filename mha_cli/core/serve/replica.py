@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 DEFAULT_PROMPTS_PER_USER = 10
 MIN_DEFAULT_PROMPTS = 200
 MAX_DEFAULT_PROMPTS = 10_000
+PREFIX_VISITS = 5
+"""A default run sends each of several shared prefixes this many requests at least: only its first finds no cache."""
 MAX_PROMPTS = 100_000
 """``plan --num-prompts`` at most: a simulated run of that many takes seconds."""
 SLO_PERCENTILES = (0.0, 50.0, 90.0, 99.0)
@@ -44,6 +46,9 @@ class ClientSpec(NamedTuple):
     seed: int = 0
     prompts_per_user: int = DEFAULT_PROMPTS_PER_USER
     min_prompts: int = MIN_DEFAULT_PROMPTS
+    prefix_visits: int = PREFIX_VISITS
+    """Several shared prefixes: the default count sends each this many requests at least (0: no such floor; the
+    search's and the sweep's short runs)."""
 
 
 class SimulatedServing(Simulation):
@@ -95,14 +100,16 @@ def client_workload(
     case: "ServingCase", client: ClientSpec, rate: float | None, engine: "EnginePlan", prefix_groups: int = 1
 ) -> tuple[Workload, int | None]:
     """The busiest replica's share of the client's load: (its workload, its users or None in an open loop). The
-    default count of requests is cut to what ``MAX_SIMULATED_STEPS`` allows (one wave of users at least); a count
-    asked for beyond it is refused."""
+    default count of requests (``ClientSpec.prefix_visits`` for each of ``prefix_groups`` shared prefixes at least, so
+    most find theirs cached) is cut to what ``MAX_SIMULATED_STEPS`` allows (one wave of users at least); a count asked for beyond
+    it is refused."""
     users = None if rate is not None else -(-case.concurrency // case.replicas)
     steps = steps_per_request(case, engine, users)
     count = client.num_prompts
     if count is None:
         count = client.min_prompts if users is None else client.prompts_per_user * users
-        count = min(MAX_DEFAULT_PROMPTS, max(client.min_prompts, count), int(MAX_SIMULATED_STEPS / steps))
+        floor = max(client.min_prompts, client.prefix_visits * prefix_groups if prefix_groups > 1 else 0)
+        count = min(MAX_DEFAULT_PROMPTS, max(floor, count), int(MAX_SIMULATED_STEPS / steps))
         count = max(count, users or 1)
     else:  # the client's whole count, split over the replicas (closed loop or --rate alike)
         if users is not None and count < case.concurrency:  # its run never holds the users asked: no confirmation
