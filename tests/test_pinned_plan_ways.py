@@ -24,3 +24,21 @@ def test_a_way_on_the_target_given_is_offered_once(cli):
     assert refused.exit_code == 2 and line.endswith(": use e.g. --tp 2")
     assert cli.run("plan", "llama-3-8b", "--target", "2xrtx-a4000", "--tp", "2", "--concurrency", "4",
                    "--closed-form").exit_code == 0  # fmt: skip
+
+
+def test_weights_far_over_the_device_are_offered_the_devices_they_need(cli):
+    """DeepSeek-V3 (626.92 GiB of weights a rank) on one H100: the one way tried was 2 GPUs, refused too (trial 294
+    #4). The fewest devices, a power of two, holding the weights at 80% of each: 627 GiB / (0.8 x 85.0 GB) = 9.9, so
+    16, planned again and accepted. Llama-3.1-70B in bf16 (131 GiB): 2.1, so 4 (2 x H100 leave no cache at 0.9).
+    Control: a model within twice a device keeps the layouts tried before (the next power of two)."""
+    for model, way in (
+        ("deepseek-v3", "--target 16xh100-sxm --tp 16"),
+        ("llama-3.1-70b", "--target 4xh100-sxm --tp 4"),
+    ):
+        refused = cli.run("plan", model, "--target", "h100", "--tp", "1", "--closed-form")
+        line = " ".join(refused.output.split())
+        assert refused.exit_code == 2 and line.endswith(f": use e.g. {way}"), line
+    taken = cli.run("plan", "deepseek-v3", "--target", "16xh100", "--tp", "16", "--closed-form")
+    assert taken.exit_code == 0, taken.output
+    refused = cli.run(*PINNED, "--target", "rtx-5080", "--gpu-memory-utilization", "1.0")
+    assert " ".join(refused.output.split()).endswith(": use e.g. --target 2xrtx-5080 --tp 2")

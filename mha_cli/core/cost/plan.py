@@ -44,7 +44,7 @@ from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, 
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 from mha_cli.core.ways import accepted, flag_updates
-from mha_cli.core.weight_bytes import deployment_rank_bytes, stored_scheme
+from mha_cli.core.weight_bytes import deployment_model_bytes, deployment_rank_bytes, stored_scheme
 
 
 class ServingPlan(ServingPrediction):
@@ -529,6 +529,7 @@ def _with_ways(
 
     if not deployment.dp:
         first = _state_slots_change(model, target, deployment, tp, pp, common["concurrency"])
+        first += weights_sized_layout(model, target, deployment, tp, pp)
         return with_layout_ways(exc, target, tp, accepted(pasted), pp, first=first)
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
     return with_layout_ways(
@@ -544,6 +545,27 @@ def _with_ways(
 
 STATE_SLOT_TRIALS = (256, 64, 16)
 """The request caps a search with no users asked tries where the cap sizes a state pool (``state_slot_changes``)."""
+
+
+WEIGHTS_SHARE = 0.8
+"""The share of a device the weights may take in ``weights_sized_layout`` (the engines keep the rest for the pool)."""
+MAX_SIZED_DEVICES = 64
+
+
+def weights_sized_layout(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, tp: int, pp: int
+) -> tuple[str, ...]:
+    """``--target Nx<device> --tp N/pp``: the fewest devices, a power of two, whose share of the weights each takes at
+    most ``WEIGHTS_SHARE`` of a device, where that is more than the layouts ``memory.layout_changes`` tries (the next
+    power of two above tp); none past ``MAX_SIZED_DEVICES``. DeepSeek-V3 (627 GiB) on one H100: 16, not 2 (trial 294
+    #4)."""
+    weights = deployment_model_bytes(model, deployment.weight_dtype, deployment)
+    ratio = weights / (WEIGHTS_SHARE * target.target.device_memory_bytes)
+    devices = 1 << max(0, math.ceil(ratio) - 1).bit_length()  # the power of two at or above the ratio
+    tried = max(tp * pp, (1 << tp.bit_length()) * pp, target.n_devices)
+    if devices <= tried or devices > MAX_SIZED_DEVICES or devices % pp:
+        return ()
+    return (f"--target {devices}x{target.target.id} --tp {devices // pp}",)
 
 
 def _state_slots_change(
