@@ -15,7 +15,7 @@ from mha_cli.core.schemas import ModelSpec
 from mha_cli.hook import run as hook_run
 from mha_cli.hook.run import STOP_ACCURACY, run_hook, train_copy
 from mha_cli.hook.scale import scaled_copy
-from mha_cli.hook.sizes import QUICK_SIZE
+from mha_cli.hook.sizes import DEFAULT_SIZE, QUICK_SIZE
 
 DESIGN = dict(d_model=256, n_layers=4, n_heads=8, vocab_size=1000, d_ff=512)
 MQA = ModelSpec(**DESIGN, n_kv_heads=1, head_dim=32)
@@ -47,6 +47,20 @@ def test_two_layers_of_mqa_and_mla_solve_induction(design):
     assert trained.test_accuracy >= TEST_ACCURACY, trained
     assert trained.steps < QUICK_SIZE.max_steps and trained.validation_accuracy >= STOP_ACCURACY  # stopped early
     assert trained.scored_targets > 1000
+
+
+def test_an_mla_copy_trains_at_its_own_learning_rate(monkeypatch):
+    """``mha verify --hook`` (DEFAULT_SIZE) trains an MLA copy at lr 0.001, the others at 0.003: at 0.003 the copy of
+    ``recommend --params 50M --variant MLA`` learnt nothing in 1,500 steps (15.7%), at 0.001 it passed in 400 (99.1%;
+    docs/commands/verify.md, review 292). One step each, the rate given to the trainer read back."""
+    rates = []
+    real = hook_run.train
+    monkeypatch.setattr(hook_run, "train", lambda model, batch, settings, *a, **k: (
+        rates.append(settings.learning_rate), real(model, batch, settings, *a, **k))[1])  # fmt: skip
+    for design in (MLA, MQA):
+        train_copy(scaled_copy(design, 2, DEFAULT_SIZE).spec, size=DEFAULT_SIZE, max_steps=1)
+    assert rates == [1e-3, 3e-3]
+    assert DEFAULT_SIZE.learning_rate_for(True) == 1e-3 and QUICK_SIZE.learning_rate_for(True) == 3e-3
 
 
 def test_the_same_seed_gives_the_same_result_on_cpu():

@@ -110,7 +110,7 @@ HookOpt = Annotated[
         help="Also run the testability hook (rule MHA050): train a scaled-down 2-layer copy of the design's attention"
         f" on the induction task (A B ... A -> B) and a 1-layer control; exit 1 if the copy scores below"
         f" {TEST_ACCURACY:.0%}. About 1 to 6 minutes on 2 CPU cores (it stops once the copy passes, at most 1,500"
-        " steps; an MLA copy can take them all).",
+        " steps; an MLA copy trains at a third of the learning rate).",
     ),
 ]
 HookLayersOpt = Annotated[

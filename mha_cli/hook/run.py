@@ -91,7 +91,7 @@ def run_hook(
         seconds=round(seconds, 2),
         scaled=copy.changes + [f"not reproduced by the decoder: {detail}" for detail in main.omitted],
         size=size.name,
-        task=_describe(size),
+        task=_describe(size, mla=design.attention.mla is not None),
         scored_targets=main.scored_targets,
         seed=seed,
         device=str(target),
@@ -126,7 +126,8 @@ def train_copy(
     report = on_progress or (lambda label, done, total: None)
     with deterministic_run(seed, target):
         model = build_model(spec, device=target)
-        return _fit(model, task, size, seed, steps, validation, test, target, label, report)
+        learning_rate = size.learning_rate_for(spec.attention.mla is not None)
+        return _fit(model, task, size, seed, steps, learning_rate, validation, test, target, label, report)
 
 
 def _fit(
@@ -135,6 +136,7 @@ def _fit(
     size: HookSize,
     seed: int,
     steps: int,
+    learning_rate: float,
     validation: tuple[torch.Tensor, torch.Tensor],
     test: tuple[torch.Tensor, torch.Tensor],
     device: torch.device,
@@ -155,7 +157,7 @@ def _fit(
         last_validation = scored_accuracy(model, *validation, device, batch_size=128)
         return last_validation >= STOP_ACCURACY
 
-    settings = TrainSettings(steps=steps, learning_rate=size.learning_rate, warmup_steps=size.warmup_steps)
+    settings = TrainSettings(steps=steps, learning_rate=learning_rate, warmup_steps=size.warmup_steps)
     train(model, lambda: task.batch(size.batch, stream), settings, device, should_stop=should_stop)
     return Trained(
         steps=done,
@@ -166,10 +168,10 @@ def _fit(
     )
 
 
-def _describe(size: HookSize) -> str:
+def _describe(size: HookSize, *, mla: bool = False) -> str:
     return (
         f"{size.seq_len} distinct tokens of {size.vocab_size} per sequence, a segment of {size.min_segment}-"
         f"{size.max_segment} tokens repeated later at a random place; scored: the 2nd to last token of the repeat"
         f" (argmax), on {size.n_test} held-out sequences; trained on batches of {size.batch},"
-        f" AdamW lr {size.learning_rate:g}"
+        f" AdamW lr {size.learning_rate_for(mla):g}"
     )
