@@ -102,6 +102,7 @@ def _glued_digits(key: str, resolve: Callable[[str], str | None], max_devices: i
 def _refusal(spec: str, readings: list[GluedCount]) -> BadInputError:
     spellings = list(dict.fromkeys(f"{r.count}x{r.chip}" for r in readings))
     return BadInputError(
-        f"unknown target {shown(spec)}: a count glued to a chip name is not read (it may be part of the model number),"
-        f" give it in front with an x: did you mean {' or '.join(spellings)}?"
+        f"unknown target {shown(spec)}: digits glued to a chip name are not read as a count (they may be part of the"
+        f" model number or a memory size in GB); a count goes in front with an x: did you mean"
+        f" {' or '.join(spellings)}?"
     )
