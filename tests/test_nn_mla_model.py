@@ -45,6 +45,13 @@ DEEPSEEK_V2 = dict(
     num_experts_per_tok=3, n_group=4, topk_group=2, routed_scaling_factor=1.5, norm_topk_prob=False,
     rope_scaling=dict(DEEPSEEK_V3["rope_scaling"], mscale=0.707, mscale_all_dim=0.707),
 )  # fmt: skip
+# The hook's MLA copy (review 292): 5 heads of odd widths (34 no-RoPE + 16 RoPE, values 33), a latent of 133, no query
+# latent and no YaRN, at a residual of 128: the shapes the equality above never took.
+HOOK_MLA = dict(
+    DEEPSEEK_V3, model_type="deepseek_v3", hidden_size=128, num_attention_heads=5, num_key_value_heads=5,
+    q_lora_rank=None, kv_lora_rank=133, qk_rope_head_dim=16, qk_nope_head_dim=34, v_head_dim=33, rope_scaling=None,
+    first_k_dense_replace=3,
+)  # fmt: skip
 QWEN3_MOE = dict(
     model_type="qwen3_moe", vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8,
@@ -56,6 +63,7 @@ CASES = {  # name: (config.json, transformers class, MLA modes)
     "deepseek-v3": (DEEPSEEK_V3, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
     "deepseek-v3-rotate-half": (DEEPSEEK_V3_HALF, "DeepseekV3ForCausalLM", ("absorbed",)),
     "deepseek-v2": (DEEPSEEK_V2, "DeepseekV2ForCausalLM", ("absorbed",)),
+    "hook-mla": (HOOK_MLA, "DeepseekV3ForCausalLM", ("absorbed", "naive")),
     "qwen3-moe": (QWEN3_MOE, "Qwen3MoeForCausalLM", ("absorbed",)),  # no MLA: the mode is unused
 }
 
