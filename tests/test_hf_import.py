@@ -30,6 +30,9 @@ SAME_MODEL = {
     "qwen3-8b": "qwen3-8b",
     "falcon-7b": "falcon-7b",
     "gpt-oss-20b": "gpt-oss-20b",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "qwen3-235b-a22b-instruct-2507": "qwen3-235b-a22b-2507",
     "deepseek-v2-lite": "deepseek-v2-lite",
 }
 

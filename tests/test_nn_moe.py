@@ -190,7 +190,7 @@ def test_parameter_count_matches_the_built_layer() -> None:
     )  # experts, shared, router, gate
 
 
-@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v2-lite", "gpt-oss-20b"])
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v2-lite", "gpt-oss-20b", "gpt-oss-120b", "qwen3-30b-a3b"])
 def test_moe_presets_build_their_counted_parameters(name: str) -> None:
     """The whole MoE model on the meta device (nothing allocated): parameters equal core.params' total."""
     from mha_cli.core.params import count_params

@@ -46,6 +46,9 @@ PRESET_IDS: dict[str, str] = {
     "google/gemma-3-27b-pt": "gemma-3-27b-it",  # the same config (its text_config priced as the -it's; audit5)
     "tiiuae/falcon-7b": "falcon-7b",
     "openai/gpt-oss-20b": "gpt-oss-20b",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b-2507",
     "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
     "deepseek-ai/DeepSeek-V2-Lite": "deepseek-v2-lite",

@@ -302,6 +302,66 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         ),
         embeddings=dict(vocab_size=201088),
     ),
+    # 116.8B total, 5.1B active. gpt-oss-20b's layers, 36 of them, 128 experts top-4 (tests/fixtures/hf_configs).
+    "gpt-oss-120b": dict(
+        family="gpt_oss",
+        source="openai/gpt-oss-120b config.json",
+        context_length=131072,
+        d_model=2880,
+        n_layers=36,
+        attention=dict(
+            n_heads=64,
+            n_kv_heads=8,
+            head_dim=64,
+            rope=dict(
+                theta=150000.0,
+                scaling=dict(
+                    type="yarn",
+                    factor=32.0,
+                    original_max_position_embeddings=4096,
+                    beta_fast=32.0,
+                    beta_slow=1.0,
+                    truncate=False,
+                ),
+            ),
+        ),
+        layers=dict(sliding_window=128, pattern=["local", "global"]),
+        block=dict(
+            d_ff=2880,
+            moe=dict(
+                n_experts=128,
+                n_active_experts=4,
+                d_ff_expert=2880,
+                expert_bias=True,
+                router_bias=True,
+                swiglu_limit=7.0,
+            ),
+        ),
+        embeddings=dict(vocab_size=201088),
+    ),
+    # 30.5B total, 3.3B active. GQA 32 / 4, head_dim 128, QK-norm, 128 experts of 768 top-8, every layer MoE.
+    "qwen3-30b-a3b": dict(
+        family="qwen3_moe",
+        source="Qwen/Qwen3-30B-A3B config.json",
+        context_length=40960,
+        d_model=2048,
+        n_layers=48,
+        attention=dict(n_heads=32, n_kv_heads=4, head_dim=128, rope=dict(theta=1e6)),
+        block=dict(d_ff=6144, moe=dict(n_experts=128, n_active_experts=8, d_ff_expert=768), norm_eps=1e-6),
+        embeddings=dict(vocab_size=151936),
+    ),
+    # 235.1B total, 22.2B active. GQA 64 / 4, head_dim 128, 128 experts of 1,536 top-8; the 2507 release's 262,144
+    # tokens and RoPE base 5e6 (the first Qwen3-235B-A22B has 40,960 and 1e6: not this preset).
+    "qwen3-235b-a22b-2507": dict(
+        family="qwen3_moe",
+        source="Qwen/Qwen3-235B-A22B-Instruct-2507 config.json",
+        context_length=262144,
+        d_model=4096,
+        n_layers=94,
+        attention=dict(n_heads=64, n_kv_heads=4, head_dim=128, rope=dict(theta=5e6)),
+        block=dict(d_ff=12288, moe=dict(n_experts=128, n_active_experts=8, d_ff_expert=1536), norm_eps=1e-6),
+        embeddings=dict(vocab_size=151936),
+    ),
     # 46.7B total, 12.7B multiplied per token (published 12.9B active counts the input embedding). GQA 32 / 8, 8 experts
     # top-2, every layer MoE.
     "mixtral-8x7b": dict(
@@ -699,6 +759,7 @@ CHECKPOINT_WEIGHTS: dict[str, str] = {
     "minimax-m2": "fp8-block",  # config.json quantization_config: fp8, weight_block_size [128, 128]
     "minimax-m2.7": "fp8-block",  # the same as MiniMax-M2's
     "gpt-oss-20b": "mxfp4",  # config.json quantization_config: mxfp4 (experts), the rest bf16
+    "gpt-oss-120b": "mxfp4",  # the same as gpt-oss-20b's
 }
 """The weight format a preset's published checkpoint stores (its config.json's ``quantization_config``);
 presets not listed are bf16 checkpoints."""
