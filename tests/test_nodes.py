@@ -245,6 +245,8 @@ def test_a_part_filled_last_node_runs_fewer_replicas_and_says_so():
     }
     full, _ = node_launch({"vllm": ["vllm", "--data-parallel-size", "4"]}, node_shape(2, 8, 4, 1, 4, None), "vllm-0.21")
     assert list(full) == ["vllm"]  # control: whole nodes run one line
+    v0 = vllm_lines(["vllm", "serve", "m"], shape, "vllm-v0")  # no data parallelism: a server per replica
+    assert "2 servers on node 0 and 1 on node 1, which is not full" in v0.note  # 3 replicas, not 4 (review 295 #1)
     shared = vllm_lines(["vllm", "--data-parallel-size", "3"], node_shape(2, 8, 4, 1, 3, 12), "vllm-0.21")
     assert shared.head == [] and "not full" in shared.note
 

@@ -299,10 +299,16 @@ def test_the_docs_give_the_simulated_request_counts_the_code_runs():
     from pathlib import Path
 
     from mha_cli.core.cost.search import SEARCH_MIN_PROMPTS, SEARCH_PROMPTS_PER_USER
-    from mha_cli.core.serve.replica import DEFAULT_PROMPTS_PER_USER, MAX_SIMULATED_STEPS, MIN_DEFAULT_PROMPTS
+    from mha_cli.core.serve.replica import (
+        DEFAULT_PROMPTS_PER_USER,
+        MAX_SIMULATED_STEPS,
+        MIN_DEFAULT_PROMPTS,
+        PREFIX_VISITS,
+    )
 
     docs = " ".join((Path(__file__).parent.parent / "docs" / "commands" / "plan.md").read_text().split())
-    assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {MIN_DEFAULT_PROMPTS} to 10,000" in docs
+    floor = f"{MIN_DEFAULT_PROMPTS} ({PREFIX_VISITS} per prefix with --shared-prefixes)"
+    assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {floor} to 10,000" in docs
     assert f"cut to what {MAX_SIMULATED_STEPS:,} simulated engine steps allow" in docs
     assert f"the search's confirming runs: {SEARCH_PROMPTS_PER_USER} per user, at least {SEARCH_MIN_PROMPTS}" in docs
 

@@ -99,13 +99,14 @@ def test_speculative_decoding_caps_at_48_and_a_given_cap_above_half_the_pool_is_
 
 def test_a_pool_under_one_request_starts_and_aborts_longer_prompts(cli):
     """Gemma-3-27B at 33,280 tokens on one H100 under SGLang: 17,407 tokens of pool. SGLang raises "Not enough
-    memory" only for a pool of none; here it starts, with max_req_input_len = min(33,280, 17,407) - 1 = 17,406, and
-    aborts every longer prompt (``validate_input_length``). It was refused as a start-up failure quoting that error
+    memory" only for a pool of none; here it starts, with max_req_len = min(33,280, 17,407) - 1 = 17,406 and
+    max_req_input_len 5 under it, 17,401, and aborts every prompt that long or longer (``validate_input_length``;
+    review 295 #2: the 5 were missed). It was refused as a start-up failure quoting that error
     (trial 294 #2). Control: a pool of none still would not start."""
     report = cli.json("kv", "gemma-3-27b-it", "--target", "h100", "--seq", "33280", "--engine", "sglang")
     engine = report["memory"]["engine"]
     assert engine["kv_tokens"] == 17_407 and not engine["starts"]
-    assert "aborts every prompt of 17,406 tokens or more" in engine["refusal"]
+    assert "aborts every prompt of 17,401 tokens or more" in engine["refusal"]
     assert "Not enough memory" not in engine["refusal"]
     result = cli.run("plan", "gemma-3-27b-it", "--target", "h100", "--tp", "1", "--isl", "32768", "--osl", "512",
                      "--engine", "sglang", "--closed-form")  # fmt: skip

@@ -98,10 +98,14 @@ def node_shape(
 
 def _servers_per_node(shape: NodeShape, engine: str, why: str) -> str:
     """The note for a line run once per replica on every node (no flag of its engine runs the layout priced)."""
+    last = shape.last_node_replicas
+    where = f"each of the {shape.nodes} nodes" if last is None else (
+        f"each of the first {shape.nodes - 1} and {last} on the last, which is not full" if shape.nodes > 2
+        else f"node 0 and {last} on node 1, which is not full"
+    )  # fmt: skip
     return (
-        f"{engine}: the line once per replica, {shape.replicas_per_node} servers on each of the {shape.nodes} nodes,"
-        f" each on its own {shape.replica_devices} GPUs (CUDA_VISIBLE_DEVICES) and port, a load balancer in front:"
-        f" {why}"
+        f"{engine}: the line once per replica, {shape.replicas_per_node} servers on {where}, each on its own"
+        f" {shape.replica_devices} GPUs (CUDA_VISIBLE_DEVICES) and port, a load balancer in front: {why}"
     )
 
 

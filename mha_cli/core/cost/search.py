@@ -413,9 +413,12 @@ def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool, bool]:
 
 
 def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
-    """``client`` as the search runs it: its own count when it has one, else 3 requests a user (at least 32)."""
-    if client.num_prompts is not None or candidate.rate_rps is not None:
+    """``client`` as the search runs it: its own count when it has one, else 3 requests a user (at least 32), or at
+    a rate the default count; never raised for the shared prefixes (``ClientSpec.prefix_visits``: one plan's run)."""
+    if client.num_prompts is not None:
         return client
+    if candidate.rate_rps is not None:
+        return client._replace(prefix_visits=0)
     return client._replace(prompts_per_user=SEARCH_PROMPTS_PER_USER, min_prompts=SEARCH_MIN_PROMPTS, prefix_visits=0)
 
 
@@ -810,7 +813,7 @@ def search_deployments(
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
-        why = f"no deployment of {model.name} on {target.spec} starts: {_why_none_starts(tried)}"
+        why = f"no deployment of {model.name} on {target.spec} serves these requests: {_why_none_starts(tried)}"
         if ways is None:  # mha plan's own search: the changes of its ways out with which one does, each searched as
             # the run asked would be where targets are given (simulated: a pick said to meet them is the user's)
             targeted = client if ttft_ms is not None or itl_ms is not None else None

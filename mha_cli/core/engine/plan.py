@@ -1080,9 +1080,11 @@ def _sglang(inputs: _Inputs) -> _Pool:
         )
     starts = available > 0 and concurrency >= 1
     refusal = None if starts else "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
-    short = not starts and tokens > 0 and state_refusal is None  # it starts; a request of this length does not fit
+    short = not starts and tokens > SGLANG_INPUT_MARGIN and state_refusal is None  # it starts; no request fits
     if short:
         refusal = sglang_short_pool(tokens, kv.seq_len, paged_tokens)
+    elif not starts and tokens > 0 and state_refusal is None:  # max_req_input_len <= 0: its own assertion
+        refusal = "AssertionError: Memory pool size is too small"
     if state_refusal is not None:
         refusal = state_refusal
     padding = padding_slots(settings.block_size, settings.engine_version)  # a page from 0.4.4, one slot before
@@ -1093,7 +1095,7 @@ def _sglang(inputs: _Inputs) -> _Pool:
         else f"KV Cache is allocated. #tokens: {tokens}, K size: {per_half:.2f} GB, V size: {per_half:.2f} GB"
     )
     log_lines = [refusal] if refusal and not short else [allocated]
-    if swa is not None and not refusal:
+    if swa is not None and (short or not refusal):
         split = swa[3]
         layer_bytes, sliding = swa[1] // kv.n_global_layers, _sliding_layers(kv)
         usage = ((split.full + padding) * kv.n_global_layers + (split.swa + padding) * sliding) * layer_bytes
@@ -1119,14 +1121,19 @@ SERVES_NONE = "starts, but serves no request of this length"
 """``EnginePlan.refused_as``: the engine's refusal, after its name."""
 
 
+SGLANG_INPUT_MARGIN = 6
+"""min(context, pool) less SGLang's ``max_req_input_len``: the 1 of ``max_req_len`` and the 5 kept under it."""
+
+
 def sglang_short_pool(tokens: int, context: int, paged_tokens: int) -> str:
     """SGLang with a pool of ``tokens`` under one request of ``context`` (``paged_tokens`` in pages): it starts
-    (``Not enough memory`` is raised only for a pool of none), sets ``max_req_input_len`` to min(context_len,
-    max_total_num_tokens) - 1 and aborts every longer prompt (``managers/utils.py`` ``validate_input_length``)."""
-    longest = min(context, tokens) - 1
+    (``Not enough memory`` is raised only for a pool of none), sets ``max_req_len`` = min(context_len - 1,
+    max_total_num_tokens - 1) and ``max_req_input_len`` = ``max_req_len`` - 5 (``Scheduler.__init__`` /
+    ``TpModelWorker``), and aborts every prompt at least that long (``managers/utils.py`` ``validate_input_length``)."""
+    longest = min(context, tokens) - SGLANG_INPUT_MARGIN
     return (
         f"its pool of {tokens:,} tokens is under one request's {paged_tokens:,}: it aborts every prompt of"
-        f" {longest:,} tokens or more ('Input length ... exceeds the maximum allowed length', validate_input_length)"
+        f" {longest:,} tokens or more (max_req_input_len: min(context, pool) - 1 - 5; validate_input_length)"
         f" and cannot hold a request to its full length"
     )
 

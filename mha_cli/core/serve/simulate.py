@@ -94,6 +94,11 @@ class EngineLimits(NamedTuple):
     runs its decodes as a batch of their own)."""
 
 
+def drafts_in_budget(engine: "EnginePlan") -> bool:
+    """A decode takes its draft tokens of the step's budget (``EngineLimits.drafts_in_budget``): vLLM V1, TensorRT-LLM."""
+    return engine.name == "trtllm" or (engine.name == "vllm" and engine.generation != "vllm-v0")
+
+
 def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_interval: int = 1) -> EngineLimits:
     """The scheduler's settings and pool of an engine's memory plan, its pool as blocks of one request's tokens:
     vLLM's blocks over its KV cache groups (a request takes a block in every group for each block of its tokens),
@@ -105,7 +110,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         return EngineLimits(
             engine=engine.name, kv_blocks=int(engine.max_concurrency), block_size=engine.max_model_len,
             max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
-            prefix_caching=prefix_caching, recv_interval=recv_interval,
+            prefix_caching=prefix_caching, recv_interval=recv_interval, drafts_in_budget=drafts_in_budget(engine),
         )  # fmt: skip
     groups = len(engine.groups)
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
@@ -123,7 +128,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         window_groups=windowed or (), group_blocks=engine.kv_blocks - NULL_BLOCKS if windowed else 0,
         caps_window_admission=bool(windowed) and engine.caps_window_admission,
         window_free_lags=bool(windowed) and engine.window_free_lags,
-        drafts_in_budget=engine.name == "trtllm" or (engine.name == "vllm" and engine.generation != "vllm-v0"),
+        drafts_in_budget=drafts_in_budget(engine),
     )  # fmt: skip
 
 
