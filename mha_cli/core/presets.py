@@ -302,43 +302,6 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         ),
         embeddings=dict(vocab_size=201088),
     ),
-    # 116.8B total, 5.1B active. gpt-oss-20b's layers, 36 of them, 128 experts top-4 (tests/fixtures/hf_configs).
-    "gpt-oss-120b": dict(
-        family="gpt_oss",
-        source="openai/gpt-oss-120b config.json",
-        context_length=131072,
-        d_model=2880,
-        n_layers=36,
-        attention=dict(
-            n_heads=64,
-            n_kv_heads=8,
-            head_dim=64,
-            rope=dict(
-                theta=150000.0,
-                scaling=dict(
-                    type="yarn",
-                    factor=32.0,
-                    original_max_position_embeddings=4096,
-                    beta_fast=32.0,
-                    beta_slow=1.0,
-                    truncate=False,
-                ),
-            ),
-        ),
-        layers=dict(sliding_window=128, pattern=["local", "global"]),
-        block=dict(
-            d_ff=2880,
-            moe=dict(
-                n_experts=128,
-                n_active_experts=4,
-                d_ff_expert=2880,
-                expert_bias=True,
-                router_bias=True,
-                swiglu_limit=7.0,
-            ),
-        ),
-        embeddings=dict(vocab_size=201088),
-    ),
     # 30.5B total, 3.3B active. GQA 32 / 4, head_dim 128, QK-norm, 128 experts of 768 top-8, every layer MoE.
     "qwen3-30b-a3b": dict(
         family="qwen3_moe",
@@ -738,6 +701,13 @@ _GEMMA3_SIGLIP = dict(kind="siglip", d_model=1152, n_layers=27, n_heads=16, d_ff
 """Gemma 3's SigLIP tower (its vision_config; 256 image tokens, ``mm_tokens_per_image``), in the 4B, 12B and 27B."""
 # The checkpoints Hugging Face ids name (-it and -pt alike) are Gemma3ForConditionalGeneration: the text model and the
 # SigLIP tower, which vLLM loads and profiles (google/gemma-3-*-it config.json). The text presets leave it out.
+# 116.8B total, 5.1B active: gpt-oss-20b's layers, 36 of them, 128 experts top-4 (openai/gpt-oss-120b config.json,
+# tests/fixtures/hf_configs: only the layer count, the experts and layer_types differ).
+_OSS_20B = PRESET_DATA["gpt-oss-20b"]
+PRESET_DATA["gpt-oss-120b"] = {
+    **_OSS_20B, "source": "openai/gpt-oss-120b config.json", "n_layers": 36,
+    "block": {**_OSS_20B["block"], "moe": {**_OSS_20B["block"]["moe"], "n_experts": 128}},
+}  # fmt: skip
 PRESET_DATA["gemma-3-27b-it"] = {
     **PRESET_DATA["gemma-3-27b"], "source": "google/gemma-3-27b-it config.json (text_config and vision_config)",
     "vision": {**_GEMMA3_SIGLIP, "projector_width": 5376},
