@@ -147,6 +147,11 @@ class BudgetLine(Record):
     how: str
 
 
+WOULD_NOT_START = "would not start"
+SERVES_NONE = "starts, but serves no request of this length"
+"""``EnginePlan.refused_as``: the engine's refusal, after its name."""
+
+
 class EnginePlan(Record):
     """What the serving engine allocates on one rank of one replica (docs/commands/kv.md lists the keys)."""
 
@@ -221,7 +226,7 @@ class EnginePlan(Record):
     """The engine starts: its pool holds at least one request of max_model_len."""
     refusal: str | None
     """Why the engine would refuse to start, as it says it; None when it starts."""
-    refused_as: str = Field(default="would not start", exclude=True)
+    refused_as: str = Field(default=WOULD_NOT_START, exclude=True)
     """How the engine refuses, after its name: it "would not start", or (SGLang, a pool under one request of
     max_model_len) it "starts, but serves no request of this length". Not part of the JSON output."""
     refusal_reason: str | None = Field(default=None, exclude=True)
@@ -457,7 +462,7 @@ class _Pool(NamedTuple):
     """Sliding-window and chunked layers hold every token of a request here (no window), beside full ones."""
     refused_outright: bool = False
     """The engine refuses this deployment whatever its memory (``EnginePlan.refused_outright``)."""
-    refused_as: str = "would not start"
+    refused_as: str = WOULD_NOT_START
     """How the engine refuses (``EnginePlan.refused_as``)."""
     mamba_cache_mode: MambaCacheMode = "none"
     """vLLM: the mode its state groups run in (``EnginePlan.mamba_cache_mode``)."""
@@ -1114,11 +1119,6 @@ def _sglang(inputs: _Inputs) -> _Pool:
         state_bytes=0 if states is None else states.state_bytes,
         windows_full=bool(_sliding_layers(kv)) and swa is None,
     )  # fmt: skip
-
-
-WOULD_NOT_START = "would not start"
-SERVES_NONE = "starts, but serves no request of this length"
-"""``EnginePlan.refused_as``: the engine's refusal, after its name."""
 
 
 SGLANG_INPUT_MARGIN = 6
