@@ -696,11 +696,6 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
     ),
 }
 
-_GEMMA3_SIGLIP = dict(kind="siglip", d_model=1152, n_layers=27, n_heads=16, d_ff=4304, patch_size=14, image_size=896,
-                      tokens_per_image=256, patches_per_image=4096)  # fmt: skip
-"""Gemma 3's SigLIP tower (its vision_config; 256 image tokens, ``mm_tokens_per_image``), in the 4B, 12B and 27B."""
-# The checkpoints Hugging Face ids name (-it and -pt alike) are Gemma3ForConditionalGeneration: the text model and the
-# SigLIP tower, which vLLM loads and profiles (google/gemma-3-*-it config.json). The text presets leave it out.
 # 116.8B total, 5.1B active: gpt-oss-20b's layers, 36 of them, 128 experts top-4 (openai/gpt-oss-120b config.json,
 # tests/fixtures/hf_configs: only the layer count, the experts and layer_types differ).
 _OSS_20B = PRESET_DATA["gpt-oss-20b"]
@@ -708,6 +703,12 @@ PRESET_DATA["gpt-oss-120b"] = {
     **_OSS_20B, "source": "openai/gpt-oss-120b config.json", "n_layers": 36,
     "block": {**_OSS_20B["block"], "moe": {**_OSS_20B["block"]["moe"], "n_experts": 128}},
 }  # fmt: skip
+
+_GEMMA3_SIGLIP = dict(kind="siglip", d_model=1152, n_layers=27, n_heads=16, d_ff=4304, patch_size=14, image_size=896,
+                      tokens_per_image=256, patches_per_image=4096)  # fmt: skip
+"""Gemma 3's SigLIP tower (its vision_config; 256 image tokens, ``mm_tokens_per_image``), in the 4B, 12B and 27B."""
+# The checkpoints Hugging Face ids name (-it and -pt alike) are Gemma3ForConditionalGeneration: the text model and the
+# SigLIP tower, which vLLM loads and profiles (google/gemma-3-*-it config.json). The text presets leave it out.
 PRESET_DATA["gemma-3-27b-it"] = {
     **PRESET_DATA["gemma-3-27b"], "source": "google/gemma-3-27b-it config.json (text_config and vision_config)",
     "vision": {**_GEMMA3_SIGLIP, "projector_width": 5376},
