@@ -67,7 +67,12 @@ def test_requests_past_the_planned_context_are_named_with_the_flag_that_admits_t
     replayed = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--lengths-file", str(lengths), "--json"])
     notes = json.loads(replayed.stdout)["notes"]
     assert any(note.startswith("requests of the lengths file reach 8,500 tokens, past --isl + --osl (576)")
-               and "start it with 8,500 there" in note for note in notes)  # fmt: skip
+               and "give --max-model-len 8,500" in note for note in notes)  # fmt: skip
+    admitted = CliRunner().invoke(  # as the note says: the engine started at 8,500 admits them (trial 297 #2)
+        app, [*ONE, "--concurrency", "2", "--lengths-file", str(lengths), "--max-model-len", "8500", "--json"]
+    )
+    found = json.loads(admitted.stdout)
+    assert not any("reach" in note for note in found["notes"]) and "--max-model-len 8500" in found["launch"]["vllm"]
     drawn = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--random-range-ratio", "0.5", "--json"])
     # vLLM's random dataset draws up to ceil(512 x 1.5) + ceil(64 x 1.5) = 768 + 96 tokens
     assert any(

@@ -274,24 +274,67 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (["plan", "llama-3-8b", "--target", "8xh100", "--dp", "8"], "has none (a dense model)"),
+        (
+            ["plan", "llama-3-8b", "--target", "8xh100", "--dp", "8", "--enable-dp-attention"],
+            "has none (a dense model)",
+        ),
         (["plan", V3, "--target", "8xh200", "--tp", "8", "--moe-a2a-backend", "deepep"], "add --dp"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--moe-a2a-backend", "nccl"], "give none"),
         (["plan", "llama-3-8b", "--target", "8xh100", "--moe-a2a-backend", "deepep"], "has none: leave it out"),
         (["plan", V3, "--target", "8xh200", "--dp", "3"], "--dp 3 must divide the 8 GPU(s)"),
         (["plan", V3, "--target", "8xh200", "--dp", "1"], "needs 2 or more data-parallel ranks"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "2"], "must equal the 8 GPU(s)"),
+        (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "8"], "add --enable-dp-attention"),
+        (["plan", V3, "--target", "8xh200", "--tp", "8", "--enable-dp-attention"], "give --dp (SGLang's --dp-size)"),
+        (
+            ["plan", V3, "--target", "8xh200", "--dp", "3", "--tp", "8", "--enable-dp-attention"],
+            "--tp 8 counts every GPU of the server, as SGLang's --tp-size, and must be a multiple of --dp 3",
+        ),
         (
             ["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"],
             "enable_attention_dp, an --extra_llm_api_options key, is not priced",
         ),
     ],
-    ids=["dense", "a2a-without-dp", "a2a-unknown", "a2a-dense", "not-dividing", "one-rank", "tp-too", "trtllm"],
+    ids=[
+        "dense",
+        "a2a-without-dp",
+        "a2a-unknown",
+        "a2a-dense",
+        "not-dividing",
+        "one-rank",
+        "tp-too",
+        "sglang-tp",
+        "sglang-no-dp",
+        "sglang-not-dividing",
+        "trtllm",
+    ],
 )
 def test_refusals_are_one_line(cli, args, said):
     result = cli.run(*args)
     assert result.exit_code == EXIT_BAD_INPUT
     assert said in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_sglangs_dp_attention_line_pastes(cli):
+    """SGLang's ``--tp 8 --dp 8 --enable-dp-attention`` (its --tp counts every GPU) is mha's --dp 8: eight ranks of
+    one GPU; it was refused as tp 8 x dp 8 on 8 GPUs, and the flag --help named did not exist (trial 297 #3)."""
+    base = ["plan", V3, "--target", "8xh200", "--engine", "sglang", "--concurrency", "64", "--closed-form"]
+    pasted = cli.json(*base, "--tp", "8", "--dp", "8", "--enable-dp-attention")
+    assert pasted == cli.json(*base, "--dp", "8")
+    assert pasted["deployment"]["tp"] == 1 and "--tp-size 8" in pasted["launch"]["sglang"]
+    assert cli.json(*base, "--tp", "8")["deployment"]["tp"] == 8  # the control: without the flag, one tp-8 server
+
+
+def test_data_parallel_on_a_dense_model_is_replicas(cli):
+    """vLLM's --data-parallel-size (SGLang's --dp-size) on a dense model starts replicas, as mha's own launch lines
+    write them: --dp 2 on 8 GPUs is tp 4 x 2 replicas, not a refusal (trial 297 #4)."""
+    base = ["plan", "llama-3.1-70b", "--target", "8xh100", "--concurrency", "64", "--closed-form"]
+    replicas = cli.json(*base, "--dp", "2")
+    assert replicas == cli.json(*base, "--tp", "4") == cli.json(*base, "--data-parallel-size", "2", "--tp", "4")
+    assert "--tensor-parallel-size 4" in replicas["launch"]["vllm"]
+    assert "--data-parallel-size 2" in replicas["launch"]["vllm"]
+    refused = cli.run(*base, "--dp", "4", "--tp", "4")
+    assert refused.exit_code == EXIT_BAD_INPUT and "must equal the 8 GPU(s)" in refused.stderr
 
 
 def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):

@@ -85,9 +85,9 @@ def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
         (["kv", "llama-3-8b", "--quantization", "awq_marlin"],
          "awq_marlin is vLLM's Marlin kernel for awq checkpoints (its repacked bytes are not priced): give awq"),
         (["kv", "llama-3-8b", "--kv-cache-dtype", "fp8_e3m4"], "unknown dtype 'fp8_e3m4'"),
-        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "32768"],
-         "--max-model-len 32768: plan sizes the engine (and its launch line's --max-model-len) for --isl + --osl ="
-         " 1,280 tokens"),
+        (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "1024"],
+         "--max-model-len 1024: the engine refuses requests longer than it, and --isl + --osl is 1,280: give at least"
+         " 1,280"),
         (["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--max-model-len", "0"],
          "--max-model-len: token count '0' must be positive"),
     ],
@@ -197,8 +197,8 @@ def test_minimax_m2_by_its_hugging_face_id_prices_as_its_published_config(cli, h
     [
         (["kv", "llama-3-8b", "--max-model-len", "1.5K"], "vLLM takes no decimals with a binary suffix (K)"),
         (["kv", "llama-3-8b", "--max-model-len", "8x"], "cannot read token count '8x' as vLLM does"),
-        (["plan", "llama-3-8b", "--target", "h100", "--isl", "7000", "--osl", "1000", "--max-model-len", "8K"],
-         "--max-model-len 8K (8,192 tokens as vLLM reads it)"),
+        (["plan", "llama-3-8b", "--target", "h100", "--isl", "7000", "--osl", "1200", "--max-model-len", "8K"],
+         "--max-model-len 8K (8,192 tokens as vLLM reads it): the engine refuses requests longer than it"),
     ],
 )  # fmt: skip
 def test_a_max_model_len_vllm_would_not_read_so_is_refused_in_one_line(cli, args, said):

@@ -96,8 +96,9 @@ def plan(
         str | None,
         typer.Option(
             "--max-model-len",
-            help="vLLM's max_model_len: plan sizes the engine for --isl + --osl tokens (its launch line's"
-            " --max-model-len), so this must equal them; for another context set --isl and --osl.",
+            help="The engine's context (vLLM's --max-model-len, SGLang's --context-length), at least --isl + --osl"
+            " (the default): the engine is sized, checked and launched for requests of this length, and its pool"
+            " runs the --isl + --osl ones. auto: what the engine derives from the model's config.",
             show_default=False,
         ),
     ] = None,
@@ -133,6 +134,14 @@ def plan(
         ),
     ] = None,
     dp: DpOpt = None,
+    enable_dp_attention: Annotated[
+        bool,
+        typer.Option(
+            "--enable-dp-attention",
+            help="SGLang's flag, to paste its line: --tp then counts every GPU of the server (SGLang's --tp-size)"
+            " and --dp its attention ranks, each of tp / dp GPUs (--tp 8 --dp 8: eight ranks of one GPU).",
+        ),
+    ] = False,
     moe_a2a_backend: MoeA2aOpt = None,
     rate: Annotated[
         float | None,
@@ -204,7 +213,7 @@ def plan(
             "--num-prompts",
             help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
             " 200 (5 per prefix with --shared-prefixes) to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
-            " confirming runs: 3 per user, at least 32, cut alike. The output says the count run. Fewer than the"
+            " confirming runs: the same, but 5 per prefix. The output says the count run. Fewer than the"
             " users never holds them all: refused for a pinned load; a search confirms no point above it.",
             show_default=False,
         ),
@@ -376,7 +385,7 @@ def plan(
     from mha_cli.core.targets import resolve_target
 
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
-    _check_max_model_len(max_model_len, isl + osl)
+    engine_context = _max_model_len(max_model_len, isl + osl)
     if shared_prefix is not None and not 0 <= shared_prefix <= isl:
         raise BadInputError(
             f"--shared-prefix {shared_prefix:,}: give 0 up to --isl ({isl:,}); the prefix is part of the prompt"
@@ -437,8 +446,13 @@ def plan(
         block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib), shared_prefix=shared_prefix,
         prefix_caching=prefix_caching, limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only),
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
-        scheduler_recv_interval=scheduler_recv_interval,
+        scheduler_recv_interval=scheduler_recv_interval, max_model_len=engine_context,
     )  # fmt: skip
+    if max_model_len is not None and max_model_len.strip().lower() in DERIVED_LENGTH:
+        from mha_cli.core.engine.longer_context import derived_context
+
+        derived = derived_context(loaded.model, deployment, isl + osl)
+        deployment = deployment.model_copy(update={"max_model_len": derived})
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks
     from mha_cli.core.weight_bytes import refuse_format_without_experts
@@ -498,6 +512,11 @@ def plan(
             "--dp is one server whose ranks share the experts: leave out --separate-servers (or the config file's"
             " separate_servers) or --dp"
         )
+    tp = _sglang_attention_tp(enable_dp_attention, tp, dp)
+    if dp is not None and loaded.model.block.moe is None and not enable_dp_attention:  # vLLM's and SGLang's
+        from mha_cli.core.dp_attention import dp_tp  # --data-parallel-size on a dense model: plain replicas
+
+        tp, dp = dp_tp(dp, tp, resolved.n_devices, pp or 1), None
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 
@@ -785,22 +804,51 @@ def _offload_bytes(gib: float | None, prefixes: int | None, shared_prefix: int |
     return int(gib * 2**30)
 
 
-def _check_max_model_len(max_model_len: str | None, context: int) -> None:
-    """Refuse a --max-model-len other than --isl + --osl: the one context plan sizes the engine and its launch for."""
+def _started_longer(max_model_len: int, request_tokens: int) -> str:
+    """`` (the engine started at max_model_len N)`` where --max-model-len is longer than the requests, else ''."""
+    return "" if max_model_len == request_tokens else f" (the engine started at max_model_len {max_model_len:,})"
+
+
+def _sglang_attention_tp(enable_dp_attention: bool, tp: int | None, dp: int | None) -> int | None:
+    """The tp of each DP-attention rank for SGLang's ``--tp T --dp D --enable-dp-attention`` (T counts every GPU of
+    the server): T / D; without the flag, ``tp`` as given (each rank's, as vLLM's --tensor-parallel-size)."""
+    if not enable_dp_attention:
+        return tp
+    if dp is None:
+        raise BadInputError("--enable-dp-attention runs --dp attention ranks: give --dp (SGLang's --dp-size)")
+    if tp is None:
+        return None
+    if tp % dp:
+        raise BadInputError(
+            f"--enable-dp-attention: --tp {tp} counts every GPU of the server, as SGLang's --tp-size, and must be a"
+            f" multiple of --dp {dp}"
+        )
+    return tp // dp
+
+
+DERIVED_LENGTH = ("auto", "-1")
+"""--max-model-len values asking for the engine's own length from the model's config (vLLM's ``auto`` and -1)."""
+
+
+def _max_model_len(max_model_len: str | None, context: int) -> int | None:
+    """The engine's context --max-model-len asks for, read as vLLM reads it (8k is 8,000), at least ``context``
+    (--isl + --osl: the engine refuses a longer request); None: the default, ``context`` (``auto`` and -1: what the
+    engine derives from the model's config, ``core.engine.longer_context.derived_context``, once it is loaded)."""
     from mha_cli.core.quantities import parse_vllm_int
 
-    if max_model_len is None or max_model_len.strip().lower() in ("auto", "-1"):  # vLLM's derived length: no check
-        return
+    if max_model_len is None or max_model_len.strip().lower() in DERIVED_LENGTH:
+        return None
     try:
         tokens = parse_vllm_int(max_model_len)  # as vLLM reads it: 8k is 8,000
     except BadInputError as exc:
         raise BadInputError(f"--max-model-len: {exc.message}") from None
     read = "" if max_model_len.strip() == str(tokens) else f" ({tokens:,} tokens as vLLM reads it)"
-    if tokens != context:
+    if tokens < context:
         raise BadInputError(
-            f"--max-model-len {max_model_len}{read}: plan sizes the engine (and its launch line's --max-model-len) for"
-            f" --isl + --osl = {context:,} tokens; set --isl and --osl to the context to plan for"
+            f"--max-model-len {max_model_len}{read}: the engine refuses requests longer than it, and --isl + --osl is"
+            f" {context:,}: give at least {context:,}, or shorter --isl and --osl"
         )
+    return None if tokens == context else tokens
 
 
 def longest_request_note(
@@ -819,15 +867,17 @@ def longest_request_note(
         source = f"--random-range-ratio {client.range_ratio:g}'s draws"
     else:
         return None
-    if longest <= isl + osl:
+    context = max(isl + osl, (deployment.max_model_len if deployment is not None else None) or 0)
+    if longest <= context:
         return None
+    sized = "--isl + --osl" if context == isl + osl else "--max-model-len"
     return (
         f"requests of {source} {'reach' if client.lengths is not None else 'can reach'} {longest:,} tokens, past"
-        f" --isl + --osl ({isl + osl:,}): the memory plan and the"
+        f" {sized} ({context:,}): the memory plan and the"
         f" engine's max_model_len (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's --max_seq_len, as"
-        f" a launch line writes it) are sized for {isl + osl:,}, and the engine refuses a longer request; start it"
-        f" with {longest:,} there, or give --isl and --osl whose sum holds it (the closed form prices --isl and --osl,"
-        " the simulated loop the requests drawn)" + _past_model_context(model, longest, deployment)
+        f" a launch line writes it) are sized for {context:,}, and the engine refuses a longer request; give"
+        f" --max-model-len {longest:,} (the closed form prices --isl and --osl, the simulated loop the requests drawn)"
+        + _past_model_context(model, longest, deployment)
     )
 
 
@@ -970,8 +1020,8 @@ def render_plan(console: Console, result: ServingPlan) -> None:
         else f" (stage {min(p.stages, key=lambda stage: stage.limiting_key()).stage}, the one that admits fewest; each stage below)"
     )
     console.print(
-        f"engine{limiting}: {pool}, {engine.admitted_per_replica} request(s) of {engine.max_model_len:,} tokens at"
-        f" once per {p.deployment.share}"
+        f"engine{limiting}: {pool}, {engine.admitted_per_replica} request(s) of {p.isl + p.osl:,} tokens at"
+        f" once per {p.deployment.share}{_started_longer(engine.max_model_len, p.isl + p.osl)}"
     )
     host = None if p.offload is None else p.offload.host
     if host is not None:

@@ -248,12 +248,18 @@ def parse_config(data: dict[str, Any], origin: str) -> MhaConfig:
     The model's layout must agree with the file's ``schema_version`` (``core.config_layout``)."""
     data, layout = checked_layout(data, origin)
     try:
-        return MhaConfig.model_validate(data)
+        config = MhaConfig.model_validate(data)
     except ValidationError as exc:
         described = describe_validation_error(exc, unknown_hint=unknown_field_hint(layout))
         if layout == FLAT:
             described = as_flat_paths(described)
         raise BadInputError(f"{origin}: {described}") from exc
+    if config.deployment.max_model_len is not None:  # read by plan alone: not quietly ignored by the others
+        raise BadInputError(
+            f"{origin}: deployment.max_model_len: an engine started longer than its requests is `mha plan"
+            " --max-model-len`'s; a file gives deployment.seq_len (the tokens a request holds): remove it"
+        )
+    return config
 
 
 def _applicable(config: MhaConfig) -> dict:

@@ -82,9 +82,10 @@ def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
             raise BadInputError(f"--dp {dp} must divide the {n_devices} GPU(s) of the target: pick a divisor{hint}")
         return n_devices // (dp * pp)
     if tp * dp * pp != n_devices:
+        sglang = " or, for SGLang's --tp counting every GPU, add --enable-dp-attention" if tp * pp == n_devices else ""
         raise BadInputError(
             f"--tp {tp} x --dp {dp}{f' x --pp {pp}' if pp > 1 else ''} must equal the {n_devices} GPU(s) of the"
-            " target: leave out --tp (it follows from --dp)"
+            f" target: leave out --tp (it follows from --dp){sglang}"
         )
     return tp
 

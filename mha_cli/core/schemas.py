@@ -1183,6 +1183,10 @@ class DeploymentSpec(_Strict):
     """Hardware target id or alias (``a100``, ``h100-sxm``, ``8xh100``); see ``mha targets``."""
     seq_len: TokenCount = 8192
     """Tokens per sequence (prompt + generation) the cache must hold."""
+    max_model_len: Annotated[TokenCount | None, Field(exclude_if=lambda value: value is None)] = None
+    """The engine's context where it is started longer than the requests (``mha plan --max-model-len``, vLLM's
+    flag): the engine is sized, checked and launched for requests of this many tokens, its pool admits those of
+    ``seq_len``. None: ``seq_len``."""
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"

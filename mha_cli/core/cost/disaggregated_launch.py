@@ -141,7 +141,9 @@ def disaggregated_launch(
     no running cap below what a decode worker's pool admits (the goodput batch, once written as one, starved the load
     it was priced at and sized another pool than the one priced: trial 289 #1, review 290 #1); ``spec``: the model,
     whose experts an SGLang DP worker's --ep-size may need redundant copies of to divide (``core.engine.sglang_ep``)."""
-    context = str(plan.isl + plan.osl)
+    context = str(
+        max(plan.isl + plan.osl, deployment.max_model_len or 0)
+    )  # the engines' context: a longer --max-model-len
     model = served.model
     sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
     from mha_cli.core.dp_attention import a2a_backend_on

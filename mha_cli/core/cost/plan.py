@@ -28,6 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
+from mha_cli.core.engine.longer_context import engine_admitting, engine_context
 from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
@@ -307,7 +308,9 @@ class LayoutPlans:
         self.isl, self.osl, self.tp, self.pp, self.replicas, self.experts = isl, osl, tp, pp, replicas, experts
         self.nodes = node_placement(target)
         self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None, "node_note": None})
-        self.engine_deployment = deployment.model_copy(update={"seq_len": isl + osl, "tp": tp})
+        self.context = engine_context(deployment, isl + osl)
+        """The engine's max_model_len: the requests' --isl + --osl, or a longer ``deployment.max_model_len``."""
+        self.engine_deployment = deployment.model_copy(update={"seq_len": self.context, "tp": tp})
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
         self._memory: MemoryPlan | None = None
@@ -330,6 +333,27 @@ class LayoutPlans:
             self.stage = stage_model(model, self.stage_layout)
             self.limiting = limiting
 
+    def _engine_memory(self, layers: ModelSpec, weights: int | None, stage: StageLayout | None) -> MemoryPlan:
+        """The memory plan of a rank holding ``layers`` (``weights``: its bytes where not the plan's own count) at one
+        request: the engine sized, checked and launched at ``self.context`` tokens a request, admitting requests of
+        --isl + --osl. An engine started longer than its requests (``--max-model-len``) holds the same pool, but more
+        of them: vLLM gives a request blocks as its tokens arrive, SGLang tokens (``engine_admitting``)."""
+        deployment, requests = self.deployment, self.isl + self.osl
+
+        def planned(seq_len: int) -> MemoryPlan:
+            kv = kv_footprint(layers, seq_len=seq_len, batch=1, kv_dtype=deployment.kv_dtype, tp=self.tp,
+                              block_size=deployment.block_size, mla_cache=deployment.mla_cache)  # fmt: skip
+            return plan_memory(
+                self.one_replica, model=layers, kv=kv, weight_dtype=deployment.weight_dtype,
+                deployment=self.engine_deployment.model_copy(update={"seq_len": seq_len}), experts=self.experts,
+                weights_bytes_per_rank=weights, stage=stage,
+            )  # fmt: skip
+
+        memory = planned(self.context)
+        if self.context == requests or not memory.engine.starts:
+            return memory
+        return memory.model_copy(update={"engine": engine_admitting(memory.engine, planned(requests).engine)})
+
     def stage_memories(self) -> list[tuple[StageMemory, MemoryPlan]]:
         """Each pipeline stage's memory plan on one of its devices (at one request; ``at_load`` gives it at others),
         and its summary: its own layers (as the engine splits them, ``core.pipeline.stage_sizes``) with their weights
@@ -350,11 +374,7 @@ class LayoutPlans:
                     layers, tp, deployment.weight_dtype, self.engine_deployment, experts=self.experts,
                     sides=stage_sides(model, layout),
                 )  # fmt: skip
-                kv = kv_footprint(layers, seq_len=self.isl + self.osl, batch=1, kv_dtype=deployment.kv_dtype, tp=tp,
-                                  block_size=deployment.block_size, mla_cache=deployment.mla_cache)  # fmt: skip
-                memory = plan_memory(self.one_replica, model=layers, kv=kv, weight_dtype=deployment.weight_dtype,
-                                     deployment=self.engine_deployment, experts=self.experts,
-                                     weights_bytes_per_rank=weights, stage=layout)  # fmt: skip
+                memory = self._engine_memory(layers, weights, layout)
                 summary = StageMemory(
                     stage=s, first_layer=layout.first_layer, n_layers=layout.n_layers, embedding=layout.embedding,
                     head=layout.head, weight_bytes_per_device=memory.weight_bytes_per_device,
@@ -387,11 +407,7 @@ class LayoutPlans:
             block_size=deployment.block_size, mla_cache=deployment.mla_cache,
         )  # fmt: skip
         if self._memory is None:
-            self._memory = plan_memory(
-                self.one_replica, model=held, kv=kv, weight_dtype=deployment.weight_dtype,
-                deployment=self.engine_deployment, experts=self.experts, weights_bytes_per_rank=weights,
-                stage=self.stage_layout,
-            )  # fmt: skip
+            self._memory = self._engine_memory(held, weights, self.stage_layout)
         memory = at_load(self._memory, kv)  # a copy at this load, its notes its own
         if spec is not None:
             drafter_note = drafter_memory_note(spec, self.stage, tp, deployment.weight_dtype, deployment.kv_dtype,

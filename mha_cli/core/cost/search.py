@@ -331,10 +331,6 @@ def as_candidate(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None)
 SIMULATED_LAYOUTS = 2
 """Layouts the search confirms in the simulated loop at least: those whose best closed-form point meeting the targets
 has the most tokens/s per GPU (``confirm_by_simulation`` goes on to the next while one could beat the pick)."""
-SEARCH_PROMPTS_PER_USER = 3
-"""A search's simulated runs send 3 requests a user (at least 32, at most what the step budget allows): the first
-burst and the steady state after it, at a fraction of a single plan's run."""
-SEARCH_MIN_PROMPTS = 32
 
 
 def confirm_by_simulation(
@@ -363,7 +359,7 @@ def confirm_by_simulation(
         if candidates[index].simulated is None:
             try:
                 plan = simulate_plan(
-                    candidates[index], model, deployment, profile, _search_share(client, candidates[index]),
+                    candidates[index], model, deployment, profile, _search_share(client),
                     ttft_ms=ttft_ms, itl_ms=itl_ms, slo_percentile=slo_percentile,
                 )  # fmt: skip
             except BadInputError:  # one wave of its users is past the simulation's step budget: the closed form's
@@ -412,14 +408,12 @@ def _layout_key(candidate: Candidate) -> tuple[int, int, int, bool, bool, bool]:
     return d.tp, d.pp, d.replicas, d.expert_parallel, d.dp_attention, d.separate_servers
 
 
-def _search_share(client: ClientSpec, candidate: Candidate) -> ClientSpec:
-    """``client`` as the search runs it: its own count when it has one, else 3 requests a user (at least 32), or at
-    a rate the default count; never raised for the shared prefixes (``ClientSpec.prefix_visits``: one plan's run)."""
-    if client.num_prompts is not None:
-        return client
-    if candidate.rate_rps is not None:
-        return client._replace(prefix_visits=0)
-    return client._replace(prompts_per_user=SEARCH_PROMPTS_PER_USER, min_prompts=SEARCH_MIN_PROMPTS, prefix_visits=0)
+def _search_share(client: ClientSpec) -> ClientSpec:
+    """``client`` as the search runs it: the count a pinned plan of the same point runs (its own when it has one,
+    else 10 requests a user, at least 200), so the pick's figures are what that plan prints (a run of 3 a user kept
+    the users in step: its p99 ITL missed the prefills a longer run interleaves, 27 ms against 82 ms; trial 297 #6);
+    never raised for the shared prefixes (``ClientSpec.prefix_visits``: a search's runs are many)."""
+    return client if client.num_prompts is not None else client._replace(prefix_visits=0)
 
 
 def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:
@@ -587,7 +581,7 @@ def launch_commands(
     d, engine = plan.deployment, plan.memory.engine
     generation = GENERATIONS[engine.generation]
     model_id = served.model
-    context = plan.isl + plan.osl
+    context = engine.max_model_len  # the engine's context: --isl + --osl, or a longer --max-model-len
     # MoE replicas that cannot share the experts run as separate servers: one line per replica, no data parallel
     copies = d.expert_ranks is not None and d.expert_ranks == d.tp and d.replicas > 1
     dp = 1 if copies else d.replicas
@@ -858,7 +852,7 @@ def plan_launch(
             " such model); the plan prices the memory and the steps as if one did"
         )
     launch, node_notes = launch_commands(served, plan, deployment, model)
-    context = _context_notes(model, plan.isl + plan.osl, launch, deployment)
+    context = _context_notes(model, plan.memory.engine.max_model_len, launch, deployment)
     drafted = deployment.speculative is not None
     return launch, _launch_note(served, launch, plan, node_notes + context, speculative=drafted)
 
