@@ -171,6 +171,11 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4}, block: {d_ff: 8, sliding_window: 16},"
          " embeddings: {vocab_size: 10}}\n",
          "model.block.sliding_window: unknown field; did you mean layers.sliding_window?"),
+        ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, window: 16}, block: {d_ff: 8},"
+         " embeddings: {vocab_size: 10}}\n",  # spelt closest to masked_window, which caches every token
+         "model.attention.window: unknown field; did you mean layers.sliding_window? (the window a local layer"
+         " attends to and caches, with layers.pattern naming the local layers; attention.masked_window is a mask on"
+         " global layers that caches every token)"),
         (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, n_kv_heads: 3}}\n",
          "model: n_heads (4) must be divisible by n_kv_heads (3)"),
         (f"schema_version: 1\nmodel: {FLAT_MODEL[:-1]}, layer_pattern: [local, global]}}\n",
@@ -195,7 +200,7 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          " block: {d_ff: 14336}, embeddings: {vocab_size: 1000}}\n",
          "model.attention.kv_heads: unknown field; did you mean attention.n_kv_heads?"),
     ],
-    ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part",
+    ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part", "window",
          "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "gqa-old-kv-name", "gqa-no-kv",
          "version-float", "version-bool", "version-null", "string-part", "misspelt-field-before-gqa-check"],
 )  # fmt: skip

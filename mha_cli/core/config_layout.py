@@ -151,9 +151,19 @@ def _config_json_hint(key: str) -> str | None:
     return f"did you mean {place}? ({key} is config.json's name; `mha kv` reads a config.json as it is)"
 
 
+WINDOW_NAMES = ("window", "attention_window", "window_size", "local_window")
+"""Names a user gives a sliding window: the closest by spelling is ``attention.masked_window`` (a mask on global
+layers that changes no size), which a window cached per layer is not (review 295)."""
+
+
 def _in_part_hint(part: str, key: str) -> str | None:
     if key in CONFIG_JSON_NAMES and key not in FLAT_FIELDS:
         return _config_json_hint(key)
+    if key in WINDOW_NAMES:
+        return (
+            "did you mean layers.sliding_window? (the window a local layer attends to and caches, with layers.pattern"
+            " naming the local layers; attention.masked_window is a mask on global layers that caches every token)"
+        )
     if key in FLAT_FIELDS and FLAT_FIELDS[key] != (part, key):
         place = ".".join(FLAT_FIELDS[key])
         renamed = FLAT_FIELDS[key][1] != key  # n_kv_heads kept its name; attn_sinks is attention.sinks now
