@@ -182,6 +182,10 @@ def _load_file(
 
     data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
     if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
+        from mha_cli.core.quoted_booleans import refuse_quoted_booleans
+
+        quantised = _with_modelopt_sidecar(data, path)  # read once: the weights and the KV format both come from it
+        refuse_quoted_booleans(quantised, shown_path(path))
         imported = _import_untrusted(data, path, name)
         written_notes = data.get(HF_NOTES_KEY)  # recommend --format hf's notes (an explicit --variant)
         source = ModelSource(
@@ -189,7 +193,6 @@ def _load_file(
             notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
-        quantised = _with_modelopt_sidecar(data, path)  # read once: the weights and the KV format both come from it
         try:
             stored = read_checkpoint_weights(quantised, shown_path(path))
         except BadInputError as refusal:  # a quantization_config mha cannot price: --weight-dtype prices it instead
