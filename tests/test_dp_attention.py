@@ -291,6 +291,18 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
             "--tp 8 counts every GPU of the server, as SGLang's --tp-size, and must be a multiple of --dp 3",
         ),
         (
+            ["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "16", "--enable-dp-attention"],
+            "give --tp 8 for the 8 GPU(s), not 16",
+        ),
+        (
+            ["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "8", "--enable-dp-attention", "--engine", "vllm"],
+            "--enable-dp-attention is SGLang's flag",
+        ),
+        (
+            ["plan", "llama-3-8b", "--target", "8xh100", "--dp", "8", "--tp", "8"],
+            "leave out --tp (it follows from --dp)",
+        ),
+        (
             ["plan", V3, "--target", "8xh200", "--dp", "8", "--engine", "trtllm"],
             "enable_attention_dp, an --extra_llm_api_options key, is not priced",
         ),
@@ -306,6 +318,9 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
         "sglang-tp",
         "sglang-no-dp",
         "sglang-not-dividing",
+        "sglang-tp-past-gpus",
+        "sglang-flag-on-vllm",
+        "dense-tp-too",
         "trtllm",
     ],
 )
@@ -335,6 +350,16 @@ def test_data_parallel_on_a_dense_model_is_replicas(cli):
     assert "--data-parallel-size 2" in replicas["launch"]["vllm"]
     refused = cli.run(*base, "--dp", "4", "--tp", "4")
     assert refused.exit_code == EXIT_BAD_INPUT and "must equal the 8 GPU(s)" in refused.stderr
+    assert "--enable-dp-attention" not in refused.stderr  # not offered where a dense model would refuse it
+
+
+def test_a_config_files_dp_on_a_dense_model_is_replicas_too(cli, tmp_path):
+    """The file's deployment.dp was refused naming --dp and --expert-parallel (review 298 #6), while --dp planned."""
+    design = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", "1B", "--seq", "2048", "--out", str(design)).exit_code == 0
+    design.write_text(design.read_text().replace("deployment:\n", "deployment:\n  dp: 2\n", 1))
+    found = cli.json("plan", str(design), "--target", "2xh100", "--concurrency", "4", "--closed-form")
+    assert (found["deployment"]["tp"], found["deployment"]["replicas"]) == (1, 2)
 
 
 def test_kv_takes_dp_and_its_ways_out_offer_dp_attention_each_pasted(cli):

@@ -73,3 +73,51 @@ def test_a_config_files_max_model_len_is_refused_not_ignored(cli, tmp_path):
     result = cli.run("kv", str(config))
     assert result.exit_code == EXIT_BAD_INPUT and len(result.stderr.splitlines()) == 1
     assert "deployment.max_model_len: an engine started longer than its requests" in result.stderr
+
+
+def test_the_memory_plan_holds_the_requests_at_their_own_length(cli):
+    """The memory JSON agreed with the engine's plan at max_model_len alone: 13 sequences and a headroom of -217 GB
+    beside 340 admitted and "fits" (review 298 #2). Its sequences, allocated bytes and headroom are the plan's at
+    1,280 tokens now."""
+    short = cli.json(*PINNED)["memory"]
+    longer = cli.json(*PINNED, "--max-model-len", "32768")["memory"]
+    for field in ("max_sequences", "allocated_kv_bytes_per_device", "headroom_bytes", "fits"):
+        assert longer[field] == short[field], field
+    assert longer["max_sequences"] == 340 and longer["headroom_bytes"] > 0
+
+
+def test_a_pool_smaller_at_the_longer_context_admits_fewer(cli):
+    """vLLM V0 profiles max_model_len tokens (no chunked prefill): at 20,000 on an L4 its pool is 22,096 tokens, 9
+    requests of 2,304, where the plan at 2,304 holds 12 (review 298 #1: it said 12 and "fits")."""
+    args = ["plan", "llama-3.1-8b", "--target", "l4", "--tp", "1", "--engine", "vllm@0.6.3", "--isl", "2048",
+            "--osl", "256", "--concurrency", "12", "--closed-form"]  # fmt: skip
+    short = cli.json(*args)["memory"]["engine"]
+    engine = cli.json(*args, "--max-model-len", "20000")["memory"]["engine"]
+    assert short["admitted_per_replica"] == 12 and short["fits"]
+    assert engine["kv_tokens"] == 22_096 < short["kv_tokens"]
+    assert engine["admitted_per_replica"] == 9 == 22_096 // 2_304 and not engine["fits"]
+
+
+def test_a_windowed_models_simulated_pool_is_the_requests_length_s(cli):
+    """Gemma 3 (1,024-token windows) with a shared prefix: the simulated scheduler held 40 at max_model_len 32,768
+    where the same pool holds 26 at 1,280 (review 298 #3); the runs are the same now."""
+    args = ["plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--shared-prefix", "512", "--concurrency", "40",
+            "--num-prompts", "80"]  # fmt: skip
+    short = cli.json(*args)["simulated"]
+    longer = cli.json(*args, "--max-model-len", "32768")["simulated"]
+    for field in ("max_running", "preemptions", "output_tokens_per_s"):
+        assert longer[field] == short[field], field
+
+
+def test_sglang_with_a_pool_under_its_context_serves_shorter_requests(cli):
+    """SGLang starts whatever its pool, and aborts only prompts past min(context, pool) - 6 tokens: Gemma 3 27B on an
+    H100 holds 30,801 tokens, under a context of 32,768, and serves requests of 1,280 (review 298 #5: refused). A
+    context past the model's learned positions stays refused (gpt2: 1,024)."""
+    found = cli.json("plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--engine", "sglang", "--concurrency",
+                     "8", "--closed-form", "--max-model-len", "32768")  # fmt: skip
+    engine = found["memory"]["engine"]
+    assert engine["kv_tokens"] == 30_801 and engine["admitted_per_replica"] > 0
+    assert any("SGLang aborts a prompt of more than 30,795 tokens" in note for note in engine["notes"])
+    learned = cli.run("plan", "gpt2", "--target", "h100", "--tp", "1", "--isl", "512", "--osl", "256",
+                      "--max-model-len", "4096", "--closed-form")  # fmt: skip
+    assert learned.exit_code == EXIT_BAD_INPUT and "exceeds the 1,024 learned positions of gpt2" in learned.stderr

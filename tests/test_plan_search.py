@@ -309,7 +309,7 @@ def test_the_docs_give_the_simulated_request_counts_the_code_runs():
     floor = f"{MIN_DEFAULT_PROMPTS} ({PREFIX_VISITS} per prefix with --shared-prefixes)"
     assert f"Default: {DEFAULT_PROMPTS_PER_USER} per user, {floor} to 10,000" in docs
     assert f"cut to what {MAX_SIMULATED_STEPS:,} simulated engine steps allow" in docs
-    assert "the search's confirming runs: the same, but 5 per prefix" in docs
+    assert "the search's confirming runs: the same without the 5-per-prefix floor" in docs
 
 
 def test_the_search_pick_is_what_its_pinned_plan_prints(cli):

@@ -174,7 +174,7 @@ DpOpt = Annotated[
         " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests and"
         " caches only them, the routed experts whole over all GPUs, every rank's tokens gathered to them (the"
         " engines' default; plan's --moe-a2a-backend deepep: DeepEP's all-to-all); tp = GPUs / dp unless --tp is"
-        " given.",
+        " given. plan, a dense model: dp plain replicas (vLLM's --data-parallel-size).",
         show_default=False,
     ),
 ]

@@ -213,7 +213,7 @@ def plan(
             "--num-prompts",
             help="Requests the simulated benchmark sends (vllm bench serve's --num-prompts). Default: 10 per user,"
             " 200 (5 per prefix with --shared-prefixes) to 10,000, cut to what 200,000 simulated engine steps allow (one per user at least); the search's"
-            " confirming runs: the same, but 5 per prefix. The output says the count run. Fewer than the"
+            " confirming runs: the same without the 5-per-prefix floor. The output says the count run. Fewer than the"
             " users never holds them all: refused for a pinned load; a search confirms no point above it.",
             show_default=False,
         ),
@@ -489,6 +489,18 @@ def plan(
 
         refuse_method_missing(speculative, priced_by, deployment.engine_version)
         deployment = deployment.model_copy(update={"speculative": speculative})
+    tp = _sglang_attention_tp(enable_dp_attention, tp, dp, pp or 1, resolved.n_devices, deployment.engine)
+    if loaded.model.block.moe is None and (dp is not None or deployment.dp):  # vLLM's --data-parallel-size (and
+        from mha_cli.core.dp_attention import dp_tp  # SGLang's --dp-size) on a dense model: plain replicas
+
+        if enable_dp_attention:
+            raise BadInputError(
+                f"--enable-dp-attention: DP attention spreads routed experts and {loaded.model.name} has none (a"
+                " dense model): leave it out (--dp alone starts replicas)"
+            )
+        dense_dp = dp if dp is not None else deployment.dp
+        tp, dp = dp_tp(dense_dp, tp, resolved.n_devices, pp or 1, sglang_hint=False), None
+        deployment = deployment.model_copy(update={"dp": None, "expert_parallel": None})  # dp implied it
     if expert_parallel:
         if loaded.model.block.moe is None:
             raise BadInputError(
@@ -512,11 +524,6 @@ def plan(
             "--dp is one server whose ranks share the experts: leave out --separate-servers (or the config file's"
             " separate_servers) or --dp"
         )
-    tp = _sglang_attention_tp(enable_dp_attention, tp, dp)
-    if dp is not None and loaded.model.block.moe is None and not enable_dp_attention:  # vLLM's and SGLang's
-        from mha_cli.core.dp_attention import dp_tp  # --data-parallel-size on a dense model: plain replicas
-
-        tp, dp = dp_tp(dp, tp, resolved.n_devices, pp or 1), None
     if dp is not None:
         from mha_cli.core.dp_attention import dp_tp
 
@@ -809,15 +816,28 @@ def _started_longer(max_model_len: int, request_tokens: int) -> str:
     return "" if max_model_len == request_tokens else f" (the engine started at max_model_len {max_model_len:,})"
 
 
-def _sglang_attention_tp(enable_dp_attention: bool, tp: int | None, dp: int | None) -> int | None:
+def _sglang_attention_tp(
+    enable_dp_attention: bool, tp: int | None, dp: int | None, pp: int, n_devices: int, engine: str | None
+) -> int | None:
     """The tp of each DP-attention rank for SGLang's ``--tp T --dp D --enable-dp-attention`` (T counts every GPU of
-    the server): T / D; without the flag, ``tp`` as given (each rank's, as vLLM's --tensor-parallel-size)."""
+    the server's ``pp`` stages' each: ``n_devices`` / pp): T / D; without the flag, ``tp`` as given (each rank's, as
+    vLLM's --tensor-parallel-size)."""
     if not enable_dp_attention:
         return tp
+    if engine not in (None, "sglang"):
+        raise BadInputError(
+            f"--enable-dp-attention is SGLang's flag: for {engine}, give --dp and each rank's --tp (vLLM's"
+            " --data-parallel-size with --tensor-parallel-size), or --engine sglang"
+        )
     if dp is None:
         raise BadInputError("--enable-dp-attention runs --dp attention ranks: give --dp (SGLang's --dp-size)")
     if tp is None:
         return None
+    if tp * pp != n_devices:
+        raise BadInputError(
+            f"--enable-dp-attention: --tp counts every GPU of the server, as SGLang's --tp-size: give --tp"
+            f" {n_devices // pp} for the {n_devices} GPU(s){f' in {pp} stages' if pp > 1 else ''}, not {tp}"
+        )
     if tp % dp:
         raise BadInputError(
             f"--enable-dp-attention: --tp {tp} counts every GPU of the server, as SGLang's --tp-size, and must be a"

@@ -66,9 +66,10 @@ def a2a_backend_on(vendor: str) -> MoeA2aBackend:
     return "deepep" if vendor == DEEPEP_VENDOR else "none"
 
 
-def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
+def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1, *, sglang_hint: bool = True) -> int:
     """The tp of each of ``dp`` data-parallel ranks on ``n_devices``: n_devices / (dp x pp), or ``tp`` when given,
-    checked to use every device (``BadInputError``, one line, otherwise)."""
+    checked to use every device (``BadInputError``, one line, otherwise; ``sglang_hint``: naming
+    --enable-dp-attention where ``tp`` takes every GPU, as SGLang's --tp counts them)."""
     if dp < 1:
         raise BadInputError(f"--dp {dp}: give 2 or more data-parallel ranks")
     if tp is None:
@@ -82,7 +83,8 @@ def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1) -> int:
             raise BadInputError(f"--dp {dp} must divide the {n_devices} GPU(s) of the target: pick a divisor{hint}")
         return n_devices // (dp * pp)
     if tp * dp * pp != n_devices:
-        sglang = " or, for SGLang's --tp counting every GPU, add --enable-dp-attention" if tp * pp == n_devices else ""
+        counts_all = sglang_hint and tp * pp == n_devices
+        sglang = " or, for SGLang's --tp counting every GPU, add --enable-dp-attention" if counts_all else ""
         raise BadInputError(
             f"--tp {tp} x --dp {dp}{f' x --pp {pp}' if pp > 1 else ''} must equal the {n_devices} GPU(s) of the"
             f" target: leave out --tp (it follows from --dp){sglang}"

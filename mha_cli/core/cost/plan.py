@@ -28,7 +28,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
-from mha_cli.core.engine.longer_context import engine_admitting, engine_context
+from mha_cli.core.engine.longer_context import engine_admitting, engine_context, serves_the_requests
 from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
@@ -310,6 +310,12 @@ class LayoutPlans:
         self.one_replica = target.model_copy(update={"n_devices": tp, "node_size": None, "node_note": None})
         self.context = engine_context(deployment, isl + osl)
         """The engine's max_model_len: the requests' --isl + --osl, or a longer ``deployment.max_model_len``."""
+        positions = model.embeddings.positions
+        if positions and isl + osl <= positions < self.context:  # the requests' own length is refused in ``at``
+            raise BadInputError(
+                f"--max-model-len {self.context:,} exceeds the {positions:,} learned positions of {model.name}: no"
+                f" engine serves past them; give at most {positions:,}"
+            )
         self.engine_deployment = deployment.model_copy(update={"seq_len": self.context, "tp": tp})
         self._stepper: Stepper | None = None
         """The steps' operations, counted at the first load and kept for the others (they do not depend on it)."""
@@ -350,9 +356,15 @@ class LayoutPlans:
             )  # fmt: skip
 
         memory = planned(self.context)
-        if self.context == requests or not memory.engine.starts:
+        if self.context == requests or not serves_the_requests(memory.engine, requests):
             return memory
-        return memory.model_copy(update={"engine": engine_admitting(memory.engine, planned(requests).engine)})
+        at_requests = planned(requests).engine
+        if not at_requests.starts:  # not even requests of their own length: the engine's words at its context
+            return memory
+        engine = engine_admitting(memory.engine, at_requests)
+        return memory.model_copy(
+            update={"engine": engine, "max_sequences": engine.admitted_per_replica * memory.replicas}
+        )
 
     def stage_memories(self) -> list[tuple[StageMemory, MemoryPlan]]:
         """Each pipeline stage's memory plan on one of its devices (at one request; ``at_load`` gives it at others),

@@ -9,7 +9,8 @@ request's own prompt and ``max_tokens``. So the pool the engine sized at max_mod
 length: what ``engine_admitting`` takes from a plan priced at the requests' length.
 """
 
-from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine.plan import SERVES_NONE, SGLANG_INPUT_MARGIN, WOULD_NOT_START, EnginePlan
+from mha_cli.core.engine.window_blocks import window_groups_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
@@ -46,24 +47,58 @@ def derived_context(model: ModelSpec, deployment: DeploymentSpec, request_tokens
     return derived if derived is not None and derived > request_tokens else None
 
 
+def serves_the_requests(at_context: EnginePlan, request_tokens: int) -> bool:
+    """Whether ``at_context``, the engine's plan at its max_model_len, runs requests of ``request_tokens``: it starts,
+    or it is SGLang, which starts with a pool under one request of its context and aborts only the prompts past
+    ``max_req_input_len`` (min(context, pool) - 6, ``core.engine.plan.sglang_short_pool``): shorter ones it serves."""
+    if at_context.starts:
+        return True
+    return at_context.refused_as == SERVES_NONE and request_tokens <= at_context.kv_tokens - SGLANG_INPUT_MARGIN
+
+
 def engine_admitting(at_context: EnginePlan, at_requests: EnginePlan) -> EnginePlan:
     """``at_context`` (the engine's plan at its max_model_len) admitting the requests ``at_requests`` was priced at:
-    as many as their own blocks take in the pool (``at_requests``' count, its windows and states included), at most
-    the running cap the engine set at its context (SGLang's derives from it), and for SGLang and TensorRT-LLM at most
-    what ``at_context``'s own tokens hold (their buffers at the longer context leave a pool a little smaller)."""
+    as many as their own blocks take (``at_requests``' count, its windows and states included), scaled to
+    ``at_context``'s pool where it is smaller (vLLM V0 profiles max_model_len tokens without chunked prefill; SGLang's
+    and TensorRT-LLM's buffers grow with the context), and at most the running cap the engine set at its context
+    (SGLang derives its own from it). Each holds and asks what a request of theirs does (``kv_bytes_per_request``,
+    ``running_kv_bytes``), and a windowed vLLM pool is simulated as ``at_requests``' (``window_pool_blocks``)."""
     request = at_requests.max_model_len
     admitted = min(at_requests.admitted_per_replica, at_context.max_num_seqs)
-    if at_context.name != "vllm" and at_context.kv_bytes_per_token_per_rank:
-        paged = -(-request // at_context.block_size) * at_context.block_size
-        admitted = min(admitted, at_context.kv_tokens // paged)
+    if at_requests.kv_tokens > at_context.kv_tokens:
+        admitted = min(admitted, at_requests.admitted_per_replica * at_context.kv_tokens // at_requests.kv_tokens)
     note = (
         f"started at max_model_len {at_context.max_model_len:,} (its start-up check, log line and launch lines), the"
         f" engine runs requests of {request:,} tokens: its pool holds {admitted:,} of them at once, where"
         f" {at_context.admitted_per_replica:,} of {at_context.max_model_len:,} tokens would fit"
     )
+    if not at_context.starts:  # SGLang, its pool under one request of its context (serves_the_requests)
+        note += (
+            f"; SGLang aborts a prompt of more than {at_context.kv_tokens - SGLANG_INPUT_MARGIN:,} tokens"
+            " (max_req_input_len: min(context, pool) - 6)"
+        )
+    window_blocks = None
+    if at_context.name == "vllm" and window_groups_of(
+        at_context.groups, at_context.block_size, at_context.max_model_len
+    ):
+        window_blocks = (
+            _simulated_blocks(at_requests) * at_context.kv_tokens // max(at_requests.kv_tokens, at_context.kv_tokens)
+        )
     admitting = at_context.model_copy(
-        update={"admitted_per_replica": admitted, "running_kv_bytes": at_requests.running_kv_bytes}
-    )
+        update={
+            "admitted_per_replica": admitted, "kv_bytes_per_request": at_requests.kv_bytes_per_request,
+            "running_kv_bytes": at_requests.running_kv_bytes, "window_pool_blocks": window_blocks,
+            "starts": True, "refusal": None, "refused_as": WOULD_NOT_START,
+        }
+    )  # fmt: skip
     planned = admitting.at_load(at_context.sequences_per_replica)  # its fit judged on what it admits now
     planned.notes.append(note)
     return planned
+
+
+def _simulated_blocks(plan: EnginePlan) -> int:
+    """The blocks ``core.serve.simulate.engine_limits`` gives vLLM's scheduler for ``plan``: the start-up sizer's
+    (``max_concurrency`` requests of max_model_len) where it has windowed groups, else a group's share of the pool."""
+    if window_groups_of(plan.groups, plan.block_size, plan.max_model_len):
+        return int(plan.max_concurrency * -(-plan.max_model_len // plan.block_size))
+    return plan.kv_blocks // max(1, len(plan.groups))

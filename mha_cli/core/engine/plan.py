@@ -197,7 +197,8 @@ class EnginePlan(Record):
     since a block holds its tokens whichever group it serves)."""
     kv_bytes_per_request: int
     """What one request of max_model_len takes from the pool as the engine allocates it (vLLM: its blocks in every
-    group, padding slots included)."""
+    group, padding slots included); an engine started longer than its requests (``core.engine.longer_context``):
+    what one of theirs takes."""
     running_kv_bytes: tuple[int, int] | None = None
     """vLLM 0.19+ with windowed or state groups (``core.engine.window_blocks``): (what a decoding request of
     max_model_len holds, its windows' blocks alone in the windowed groups; what a newcomer asks to be admitted);
@@ -258,6 +259,10 @@ class EnginePlan(Record):
     counts_preempted_lookups: bool = Field(default=False, exclude=True)
     """vLLM before 0.12: its logged prefix-cache hit rate counts a preempted request's lookups again
     (``core.engine.vllm_rule_releases.counts_preempted_lookups``). Not part of the JSON output."""
+    window_pool_blocks: int | None = Field(default=None, exclude=True)
+    """vLLM with windowed groups, started longer than its requests (``core.engine.longer_context``): the blocks the
+    simulated scheduler holds, as the plan at the requests' length sizes them; None: from ``max_concurrency`` at
+    max_model_len (``core.serve.simulate.engine_limits``). Not part of the JSON output."""
     counts_lookups_at_admission: bool = Field(default=False, exclude=True)
     """vLLM 0.27+: its logged hit rate counts a waiting request's lookup once, when it is admitted
     (``core.engine.vllm_rule_releases.counts_lookups_at_admission``); False: at every try, or another engine. Not

@@ -116,7 +116,9 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
     windowed = engine.name == "vllm" and window_groups_of(engine.groups, engine.block_size, engine.max_model_len)
     if windowed:  # counted in every group only where a prefix is shared: as many as the start-up sizer allows
-        blocks = int(engine.max_concurrency * -(-engine.max_model_len // engine.block_size))
+        blocks = engine.window_pool_blocks or int(
+            engine.max_concurrency * -(-engine.max_model_len // engine.block_size)
+        )
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
         max_num_batched_tokens=engine.max_num_batched_tokens, max_num_seqs=engine.max_num_seqs,
