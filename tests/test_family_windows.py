@@ -221,6 +221,24 @@ def test_layers_listed_as_sliding_without_a_window_are_full_attention_and_said()
     assert not any("listed as sliding" in a for a in windowed.assumptions)
 
 
+def test_a_null_window_on_a_patterned_family_is_full_attention_and_said():
+    """Gemma 3 27B with sliding_window null: its pattern's 52 sliding layers are priced full (10 x 32,768 x 8,192 +
+    52 x 1,024 x 8,192 B became 62 x 32,768 x 8,192, 5.3x) and nothing said so (newuser trial 299 #2); the control,
+    the published config, says nothing of it."""
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "gemma-3-27b-it.json").read_text())
+    published = import_hf_config(config)
+    assert published.model.n_local_layers == 52
+    assert not any("sliding_window null" in a for a in published.assumptions)
+    nulled = import_hf_config({**config, "text_config": {**config["text_config"], "sliding_window": None}})
+    assert nulled.model.n_local_layers == 0 and nulled.model.n_global_layers == 62
+    assert any(
+        a.startswith("sliding_window null: the layers gemma3's pattern makes sliding are priced as full attention")
+        for a in nulled.assumptions
+    )
+
+
 def test_a_window_the_family_does_not_apply_is_named_with_its_value_not_as_null():
     """A Llama with layer_types and sliding_window 4096 was said to have "sliding_window null" (newuser trial 243):
     LlamaConfig's model does not apply the window (priced at full attention), and vLLM's llama.py does."""
