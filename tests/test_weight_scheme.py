@@ -551,3 +551,24 @@ def test_an_embedding_target_is_said_to_stay_bf16():
     assert "Linear (not Embedding: the engines quantise linear layers alone; priced bf16): int4" in (
         scheme_of(quant).describe()
     )
+
+
+def test_an_lm_head_the_ignore_list_leaves_is_said_to_stay_bf16(cli, tmp_path):
+    """compressed-tensors W4A16 on Llama-3.1-8B with ``ignore: []``: the engines quantise linear layers only, so the
+    LM head is bf16 either way (the same bytes as ``ignore: [lm_head]``), and the line says so (newuser trial 299 #3:
+    the "kept in bf16" note vanished, as if the head were int4)."""
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    group = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+                                                "symmetric": True}}  # fmt: skip
+    found = {}
+    for label, ignore in (("none", []), ("head", ["lm_head"])):
+        folder = tmp_path / label
+        folder.mkdir()
+        scheme = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ignore,
+                  "config_groups": {"group_0": group}}  # fmt: skip
+        (folder / "config.json").write_text(json.dumps({**config, "quantization_config": scheme}))
+        found[label] = cli.json("kv", str(folder))
+    assert found["none"]["weight_bytes"] == found["head"]["weight_bytes"]
+    said = {label: " ".join(a for a in data["assumptions"] if "tensor by tensor" in a) for label, data in found.items()}
+    assert "the LM head in bf16 whatever the list says" in said["none"]
+    assert "whatever the list says" not in said["head"] and "kept in bf16: lm_head" in said["head"]
