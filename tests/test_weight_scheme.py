@@ -356,6 +356,9 @@ def test_quark_mxfp4_as_amd_publishes_it():
         ({"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group"}}},
          "Quark global weight dtype=int4"),
         (w4a16() | {"ignore": "lm_head"}, "ignore that is not a list of module names"),
+        # a quoted count named as such, not as "num_bits=4 ... is not a weight format" (trial 299 #6)
+        (w4a16(num_bits="4"), "group_0: num_bits '4' is not a whole number: write num_bits without quotes"),
+        (w4a16(group_size="128"), "group_0: group_size '128' is not a whole number"),
         # NVFP4 is an fp8 scale per 16 values: group 32 is no NVFP4 (priced a scale per 32, exit 0: trial 293 #3)
         ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 32}, "ModelOpt NVFP4 group_size 32"),
         # vLLM raises "Missing 'quant_algo'"; this was priced as bf16 with exit 0 (trial 293 #2)

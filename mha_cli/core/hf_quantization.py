@@ -335,7 +335,13 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     symmetric = weights.get("symmetric", True) is not False
     inputs = group.get("input_activations")
     static_input = isinstance(inputs, dict) and not inputs.get("dynamic", False)
-    what = f"compressed-tensors {name}: num_bits={bits} type={kind} strategy={strategy} format={fmt}"
+    what = f"compressed-tensors {name}: num_bits={bits!r} type={kind} strategy={strategy} format={fmt}"
+    for field, value in (("num_bits", bits), ("group_size", size)):  # "4" read as 4 by pydantic, not by every reader
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise BadInputError(
+                f"{origin}: quantization_config compressed-tensors {name}: {field} {value!r} is not a whole number:"
+                f" write {field} without quotes"
+            )
     if strategy in ("group", "tensor_group") and size == -1:  # -1 is a per-channel group, said as such
         raise _refuse(origin, f"{what} with group_size -1 (strategy channel means one group per output channel)")
     if strategy in ("group", "tensor_group") and not (isinstance(size, int) and size > 0):
