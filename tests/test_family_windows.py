@@ -262,3 +262,18 @@ def test_a_zero_window_switched_off_is_no_window_not_a_refusal():
     imported = import_hf_config({**config, "use_sliding_window": False, "sliding_window": 0, "layer_types": kinds})
     assert imported.model.n_local_layers == 0
     assert "4 layers listed as sliding have no window (use_sliding_window false)" in " ".join(imported.assumptions)
+
+
+def test_qwens_max_window_layers_zero_slides_every_layer():
+    """Qwen3Config takes max_window_layers 0: every layer from 0 on slides (layer_types: sliding where i >= it); it
+    was refused as not positive (newuser trial 299 #7). -1 stays refused."""
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "qwen3-8b.json").read_text())
+    windowed = {**config, "use_sliding_window": True, "sliding_window": 4096}
+    every = import_hf_config({**windowed, "max_window_layers": 0}).model
+    assert every.n_local_layers == 36 and every.n_global_layers == 0
+    assert import_hf_config({**windowed, "max_window_layers": 28}).model.n_local_layers == 8
+    with pytest.raises(BadInputError, match="max_window_layers must be a whole number of 0 or more, got -1"):
+        import_hf_config({**windowed, "max_window_layers": -1})

@@ -86,13 +86,15 @@ class ConfigReader:
             raise BadInputError(f"{self.origin} has no {what} (looked for {', '.join(keys)})")
         return value
 
-    def count(self, what: str, *keys: str) -> int:
-        """A required positive whole number (``32`` or ``32.0``; not ``32.5``, ``0`` or ``"32"``)."""
+    def count(self, what: str, *keys: str, zero: bool = False) -> int:
+        """A required positive whole number (``32`` or ``32.0``; not ``32.5``, ``0`` or ``"32"``); ``zero``: 0 too
+        (Qwen's ``max_window_layers`` 0, every layer sliding)."""
         value = self.require(what, *keys)
         whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        if isinstance(value, bool) or not whole or value <= 0:
+        if isinstance(value, bool) or not whole or value < (0 if zero else 1):
             key = next((k for k in keys if self.config.get(k) is not None), keys[0])
-            raise BadInputError(f"{self.origin}: {key} must be a positive whole number, got {value!r}")
+            kind = "a whole number of 0 or more" if zero else "a positive whole number"
+            raise BadInputError(f"{self.origin}: {key} must be {kind}, got {value!r}")
         return int(value)
 
     def unread(self) -> list[str]:

@@ -16,7 +16,7 @@ def window_layers(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
     """Qwen's layers below ``max_window_layers`` attend globally, the rest slide (Qwen2Config, Qwen3Config)."""
     if not sliding_window(r):
         return None
-    first_sliding = min(n_layers, r.count("max_window_layers", "max_window_layers"))
+    first_sliding = min(n_layers, r.count("max_window_layers", "max_window_layers", zero=True))  # 0: all slide
     return ["global"] * first_sliding + ["local"] * (n_layers - first_sliding)
 
 
