@@ -495,3 +495,32 @@ def test_nan_is_said_to_be_no_number_not_too_large(cli):
     assert (
         result.exit_code == 2 and result.output.strip() == "error: --gpu-memory-utilization: must be a number (got nan)"
     )
+
+
+@pytest.mark.parametrize("params", ["10M", "20M"])
+def test_a_small_design_recommend_writes_passes_check_strict(cli, tmp_path, params):
+    """Below width 256 MHA010 recommends heads of 32, which check's MHA061 warned of, so `check --strict` failed on
+    recommend's own 10M and 20M designs at a 2,048-token context (newuser trial 300 #2); the same heads of 32 in a
+    design of width 512 still warn."""
+    design = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", params, "--seq", "2048", "--out", str(design)).exit_code == 0
+    assert cli.run("check", str(design), "--strict").exit_code == 0
+    checked = cli.json("check", str(design))
+    assert checked["model"]["attention"]["head_dim"] == 32 and checked["model"]["d_model"] < 256
+    assert "MHA061" not in {finding["id"] for finding in checked["findings"]}
+    text = design.read_text()
+    heads = checked["model"]["attention"]["n_heads"]
+    wide = text.replace(f"d_model: {checked['model']['d_model']}", "d_model: 512").replace(
+        f"n_heads: {heads}", "n_heads: 16"
+    )
+    design.write_text(wide.replace(f"n_kv_heads: {checked['model']['attention']['n_kv_heads']}", "n_kv_heads: 16"))
+    assert "MHA061" in {finding["id"] for finding in cli.json("check", str(design))["findings"]}
+
+
+def test_the_trace_says_how_d_ff_was_rounded(cli):
+    """``d_ff 6400 = 3.5 x 1792`` is 6,272 by hand (newuser trial 300 #3): the trace gives the product and the
+    rounding up to a multiple of 256; an exact one (3.5 x 4096 = 14336) is said bare."""
+    rounded = json.dumps(cli.json("recommend", "--params", "1.24B", "--explain"))
+    assert "SwiGLU d_ff 6400 = 3.5 x 1792 = 6,272.0, rounded up to a multiple of 256" in rounded
+    exact = json.dumps(cli.json("recommend", "--params", "8B", "--explain"))
+    assert 'SwiGLU d_ff 14336 = 3.5 x 4096"' in exact

@@ -55,6 +55,17 @@ def mlp_width(d_model: int, small: bool = False) -> int:
     return -(-raw // C.FFN_ROUND) * C.FFN_ROUND
 
 
+def mlp_width_arithmetic(d_model: int, small: bool = False) -> str:
+    """How ``mlp_width`` got its d_ff, for the trace: ``3.5 x 4096`` where exact, else ``8/3 x 224 = 597.3, rounded
+    up to a multiple of 256`` (trial 300 #3: the bare ``= 8/3 x 224`` read as false arithmetic)."""
+    multiplier = C.SMALL_FFN_MULTIPLIER if small else C.FFN_MULTIPLIER
+    named = f"{'8/3' if small else f'{multiplier:g}'} x {d_model}"
+    exact = multiplier * d_model
+    if exact == mlp_width(d_model, small):
+        return named
+    return f"{named} = {exact:,.1f}, rounded up to a multiple of {C.FFN_ROUND}"
+
+
 def vocab_for(params: int, vocab: int | None) -> tuple[int, bool]:
     """MHA004: (vocabulary size, tied embeddings)."""
     size = vocab if vocab is not None else (C.LARGE_VOCAB if params >= C.LARGE_VOCAB_FROM_PARAMS else C.SMALL_VOCAB)

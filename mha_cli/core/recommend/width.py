@@ -21,6 +21,7 @@ from mha_cli.core.recommend.shape import (
     head_dim_for,
     ideal_depth,
     ladder,
+    mlp_width_arithmetic,
     record_depth,
     solve_layers,
 )
@@ -285,13 +286,14 @@ def _record(
             )
         ctx.trace.fire(
             "MHA012",
-            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} = 8/3 x {d_model},"
+            f"a dense budget below {format_count(C.SMALL_MODEL_PARAMS)}: SwiGLU d_ff {model.block.d_ff} ="
+            f" {mlp_width_arithmetic(d_model, small=True)},"
             f" {grouped}",
             d_ff=model.block.d_ff,
         )
     elif model.block.moe is None:  # an MoE design's MLP is its experts (MHA007)
         ctx.trace.fire(
-            "MHA003", f"SwiGLU d_ff {model.block.d_ff} = {C.FFN_MULTIPLIER} x {d_model}", d_ff=model.block.d_ff
+            "MHA003", f"SwiGLU d_ff {model.block.d_ff} = {mlp_width_arithmetic(d_model)}", d_ff=model.block.d_ff
         )
     ctx.trace.fire("MHA010", f"head_dim {frame.head_dim} at width {d_model}", head_dim=frame.head_dim)
     multiple = frame.query_width_multiple

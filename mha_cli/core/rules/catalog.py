@@ -472,7 +472,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA061", name="head-dim-unusual", topic="lint", severity="warning", scope="check",
         condition=f"head_dim is not 64, 128 or 256, or above {HEAD_DIM_CEILING}.",
-        action="Warn with the head_dim found (MLA's 192 = 128 nope + 64 RoPE is exempt).",
+        action=f"Warn with the head_dim found (MLA's 192 = 128 nope + 64 RoPE is exempt, and {HEAD_DIM_FLOOR} below width"
+        f" {NARROW_MODEL_D_MODEL}, which MHA010 recommends there).",
         rationale="Attention kernels are tuned for 64/128/256; above 256 the benefit of more, smaller heads fades.",
         reference="FlashAttention-2 supported head dims; the lesson's facts.",
     ),
