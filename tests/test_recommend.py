@@ -469,7 +469,16 @@ def test_an_explicit_gqa_keeps_the_balanced_kv_head_count(budget, priority):
     assert default.model.variant == asked.model.variant == "GQA"
     assert asked.model.n_kv_heads == default.model.n_kv_heads == 8
     wider = [a for a in asked.alternatives if a.variant == "GQA" and (a.n_kv_heads or 0) > 8]
-    assert wider and all(a.verdict == "more cache than the balanced default" for a in wider)
+    assert wider and all(a.verdict == "more cache than the balanced default (8 KV heads)" for a in wider)
+
+
+def test_the_cap_verdict_names_the_balanced_kv_head_count():
+    """At 3B (20 heads) GQA-5 was "more cache than the balanced default", read against the docs' "8 KV heads'"; the
+    balanced count there is 4 (5 does not split over tp 8, MHA020), and the verdict says so (newuser trial 300 #4)."""
+    found = rec(3e9, target="a100")
+    assert (found.model.n_heads, found.model.n_kv_heads) == (20, 4)
+    five = next(a for a in found.alternatives if a.variant == "GQA" and a.n_kv_heads == 5)
+    assert five.verdict == "more cache than the balanced default (4 KV heads)"
 
 
 @pytest.mark.parametrize("budget", [34e6, 50e6, 100e6])

@@ -194,6 +194,11 @@ def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> st
     return ""
 
 
+OVER_CAP = "more cache than the balanced default"
+"""The verdict of an option over ``cache_cap``, followed by the balanced KV-head count it is over (trial 300 #4: at 20
+heads GQA-5 read as within "8 KV heads'" cache, where the balanced count is 4, the most KV heads tp 2/4/8 split)."""
+
+
 def cache_cap(ctx: Context, n_heads: int) -> int | None:
     """2 x the balanced KV-head count (``width.balanced_kv_heads``): the cache per token per layer, in units of
     head_dim, the balanced goal allows; None (no cap) for training's MHA, few heads, or heads with no GQA divisor.
@@ -256,8 +261,8 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
             verdict = "chosen"
         elif o.excluded:
             verdict = f"excluded ({o.excluded})"
-        elif not within_cap(o):
-            verdict = "more cache than the balanced default"
+        elif not within_cap(o):  # the balanced count said: 4, not 5, at 20 heads: 5 does not split over tp 8
+            verdict = f"{OVER_CAP} ({cap // 2} KV heads)" if cap is not None else OVER_CAP
         elif must_fit and not o.fits:
             verdict = "does not fit the batch"
         elif o.risk < chosen.risk and not windows:
@@ -411,7 +416,7 @@ def _record_inference(ctx: Context, chosen: Option, rows: list[Option]) -> None:
     """MHA022: what fitting the batch changed against the balanced pick."""
     r = ctx.request
     balanced = min(
-        (o for o in rows if not o.excluded and o.verdict != "more cache than the balanced default"),
+        (o for o in rows if not o.excluded and not o.verdict.startswith(OVER_CAP)),
         key=lambda o: (o.risk, o.kv.bytes_per_token),
     )
     tied = [o.label for o in rows if o.verdict == WINDOW_GAINS_NOTHING]
