@@ -138,9 +138,14 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: must be less than 16"),  # 9.0
         (yaml.safe_dump({**H100, "compute_capability": 9.05}), "compute_capability 9.05 is not major.minor with one"),
         ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
+        # a figure in another unit than its name's priced a 22.6 s decode step with exit 0 (trial 297 #9)
+        (yaml.safe_dump({**H100, "memory_bandwidth_gbs": 3.35}), "a figure in TB/s is 3350 GB/s"),
+        (yaml.safe_dump({**H100, "bf16_tflops_dense": 989_000}), "a figure in GFLOP/s is 989 TFLOP/s"),
+        (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-two-minor-digits", "too-large"],
+         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
+         "tflops-in-gflops", "fp8-below-bf16"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
     monkeypatch.chdir(tmp_path)

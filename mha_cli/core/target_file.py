@@ -33,6 +33,14 @@ COMPUTE_CAPABILITY_BELOW = 16
 100, a dropped decimal point, is refused rather than read as a GPU generations ahead."""
 
 
+MIN_BANDWIDTH_GBS = 10.0
+"""A target file's memory bandwidth is at least this many GB/s: a laptop CPU's DDR has 50 or more, an H100 3,350, so
+a figure below is one in TB/s."""
+MAX_DENSE_TFLOPS = 50_000.0
+"""A target file's dense throughput is at most this many TFLOP/s at any precision: a B300's dense fp4 is about
+15,000, so a figure above is one in GFLOP/s."""
+
+
 class TargetFile(Record):
     """One accelerator, as the rows of ``mha targets`` describe theirs."""
 
@@ -95,7 +103,31 @@ class TargetFile(Record):
                 f"compute_capability is an NVIDIA GPU's CUDA figure, and vendor is {self.vendor}: leave it out (or"
                 " give vendor: NVIDIA)"
             )
+        self._figures_in_their_units()
         return self
+
+    def _figures_in_their_units(self) -> None:
+        """Refuse a figure in another unit than its name's (trial 297 #9: 0.896 GB/s, TB/s written as GB/s, priced a
+        22.6 s decode step with exit 0) or a lower precision slower than bf16 (fp8 100 against bf16 200)."""
+        if self.memory_bandwidth_gbs < MIN_BANDWIDTH_GBS:
+            raise ValueError(
+                f"memory_bandwidth_gbs {self.memory_bandwidth_gbs:g} is in GB/s, and no accelerator has under"
+                f" {MIN_BANDWIDTH_GBS:g}: a figure in TB/s is {self.memory_bandwidth_gbs * 1000:g} GB/s"
+            )
+        for name in ("bf16_tflops_dense", "fp8_tflops_dense", "fp4_tflops_dense"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_DENSE_TFLOPS:
+                raise ValueError(
+                    f"{name} {value:g} is in TFLOP/s, dense, and no accelerator has over {MAX_DENSE_TFLOPS:,.0f}: a"
+                    f" figure in GFLOP/s is {value / 1000:g} TFLOP/s (or a sparse one twice the dense)"
+                )
+        for name in ("fp8_tflops_dense", "fp4_tflops_dense"):
+            value = getattr(self, name)
+            if value is not None and value < self.bf16_tflops_dense:
+                raise ValueError(
+                    f"{name} ({value:g}) is below bf16_tflops_dense ({self.bf16_tflops_dense:g}): where a device has"
+                    " the precision it runs at least bf16's rate; leave it out if the device has none"
+                )
 
     def target_fields(self, target_id: str) -> dict[str, Any]:
         """The fields of the ``core.targets.Target`` this file describes, under ``target_id`` (the path as typed)."""
