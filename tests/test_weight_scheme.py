@@ -575,3 +575,21 @@ def test_an_lm_head_the_ignore_list_leaves_is_said_to_stay_bf16(cli, tmp_path):
     said = {label: " ".join(a for a in data["assumptions"] if "tensor by tensor" in a) for label, data in found.items()}
     assert "the LM head in bf16 whatever the list says" in said["none"]
     assert "whatever the list says" not in said["head"] and "kept in bf16: lm_head" in said["head"]
+
+
+def test_a_sidecar_beside_a_config_json_quantization_config_is_named_as_not_read(cli, tmp_path):
+    """config.json's W4A16 beside a ModelOpt NVFP4 hf_quant_config.json: vLLM reads config.json's (the sidecar only
+    where it has none), and so does mha; it said nothing of the other file (newuser trial 299 #4)."""
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    (tmp_path / "config.json").write_text(
+        json.dumps({**config, "quantization_config": w4a16() | {"ignore": ["lm_head"]}})
+    )
+    alone = cli.json("kv", str(tmp_path))
+    sidecar = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16}}
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(sidecar))
+    both = cli.json("kv", str(tmp_path))
+    assert both["weight_bytes"] == alone["weight_bytes"]
+    assert any(
+        a.startswith("hf_quant_config.json not read: config.json's quantization_config") for a in both["assumptions"]
+    )
+    assert not any("hf_quant_config.json" in a for a in alone["assumptions"])

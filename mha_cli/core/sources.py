@@ -202,6 +202,12 @@ def _load_file(
             what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else _without_origin(refusal, path)
             unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"
             source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
+        sidecar = path.parent / "hf_quant_config.json"
+        if "quantization_config" in data and sidecar.is_file():  # two declarations: vLLM reads config.json's
+            kept = "config.json's quantization_config priced, as vLLM reads it (the sidecar only where config.json has none)"
+            source = source.model_copy(
+                update={"assumptions": [*source.assumptions, f"hf_quant_config.json not read: {kept}"]}
+            )
         source = _with_checkpoint_weights(source, stored, shown_path(path), declared_mtp_layers(data), weight_dtype)
         source = _with_declared_kv(source, declared_kv_cache(quantised, shown_path(path)))
         fallback = _dtype_read(data, shown_path(path), weight_dtype)
