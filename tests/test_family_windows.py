@@ -237,6 +237,10 @@ def test_a_null_window_on_a_patterned_family_is_full_attention_and_said():
         a.startswith("sliding_window null: the layers gemma3's pattern makes sliding are priced as full attention")
         for a in nulled.assumptions
     )
+    qwen = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "qwen3-8b.json").read_text())
+    qwen = {key: value for key, value in qwen.items() if key != "use_sliding_window"}  # its default: off
+    unswitched = import_hf_config({**qwen, "sliding_window": None})
+    assert not any("sliding_window null" in a for a in unswitched.assumptions)  # no layer slides (review 301 #3)
 
 
 def test_a_window_the_family_does_not_apply_is_named_with_its_value_not_as_null():

@@ -117,7 +117,27 @@ def test_sglang_with_a_pool_under_its_context_serves_shorter_requests(cli):
                      "8", "--closed-form", "--max-model-len", "32768")  # fmt: skip
     engine = found["memory"]["engine"]
     assert engine["kv_tokens"] == 30_801 and engine["admitted_per_replica"] > 0
-    assert any("SGLang aborts a prompt of more than 30,795 tokens" in note for note in engine["notes"])
+    assert any("SGLang aborts a prompt of 30,795 tokens or more" in note for note in engine["notes"])
+    long_prompt = cli.json(
+        "plan",
+        "gemma-3-27b",
+        "--target",
+        "h100",
+        "--tp",
+        "1",
+        "--engine",
+        "sglang",
+        "--isl",
+        "30000",
+        "--osl",
+        "800",
+        "--concurrency",
+        "1",
+        "--closed-form",
+        "--max-model-len",
+        "32768",
+    )
+    assert long_prompt["memory"]["engine"]["admitted_per_replica"] == 1  # a prompt under 30,795 (review 301 #4)
     learned = cli.run("plan", "gpt2", "--target", "h100", "--tp", "1", "--isl", "512", "--osl", "256",
                       "--max-model-len", "4096", "--closed-form")  # fmt: skip
     assert learned.exit_code == EXIT_BAD_INPUT and "exceeds the 1,024 learned positions of gpt2" in learned.stderr

@@ -171,6 +171,11 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4}, block: {d_ff: 8, sliding_window: 16},"
          " embeddings: {vocab_size: 10}}\n",
          "model.block.sliding_window: unknown field; did you mean layers.sliding_window?"),
+        ("model: {d_model: 64, n_layers: 2, window: 16, attention: {n_heads: 4}, block: {d_ff: 8},"
+         " embeddings: {vocab_size: 10}}\n",  # at the top level too (review 301 #5)
+         "model.window: unknown field; did you mean layers.sliding_window? (the window a local layer"
+         " attends to and caches, with layers.pattern naming the local layers; attention.masked_window is a mask on"
+         " global layers that caches every token)"),
         ("model: {d_model: 64, n_layers: 2, attention: {n_heads: 4, window: 16}, block: {d_ff: 8},"
          " embeddings: {vocab_size: 10}}\n",  # spelt closest to masked_window, which caches every token
          "model.attention.window: unknown field; did you mean layers.sliding_window? (the window a local layer"
@@ -200,7 +205,7 @@ FLAT_MODEL = "{d_model: 64, n_layers: 2, n_heads: 4, d_ff: 8, vocab_size: 10}"
          " block: {d_ff: 14336}, embeddings: {vocab_size: 1000}}\n",
          "model.attention.kv_heads: unknown field; did you mean attention.n_kv_heads?"),
     ],
-    ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part", "window",
+    ids=["v2-flat", "v1-parts", "mixed", "scalar-part", "list-part", "old-names-in-parts", "wrong-part", "top-window", "window",
          "flat-cross-field", "flat-part-error", "flat-model-error", "v1-empty", "gqa-old-kv-name", "gqa-no-kv",
          "version-float", "version-bool", "version-null", "string-part", "misspelt-field-before-gqa-check"],
 )  # fmt: skip

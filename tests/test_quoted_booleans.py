@@ -38,3 +38,21 @@ def test_a_quoted_boolean_deep_in_the_quantization_config_is_named_by_its_path(c
     assert result.exit_code == EXIT_BAD_INPUT
     assert "quantization_config.config_groups.group_0.weights.symmetric is the string 'False'" in result.stderr
     assert "write false without quotes" in result.stderr
+
+
+def test_a_classifiers_labels_are_names_not_booleans(cli, tmp_path):
+    """id2label {"0": "false", "1": "true"} is a classifier's labels (review 301 #2): not refused, priced as without."""
+    labelled = cli.json("kv", _folder(tmp_path, "llama-3.1-8b", id2label={"0": "false", "1": "true"},
+                                      label2id={"false": 0, "true": 1}))  # fmt: skip
+    assert labelled["bytes_per_token"] == 131_072
+
+
+def test_a_switch_of_zero_is_off_as_transformers_reads_it(cli, tmp_path):
+    """use_sliding_window 0 was priced windowed (review 301 #6); transformers' truth test reads it as off: every layer
+    holds the whole context, as with false. A quoted "no" is refused as "false" is."""
+    off = cli.json("kv", _folder(tmp_path, "qwen3-8b", use_sliding_window=0, sliding_window=4096,
+                                 max_window_layers=28), "--seq", "32768")  # fmt: skip
+    assert off["total_bytes"] == 4_831_838_208
+    result = cli.run("kv", _folder(tmp_path, "qwen3-8b", use_sliding_window="no", sliding_window=4096))
+    assert result.exit_code == EXIT_BAD_INPUT and "use_sliding_window is the string 'no'" in result.stderr
+    assert "write false without quotes" in result.stderr

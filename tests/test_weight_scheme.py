@@ -357,8 +357,9 @@ def test_quark_mxfp4_as_amd_publishes_it():
          "Quark global weight dtype=int4"),
         (w4a16() | {"ignore": "lm_head"}, "ignore that is not a list of module names"),
         # a quoted count named as such, not as "num_bits=4 ... is not a weight format" (trial 299 #6)
-        (w4a16(num_bits="4"), "group_0: num_bits '4' is not a whole number: write num_bits without quotes"),
+        (w4a16(num_bits="4"), "group_0: num_bits '4' is not a whole number: write it without quotes"),
         (w4a16(group_size="128"), "group_0: group_size '128' is not a whole number"),
+        (w4a16(group_size=127.5), "group_0: group_size 127.5 is not a whole number: give a whole number"),
         # NVFP4 is an fp8 scale per 16 values: group 32 is no NVFP4 (priced a scale per 32, exit 0: trial 293 #3)
         ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 32}, "ModelOpt NVFP4 group_size 32"),
         # vLLM raises "Missing 'quant_algo'"; this was priced as bf16 with exit 0 (trial 293 #2)
@@ -573,8 +574,8 @@ def test_an_lm_head_the_ignore_list_leaves_is_said_to_stay_bf16(cli, tmp_path):
         found[label] = cli.json("kv", str(folder))
     assert found["none"]["weight_bytes"] == found["head"]["weight_bytes"]
     said = {label: " ".join(a for a in data["assumptions"] if "tensor by tensor" in a) for label, data in found.items()}
-    assert "the LM head in bf16 whatever the list says" in said["none"]
-    assert "whatever the list says" not in said["head"] and "kept in bf16: lm_head" in said["head"]
+    assert "the LM head in bf16 (the engines quantise linear and expert layers only)" in said["none"]
+    assert "the LM head in bf16 (" not in said["head"] and "kept in bf16: lm_head" in said["head"]
 
 
 def test_a_sidecar_beside_a_config_json_quantization_config_is_named_as_not_read(cli, tmp_path):
@@ -593,3 +594,11 @@ def test_a_sidecar_beside_a_config_json_quantization_config_is_named_as_not_read
         a.startswith("hf_quant_config.json not read: config.json's quantization_config") for a in both["assumptions"]
     )
     assert not any("hf_quant_config.json" in a for a in alone["assumptions"])
+
+
+def test_a_whole_float_count_is_read_as_compressed_tensors_reads_it():
+    """group_size 128.0 and num_bits 4.0 are 128 and 4 to compressed-tensors' pydantic (review 301 #1: refused as
+    "not a whole number: write it without quotes")."""
+    as_float = read_checkpoint_weights({"quantization_config": w4a16(group_size=128.0, num_bits=4.0)}, "config.json")
+    as_int = read_checkpoint_weights({"quantization_config": w4a16()}, "config.json")
+    assert as_float == as_int

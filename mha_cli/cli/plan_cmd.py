@@ -97,8 +97,9 @@ def plan(
         typer.Option(
             "--max-model-len",
             help="The engine's context (vLLM's --max-model-len, SGLang's --context-length), at least --isl + --osl"
-            " (the default): the engine is sized, checked and launched for requests of this length, and its pool"
-            " runs the --isl + --osl ones. auto: what the engine derives from the model's config.",
+            " (the default) and at most a model's learned positions: the engine is sized, checked and launched for"
+            " requests of this length (SGLang starts with a pool under it and aborts only prompts past its pool),"
+            " and its pool runs the --isl + --osl ones. auto: what the engine derives from the model's config.",
             show_default=False,
         ),
     ] = None,
@@ -489,15 +490,15 @@ def plan(
 
         refuse_method_missing(speculative, priced_by, deployment.engine_version)
         deployment = deployment.model_copy(update={"speculative": speculative})
+    if enable_dp_attention and loaded.model.block.moe is None:  # before its --tp is read (review 301 #7)
+        raise BadInputError(
+            f"--enable-dp-attention: DP attention spreads routed experts and {loaded.model.name} has none (a"
+            " dense model): leave it out (--dp alone starts replicas)"
+        )
     tp = _sglang_attention_tp(enable_dp_attention, tp, dp, pp or 1, resolved.n_devices, deployment.engine)
     if loaded.model.block.moe is None and (dp is not None or deployment.dp):  # vLLM's --data-parallel-size (and
         from mha_cli.core.dp_attention import dp_tp  # SGLang's --dp-size) on a dense model: plain replicas
 
-        if enable_dp_attention:
-            raise BadInputError(
-                f"--enable-dp-attention: DP attention spreads routed experts and {loaded.model.name} has none (a"
-                " dense model): leave it out (--dp alone starts replicas)"
-            )
         dense_dp = dp if dp is not None else deployment.dp
         tp, dp = dp_tp(dense_dp, tp, resolved.n_devices, pp or 1, sglang_hint=False), None
         deployment = deployment.model_copy(update={"dp": None, "expert_parallel": None})  # dp implied it
@@ -824,10 +825,15 @@ def _sglang_attention_tp(
     vLLM's --tensor-parallel-size)."""
     if not enable_dp_attention:
         return tp
-    if engine not in (None, "sglang"):
+    if engine == "vllm":
         raise BadInputError(
-            f"--enable-dp-attention is SGLang's flag: for {engine}, give --dp and each rank's --tp (vLLM's"
+            "--enable-dp-attention is SGLang's flag: for vllm, give --dp and each rank's --tp (vLLM's"
             " --data-parallel-size with --tensor-parallel-size), or --engine sglang"
+        )
+    if engine not in (None, "sglang"):  # TensorRT-LLM's enable_attention_dp is not priced (core.dp_attention)
+        raise BadInputError(
+            f"--enable-dp-attention is SGLang's flag, and mha prices DP attention for vLLM and SGLang only, not"
+            f" {engine}: use --engine sglang, or leave it out"
         )
     if dp is None:
         raise BadInputError("--enable-dp-attention runs --dp attention ranks: give --dp (SGLang's --dp-size)")

@@ -156,14 +156,18 @@ WINDOW_NAMES = ("window", "attention_window", "window_size", "local_window")
 layers that changes no size), which a window cached per layer is not (review 295)."""
 
 
+def _window_hint() -> str:
+    return (
+        "did you mean layers.sliding_window? (the window a local layer attends to and caches, with layers.pattern"
+        " naming the local layers; attention.masked_window is a mask on global layers that caches every token)"
+    )
+
+
 def _in_part_hint(part: str, key: str) -> str | None:
     if key in CONFIG_JSON_NAMES and key not in FLAT_FIELDS:
         return _config_json_hint(key)
     if key in WINDOW_NAMES:
-        return (
-            "did you mean layers.sliding_window? (the window a local layer attends to and caches, with layers.pattern"
-            " naming the local layers; attention.masked_window is a mask on global layers that caches every token)"
-        )
+        return _window_hint()
     if key in FLAT_FIELDS and FLAT_FIELDS[key] != (part, key):
         place = ".".join(FLAT_FIELDS[key])
         renamed = FLAT_FIELDS[key][1] != key  # n_kv_heads kept its name; attn_sinks is attention.sinks now
@@ -178,6 +182,8 @@ def _in_part_hint(part: str, key: str) -> str | None:
 def _top_level_hint(key: str, layout: int | None) -> str | None:
     if key in CONFIG_JSON_NAMES and key not in FLAT_FIELDS:
         return _config_json_hint(key)
+    if key in WINDOW_NAMES and layout != FLAT:  # as inside a part (review 301 #5)
+        return _window_hint()
     own = [name for name in ModelSpec.model_fields if name not in PARTS]
     if layout == FLAT:
         close = close_names(key, [*own, *FLAT_FIELDS], n=1)

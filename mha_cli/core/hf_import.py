@@ -252,7 +252,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if not (window or chunk):  # with no window these say nothing: every layer attends to every token
         patterned = dict.get(r.config, "sliding_window_pattern") or fam.local_cycle or fam.layer_kinds
         null = "sliding_window" in dict.keys(r.config) and dict.get(r.config, "sliding_window") is None
-        if kinds is None and patterned and null and dict.get(r.config, "use_sliding_window") is not False:
+        switch = r.get("use_sliding_window")  # the family's default where absent: Qwen's is off (review 301 #3)
+        if kinds is None and patterned and null and (switch is None or switch):
             r.assume(None, f"sliding_window null: the layers {fam.name}'s pattern makes sliding are priced as full"  # 299 #2
                            " attention, as vLLM builds a layer whose window is unset")  # fmt: skip
         for gated in ("sliding_window", "sliding_window_pattern", "max_window_layers"):

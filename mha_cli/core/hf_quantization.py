@@ -252,6 +252,19 @@ def _gptq_awq_format(config: dict[str, Any], origin: str, method: str) -> str:
     return f"int{bits}"
 
 
+def _whole(value: Any, field: str, group: str, origin: str) -> Any:
+    """A compressed-tensors count as its pydantic model reads it: 128 or 128.0 is 128; a string ("4", which not every
+    reader takes), a bool or a fraction is refused naming the field (trial 299 #6); None stays None."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    how = "write it without quotes" if isinstance(value, str) else "give a whole number"
+    raise BadInputError(
+        f"{origin}: quantization_config compressed-tensors {group}: {field} {value!r} is not a whole number: {how}"
+    )
+
+
 def _names(value: Any, origin: str, field: str) -> list[str]:
     """A config's list of module names or patterns (None: empty)."""
     if value is None:
@@ -332,16 +345,12 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     fmt = group.get("format") or (None if top_format == "mixed-precision" else top_format)
     bits, kind, size = weights.get("num_bits"), weights.get("type", "int"), weights.get("group_size")
     strategy = weights.get("strategy") or ("group" if size else "tensor")  # compressed-tensors' default
-    symmetric = weights.get("symmetric", True) is not False
+    symmetric = weights.get("symmetric", True)
+    symmetric = symmetric is None or bool(symmetric)  # 0 is false, as compressed-tensors' pydantic reads it
     inputs = group.get("input_activations")
     static_input = isinstance(inputs, dict) and not inputs.get("dynamic", False)
     what = f"compressed-tensors {name}: num_bits={bits!r} type={kind} strategy={strategy} format={fmt}"
-    for field, value in (("num_bits", bits), ("group_size", size)):  # "4" read as 4 by pydantic, not by every reader
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise BadInputError(
-                f"{origin}: quantization_config compressed-tensors {name}: {field} {value!r} is not a whole number:"
-                f" write {field} without quotes"
-            )
+    bits, size = _whole(bits, "num_bits", name, origin), _whole(size, "group_size", name, origin)
     if strategy in ("group", "tensor_group") and size == -1:  # -1 is a per-channel group, said as such
         raise _refuse(origin, f"{what} with group_size -1 (strategy channel means one group per output channel)")
     if strategy in ("group", "tensor_group") and not (isinstance(size, int) and size > 0):

@@ -10,20 +10,25 @@ from typing import Any
 
 from mha_cli.core.errors import BadInputError
 
-QUOTED = ("true", "false")
-"""String values read as a quoted boolean, compared without case (``"False"`` too)."""
+QUOTED = ("true", "false", "yes", "no", "on", "off")
+"""String values read as a quoted boolean, compared without case (``"False"`` too): pydantic's spellings of one that
+are words (not ``"0"`` or ``"t"``, which a string field may well hold)."""
+FREE_TEXT = frozenset({"id2label", "label2id"})
+"""Objects whose strings are names, not settings: a classifier's labels may be "true" and "false" (review 301 #2)."""
 
 
 def refuse_quoted_booleans(config: dict[str, Any], origin: str) -> None:
     """Raise ``BadInputError`` naming the first field of ``config`` (nested objects and lists included, as
-    ``quantization_config.config_groups.group_0.weights.symmetric``) whose value is ``"true"`` or ``"false"``."""
+    ``quantization_config.config_groups.group_0.weights.symmetric``) whose value is a ``QUOTED`` word (``"false"``),
+    outside ``FREE_TEXT``."""
     found = _first_quoted(config, "")
     if found is None:
         return
     where, value = found
+    meant = "true" if value.strip().lower() in ("true", "yes", "on") else "false"
     raise BadInputError(
-        f"{origin}: {where} is the string {value!r}, not a boolean: write {value.lower()} without quotes (transformers"
-        ' reads any non-empty string as true, compressed-tensors reads "false" as false: no figure can follow both)'
+        f"{origin}: {where} is the string {value!r}, not a boolean: write {meant} without quotes (transformers reads"
+        ' any non-empty string as true, compressed-tensors reads "false" as false: no figure can follow both)'
     )
 
 
@@ -33,6 +38,8 @@ def _first_quoted(node: Any, where: str) -> tuple[str, str] | None:
         return (where, node) if node.strip().lower() in QUOTED else None
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, child in children:
+        if key in FREE_TEXT:
+            continue
         found = _first_quoted(child, f"{where}.{key}" if where else str(key))
         if found is not None:
             return found

@@ -199,11 +199,12 @@ class WeightScheme(Record):
         rules = "; ".join(f"{_covered(rule.targets)}: {rule.description or rule.name}" for rule in self.rules)
         kept = f"; kept in bf16: {', '.join(self.ignore)}" if self.ignore else ""
         experts = "; routed experts in bf16 (the loader has no FusedMoE method)" if self.experts_unquantised else ""
-        head = "" if any("lm_head" in pattern for pattern in self.ignore) else HEAD_IN_BF16  # trial 299 #3
+        said = "head" in rules or any("lm_head" in pattern for pattern in self.ignore)  # a named format says it
+        head = "" if said else HEAD_IN_BF16  # trial 299 #3
         return f"{self.method}, {rules}{kept}{experts}{head}"
 
 
-HEAD_IN_BF16 = "; the LM head in bf16 whatever the list says (the engines quantise linear and expert layers only)"
+HEAD_IN_BF16 = "; the LM head in bf16 (the engines quantise linear and expert layers only)"
 """Said where the ignore list does not keep ``lm_head``: a scheme that seems to cover it is priced bf16 there."""
 
 

@@ -356,7 +356,7 @@ class LayoutPlans:
             )  # fmt: skip
 
         memory = planned(self.context)
-        if self.context == requests or not serves_the_requests(memory.engine, requests):
+        if self.context == requests or not serves_the_requests(memory.engine, self.isl):
             return memory
         at_requests = planned(requests).engine
         if not at_requests.starts:  # not even requests of their own length: the engine's words at its context

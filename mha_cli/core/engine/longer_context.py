@@ -47,13 +47,13 @@ def derived_context(model: ModelSpec, deployment: DeploymentSpec, request_tokens
     return derived if derived is not None and derived > request_tokens else None
 
 
-def serves_the_requests(at_context: EnginePlan, request_tokens: int) -> bool:
-    """Whether ``at_context``, the engine's plan at its max_model_len, runs requests of ``request_tokens``: it starts,
-    or it is SGLang, which starts with a pool under one request of its context and aborts only the prompts past
-    ``max_req_input_len`` (min(context, pool) - 6, ``core.engine.plan.sglang_short_pool``): shorter ones it serves."""
+def serves_the_requests(at_context: EnginePlan, prompt_tokens: int) -> bool:
+    """Whether ``at_context``, the engine's plan at its max_model_len, runs requests of ``prompt_tokens`` prompts: it
+    starts, or it is SGLang, which starts with a pool under one request of its context and aborts only the prompts of
+    ``max_req_input_len`` (min(context, pool) - 6, ``core.engine.plan.sglang_short_pool``) tokens or more."""
     if at_context.starts:
         return True
-    return at_context.refused_as == SERVES_NONE and request_tokens <= at_context.kv_tokens - SGLANG_INPUT_MARGIN
+    return at_context.refused_as == SERVES_NONE and prompt_tokens < at_context.kv_tokens - SGLANG_INPUT_MARGIN
 
 
 def engine_admitting(at_context: EnginePlan, at_requests: EnginePlan) -> EnginePlan:
@@ -74,7 +74,7 @@ def engine_admitting(at_context: EnginePlan, at_requests: EnginePlan) -> EngineP
     )
     if not at_context.starts:  # SGLang, its pool under one request of its context (serves_the_requests)
         note += (
-            f"; SGLang aborts a prompt of more than {at_context.kv_tokens - SGLANG_INPUT_MARGIN:,} tokens"
+            f"; SGLang aborts a prompt of {at_context.kv_tokens - SGLANG_INPUT_MARGIN:,} tokens or more"
             " (max_req_input_len: min(context, pool) - 6)"
         )
     window_blocks = None

@@ -37,7 +37,8 @@ def kinds_of_layer_types(r: ConfigReader, types: Any, n_layers: int) -> list[Lay
 
 def sliding_window(r: ConfigReader, *keys: str) -> int | None:
     """The window of local layers (``sliding_window``, else the family's own ``keys``); None when off or absent."""
-    if r.get("use_sliding_window") is False:
+    switch = r.get("use_sliding_window")
+    if switch is not None and not switch:  # false, or 0 as transformers' truth test reads it (review 301 #6)
         return None
     for key in ("sliding_window", *keys):
         if r.get(key):
