@@ -10,7 +10,7 @@ length: what ``engine_admitting`` takes from a plan priced at the requests' leng
 """
 
 from mha_cli.core.engine.plan import SERVES_NONE, SGLANG_INPUT_MARGIN, WOULD_NOT_START, EnginePlan
-from mha_cli.core.engine.window_blocks import window_groups_of
+from mha_cli.core.engine.window_blocks import sizer_blocks, window_groups_of
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 
@@ -100,5 +100,5 @@ def _simulated_blocks(plan: EnginePlan) -> int:
     """The blocks ``core.serve.simulate.engine_limits`` gives vLLM's scheduler for ``plan``: the start-up sizer's
     (``max_concurrency`` requests of max_model_len) where it has windowed groups, else a group's share of the pool."""
     if window_groups_of(plan.groups, plan.block_size, plan.max_model_len):
-        return int(plan.max_concurrency * -(-plan.max_model_len // plan.block_size))
+        return sizer_blocks(plan.max_concurrency, plan.max_model_len, plan.block_size)
     return plan.kv_blocks // max(1, len(plan.groups))

@@ -110,6 +110,13 @@ def running_at_length(
     return 1 + (pool_blocks - ask) // decoding_blocks(groups, tokens, block_size)
 
 
+def sizer_blocks(max_concurrency: float, max_model_len: int, block_size: int) -> int:
+    """The blocks of a windowed pool as vLLM's start-up sizer counts them: ``max_concurrency`` requests of
+    max_model_len, each a block in every group for each ``block_size`` of its tokens (the simulated scheduler's pool,
+    ``core.serve.simulate.engine_limits``)."""
+    return int(max_concurrency * -(-max_model_len // block_size))
+
+
 def window_groups_of(groups: "Sequence[KvGroup]", block_size: int, max_model_len: int) -> tuple[WindowGroup, ...]:
     """vLLM's KV cache ``groups`` (``core.engine.pages.KvGroup``) as this module counts them, where one is a state
     group or a sliding-window or chunked one whose window is shorter than ``max_model_len``, one holds attention,

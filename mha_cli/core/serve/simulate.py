@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import Field
 
 from mha_cli.core.cost.prefix_pool import shares_prefix_blocks
-from mha_cli.core.engine.window_blocks import NULL_BLOCKS, WindowGroup, admission_blocks, window_groups_of
+from mha_cli.core.engine.window_blocks import (
+    NULL_BLOCKS,
+    WindowGroup,
+    admission_blocks,
+    sizer_blocks,
+    window_groups_of,
+)
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort
@@ -116,8 +122,8 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
     blocks = engine.kv_blocks // groups if groups else engine.kv_tokens // engine.block_size
     windowed = engine.name == "vllm" and window_groups_of(engine.groups, engine.block_size, engine.max_model_len)
     if windowed:  # counted in every group only where a prefix is shared: as many as the start-up sizer allows
-        blocks = engine.window_pool_blocks or int(
-            engine.max_concurrency * -(-engine.max_model_len // engine.block_size)
+        blocks = engine.window_pool_blocks or sizer_blocks(
+            engine.max_concurrency, engine.max_model_len, engine.block_size
         )
     return EngineLimits(
         engine=engine.name, kv_blocks=blocks, block_size=engine.block_size,
