@@ -116,3 +116,18 @@ def test_a_pool_under_one_request_starts_and_aborts_longer_prompts(cli):
     none = cli.json("kv", "llama-3.1-70b", "--target", "h100", "--engine", "sglang", "--weight-dtype", "fp8")
     assert none["memory"]["engine"]["kv_tokens"] == 0
     assert none["memory"]["engine"]["refusal"].startswith("RuntimeError: Not enough memory")
+
+
+def test_users_waiting_on_the_running_cap_are_told_so(cli):
+    """SGLang's speculative decoding caps its running requests at 48 (0.4.5+), far below what its pool holds: the
+    wait note read as if memory admitted 48 (newuser trial 302 #3). The cap and its flag are named; the control,
+    --max-num-seqs 256, runs every user and says nothing of it."""
+    args = ["plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "128", "--draft",
+            "llama-3.2-1b", "--num-speculative-tokens", "3", "--acceptance-length", "2.5", "--engine", "sglang",
+            "--closed-form"]  # fmt: skip
+    capped = cli.json(*args)
+    assert capped["memory"]["engine"]["admitted_per_replica"] == 48
+    assert any(note.startswith("the 48 request(s) run at once are sglang's running cap (max_running_requests)")
+               for note in capped["notes"])  # fmt: skip
+    lifted = cli.json(*args, "--max-num-seqs", "256")
+    assert not any("running cap" in note for note in lifted["notes"])

@@ -371,7 +371,7 @@ def drafter_memory_note(
         )
     return (
         f"{head}, adds {weights / 2**30:.2f} GiB to the weights on this rank; its cache, {per_token:,} B per token per"
-        " rank, shares the KV pool (vLLM V1: every attention layer, the drafter's too): priced as"
+        " rank, shares the KV pool (one pool holds every attention layer, the drafter's too): priced as"
         f" {layers} more layer(s) of the target's"
     )
 

@@ -212,6 +212,25 @@ def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
     )
 
 
+def running_cap_note(engine: EnginePlan, users: int) -> str | None:
+    """Where ``users`` on a replica wait for the engine's running cap, not its pool: the cap and the flag that lifts
+    it (trial 302 #3: SGLang's 48 under speculative decoding read as what 1.2M KV tokens hold). None: they do not."""
+    cap = engine.max_num_seqs
+    if not engine.starts or users <= cap or engine.admitted_per_replica != cap or int(engine.max_concurrency) <= cap:
+        return None
+    named = (
+        "max_running_requests"
+        if engine.name == "sglang"
+        else "max_batch_size"
+        if engine.name == "trtllm"
+        else "max_num_seqs"
+    )
+    return (
+        f"the {cap:,} request(s) run at once are {engine.name}'s running cap ({named}), not its pool, which holds"
+        f" {int(engine.max_concurrency):,} requests of {engine.max_model_len:,} tokens: --max-num-seqs lifts it"
+    )
+
+
 def cached_prefix(shared_prefix: int, prompt: int, block_size: int) -> int:
     """Tokens of a ``prompt`` the prefix cache supplies once warm: the shared prefix's whole blocks, at most the
     prompt's first ``prompt - 1`` tokens in whole blocks (vLLM ``get_computed_blocks``; one token is computed)."""
@@ -287,7 +306,9 @@ class LayoutPlans:
         if experts is not None and (problem := tp_shard_problem(model, tp, experts)) is not None:
             raise BadInputError(problem)
         if deployment.speculative is not None and pp > 1:
-            raise BadInputError("speculative decoding is priced without pipeline parallelism here: leave out --pp")
+            raise BadInputError(  # a search's layout too, where no --pp was typed (trial 302 #7)
+                f"speculative decoding is priced at pp 1 only here, not pp {pp}: give --pp 1, or leave out the drafter"
+            )
         refusal = async_pipeline_refusal(
             deployment.engine, deployment.engine_generation, deployment.engine_version, deployment.async_scheduling, pp
         )  # fmt: skip
@@ -444,6 +465,9 @@ class LayoutPlans:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
             prediction.notes.append(shared_pool_note(case, engine))
+        capped = running_cap_note(engine, -(-concurrency // replicas))
+        if capped is not None:
+            prediction.notes.append(capped)
         unserved = hybrid_prefix_note(model, self.deployment, engine) if offload is None else None
         if unserved is not None:  # a hybrid's shared prefix, recomputed: said where the TTFT is
             prediction.notes.append(unserved)
@@ -778,7 +802,8 @@ def transient_note(
 
     users = simulated.users_per_replica
     whose = f" (the busiest of {simulated.replicas} replicas')" if simulated.replicas > 1 else ""
-    if users is None and simulated.saturated and simulated.max_running < runs:
+    short = simulated.saturated or simulated.requests <= runs  # fewer requests than the closed form runs at once:
+    if users is None and short and simulated.max_running < runs:  # never a steady state, saturated or not (302 #2)
         wanted = FILLS_FOR_STEADY_STATE * runs
         fits = wanted * steps_per_request(case, engine, None) <= MAX_SIMULATED_STEPS
         fits = fits and wanted * simulated.replicas <= MAX_PROMPTS  # what --num-prompts takes
