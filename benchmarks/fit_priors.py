@@ -777,8 +777,19 @@ def generation_report(
     default ones; per GPU the same. TTFT is each row's median where its source prints one, else its mean
     (``GenerationRow.judged``), the count of each printed. Printed, and returned for cost_priors_generations.json."""
     new, old = generation_errors(rows, generations, default), generation_errors(rows, None, default)
+    return report_of_errors(new, old, show_rows=show_rows)
+
+
+def report_of_errors(
+    new: list[tuple[GenerationRow, str, float, float]],
+    old: list[tuple[GenerationRow, str, float, float]],
+    *,
+    show_rows: bool,
+) -> dict[str, dict[str, Any]]:
+    """``generation_report`` of errors already found: ``new`` with each generation's constants, ``old`` (the
+    control) with the default ones, the same rows and figures in the same order (``generation_errors``)."""
     result: dict[str, dict[str, Any]] = {}
-    for generation in sorted({row.generation for row in rows}):
+    for generation in sorted({e[0].generation for e in new}):
         result[generation] = {}
         for split in ("fit", "holdout"):
             pick = [i for i, e in enumerate(new) if e[0].generation == generation and e[0].split == split]

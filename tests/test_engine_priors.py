@@ -315,9 +315,19 @@ def test_a_rows_dispatch_is_read_from_its_launch_line(fit_priors, notes, stated,
     assert fit_priors.launch_a2a_backend({"notes": notes, "mha": mha}) == expected
 
 
-def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, rows):
+@pytest.fixture(scope="module")
+def held_out_errors(fit_priors, rows):
+    """(with each generation's constants, with the default ones: the control) ``fit_priors.generation_errors`` of
+    every held-out row: found once, as pricing them takes minutes, for the two tests below."""
+    held_out = [row for row in rows if row.split == "holdout"]
+    default = fitted_constants()["constants"]
+    return (fit_priors.generation_errors(held_out, generation_fits(), default),
+            fit_priors.generation_errors(held_out, None, default))  # fmt: skip
+
+
+def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, held_out_errors):
     generations = generation_fits()
-    report = fit_priors.generation_report(rows, generations, fitted_constants()["constants"], show_rows=False)
+    report = fit_priors.report_of_errors(*held_out_errors, show_rows=False)
     for generation, entry in generations.items():
         recorded, found = entry["holdout"], report[generation]["holdout"]
         assert found["median_abs_error"] == pytest.approx(recorded["median_abs_error"], abs=1e-4)
@@ -325,11 +335,8 @@ def test_the_shipped_constants_give_the_recorded_held_out_errors(fit_priors, row
         assert set(found["sources"]).isdisjoint(entry["fitted_on"])  # held-out sources never entered the fit
 
 
-def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generations_own(fit_priors, rows):
-    held_out = [row for row in rows if row.split == "holdout"]
-    default = fitted_constants()["constants"]
-    new = fit_priors.generation_errors(held_out, generation_fits(), default)
-    old = fit_priors.generation_errors(held_out, None, default)
+def test_the_default_constants_price_held_out_2025_rows_worse_than_the_generations_own(fit_priors, held_out_errors):
+    new, old = held_out_errors
 
     def median(found, generation, figure):
         return fit_priors.summary([e for e in found if e[0].generation == generation and e[1] == figure])
