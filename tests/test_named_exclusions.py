@@ -358,3 +358,26 @@ def test_an_mxfp4_config_on_a_dense_model_is_refused_in_the_files_words(cli, tmp
     assert "quantization_config quant_method mxfp4 quantises routed experts (vLLM's Mxfp4Config) and dense-mxfp4" \
         " has none" in " ".join(refused.output.split())  # fmt: skip
     assert cli.run("kv", str(path), "--weight-dtype", "mxfp4-linear").exit_code == 0
+
+
+def test_a_static_fp8_checkpoint_adds_an_fp32_input_scale_per_matrix_by_hand():
+    """``activation_scheme: static``: each checkpoint matrix also stores an fp32 ``input_scale`` (vLLM's
+    ``Fp8LinearMethod.create_weights``, one a shard): Llama-3-8B's 32 layers x 7 matrices x 4 B = 896 B over the
+    dynamic checkpoint, whose fp8 values and per-matrix fp32 weight scales are the same. An ignored layer stores none."""
+    dynamic, static = llama_bytes(FP8), llama_bytes(FP8 | {"activation_scheme": "static"})
+    assert static - dynamic == 32 * 7 * 4 == 896
+    kept = {"activation_scheme": "static", "ignored_layers": ["model.layers.0.mlp.down_proj"]}
+    # down_proj of layer 0 in bf16: 2 B a weight, no scale, no input scale, in place of 1 B a weight and 8 B of scales
+    assert llama_bytes(FP8 | kept) == static + 4096 * 14336 - 8
+
+
+@pytest.mark.parametrize(
+    ("quant", "named"),
+    [
+        ({"activation_scheme": "bogus"}, "activation_scheme 'bogus'"),
+        ({"activation_scheme": "static", "weight_block_size": [128, 128]}, "beside weight_block_size"),
+    ],
+)
+def test_an_fp8_activation_scheme_vllm_refuses_is_refused_naming_it(quant, named):
+    with pytest.raises(BadInputError, match=named):
+        llama_weights(FP8 | quant)

@@ -1,7 +1,8 @@
 """The weight format a Hugging Face checkpoint is stored in, read from its ``quantization_config``.
 
 A config.json's ``quantization_config`` changes what the weights cost, so it is read, never ignored. fp8 (with or
-without ``weight_block_size``; blocks other than [128, 128] are refused), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and
+without ``weight_block_size``; blocks other than [128, 128] are refused; ``activation_scheme: static`` adds an fp32
+``input_scale`` a matrix: ``core.named_exclusions.fp8_activation_layout``), mxfp4 (gpt-oss), GPTQ and AWQ at 4 bits and
 group 128, bitsandbytes NF4 and fbgemm fp8 map to a named format (``core.weight_formats``); GPTQ at 8 bits or AWQ
 and GPTQ at another group vLLM's Marlin kernels run (32, 64, GPTQ's -1) to ``int8`` / ``int4`` with their own layout
 (``core.named_exclusions.group_layout``). compressed-tensors, NVIDIA ModelOpt and AMD Quark configs are

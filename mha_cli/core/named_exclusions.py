@@ -112,6 +112,8 @@ def named_scheme(
     layout = group_layout(method, quant) if fmt in ("int4", "int8") else None  # not 4 bits at group 128
     if method == "fbgemm_fp8":
         layout = FBGEMM_FP8
+    if method == "fp8":
+        layout = fp8_activation_layout(fmt, quant, origin)
     if method == "gptq":
         return _gptq(fmt, quant, origin, layout)
     if method == "fp8":  # Fp8Config: ignored_layers, and modules_to_not_convert only when that is empty
@@ -170,6 +172,40 @@ FBGEMM_FP8 = GroupLayout(
 ``ChannelQuantScaleParameter``, vLLM 0.32.0; Meta's Llama-3.1-405B-FP8 stores them so), not fp8's one scale a matrix.
 vLLM also makes a one-value fp32 ``input_scale_ub`` a layer (from the config's ``activation_scale_ub``, not a
 checkpoint tensor): 4 B a fused layer, not priced."""
+
+
+STATIC_FP8 = GroupLayout(
+    MatrixLayout(8, 4, extra_bytes=4),
+    "fp8 e4m3 linear layers, an fp32 weight scale and a static fp32 input scale per matrix; embeddings, head in bf16",
+)
+"""An fp8 matrix of a checkpoint with ``activation_scheme: static``: its fp8 values, the fp32 ``weight_scale`` and
+the fp32 ``input_scale`` of each checkpoint matrix (``Fp8LinearMethod.create_weights``: both ``PerTensorScaleParameter``
+of ``len(output_partition_sizes)``, one a shard). A fused expert's gate and up share one ``w13_input_scale``
+(``Fp8MoEMethod``): 4 B an expert fewer in vLLM than counted here."""
+
+FP8_ACTIVATION_SCHEMES = ("dynamic", "static")
+"""What vLLM's ``Fp8Config`` accepts (``ACTIVATION_SCHEMES``; anything else raises "Unsupported activation scheme")."""
+
+
+def fp8_activation_layout(fmt: str, quant: dict[str, Any], origin: str) -> GroupLayout | None:
+    """The layout of an fp8 checkpoint's matrices by its ``activation_scheme`` (absent: dynamic, transformers'
+    ``FineGrainedFP8Config`` default): None for dynamic (the named format's), ``STATIC_FP8`` for static per-tensor
+    scales. Another value, or static with ``weight_block_size``, is refused as ``Fp8Config.__init__`` refuses it
+    (vLLM 0.10: "The block-wise quantization only supports dynamic activation scheme")."""
+    scheme = quant.get("activation_scheme", "dynamic")
+    if scheme not in FP8_ACTIVATION_SCHEMES:
+        raise BadInputError(
+            f"{origin}: quantization_config activation_scheme {scheme!r} is not one vLLM's fp8 loader accepts"
+            " (dynamic or static): correct it in a copy of the file"
+        )
+    if scheme == "dynamic":
+        return None
+    if fmt != "fp8":
+        raise BadInputError(
+            f"{origin}: quantization_config activation_scheme 'static' beside weight_block_size: vLLM's fp8 loader"
+            " runs block-quantised weights with dynamic activation scales only; correct it in a copy of the file"
+        )
+    return STATIC_FP8
 
 
 def _scheme(method: str, fmt: str, ignore: list[str], targets: list[str] | None = None,
