@@ -620,6 +620,12 @@ def _rope_parameters(r: ConfigReader) -> dict[str, Any]:
     files have ``rope_theta`` beside ``rope_scaling``.
     """
     params = r.get("rope_parameters")
+    for field in ("rope_parameters", "rope_scaling"):  # a list or a string would be dropped unread (trial 299 #5)
+        if (value := r.get(field)) is not None and not isinstance(value, dict):
+            raise BadInputError(
+                f"{r.origin}: {field} is a {type(value).__name__}, not an object of RoPE fields ({{\"rope_type\":"
+                f" \"llama3\", \"factor\": 8.0, ...}}): write it as one, or null, in a copy of the file"
+            )
     if _per_layer_type(params):
         kind = "full_attention" if "full_attention" in params else next(iter(params))
         others = sorted(set(params) - {kind, "sliding_attention"})
