@@ -4,9 +4,16 @@ benchmark (``benchmarks/fit_priors.py``) with its rows priced."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+if (workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))) > 1:
+    # pytest-xdist's workers (addopts: -n auto) share the cores: each torch gets its share of threads, set before
+    # torch is first imported, rather than every worker running a thread per core (the family sweep took 153 s beside
+    # another worker, 67 s alone)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 from typer.testing import CliRunner
 
 from mha_cli.cli.app import app
