@@ -233,3 +233,13 @@ def test_a_rope_block_that_is_no_object_is_named(field, value):
     with pytest.raises(BadInputError, match=rf"config.json: {field} is a {type(value).__name__}, not an object"):
         import_hf_config({**config, field: value}, origin="config.json")
     assert import_hf_config({**config, field: None}, origin="config.json").model.attention.rope.scaling is None
+
+
+def test_a_per_layer_width_list_of_another_length_is_refused():
+    """``intermediate_size: [1000]`` on a 32-layer Llama was priced at 1,000 for every layer (trial 299 #5); a list is
+    one width a layer (Gemma-3n), as transformers' Gemma3nTextConfig checks."""
+    config = json.loads(reference_hf_config("llama-3-8b").read_text())
+    with pytest.raises(BadInputError, match="intermediate_size has 1 entries for 32 layers"):
+        import_hf_config({**config, "intermediate_size": [1000]}, origin="config.json")
+    listed = import_hf_config({**config, "intermediate_size": [14336] * 32}, origin="config.json").model
+    assert listed.block.d_ff == 14336

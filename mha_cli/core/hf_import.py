@@ -176,7 +176,7 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
 
     mlp_free = layout.get("mlp_pattern") == ["none"]
     own_width = fam.dense_width is not None  # RWKV's channel mix, its feed-forward inside the mixer
-    d_ff = d_model if mlp_free and not own_width else _dense_width(r, fam)  # no MLP: a width the spec needs
+    d_ff = d_model if mlp_free and not own_width else _dense_width(r, fam, n_layers)  # no MLP: a width the spec needs
     if d_ff is None:
         d_ff = r.assume(4 * d_model, f"intermediate_size absent: 4 * hidden_size = {4 * d_model}")
     activation_keys = (*spelled.get("activation", ()), "hidden_act", "hidden_activation", "activation_function")
@@ -457,14 +457,20 @@ def _mla(r: ConfigReader) -> dict[str, Any] | None:
     }
 
 
-def _dense_width(r: ConfigReader, fam: Family) -> Any:
+def _dense_width(r: ConfigReader, fam: Family, n_layers: int) -> Any:
     """The dense MLP width: the family's own field first (Llama-4's intermediate_size_mlp: its intermediate_size is
-    an expert's); one listed per layer (Gemma-3n) is taken at its widest, said so."""
+    an expert's); one listed per layer (Gemma-3n) is taken at its widest, said so; a list of another length than the
+    ``n_layers`` layers is refused, as transformers' Gemma3nTextConfig refuses it."""
     if fam.dense_width is not None:
         own = fam.dense_width(r)
         if own is not None:
             return own
     width = r.get(*fam.spellings.get("d_ff", ()), "intermediate_size", "n_inner", "ffn_hidden_size")
+    if isinstance(width, list) and len(width) != n_layers:
+        raise BadInputError(
+            f"{r.origin}: intermediate_size has {len(width)} entries for {n_layers} layers: give one a layer, or one"
+            " number for all, in a copy of the file"
+        )
     if isinstance(width, list) and width:
         widest = max(width)
         if len(set(width)) > 1:
@@ -623,8 +629,8 @@ def _rope_parameters(r: ConfigReader) -> dict[str, Any]:
     for field in ("rope_parameters", "rope_scaling"):  # a list or a string would be dropped unread (trial 299 #5)
         if (value := r.get(field)) is not None and not isinstance(value, dict):
             raise BadInputError(
-                f"{r.origin}: {field} is a {type(value).__name__}, not an object of RoPE fields ({{\"rope_type\":"
-                f" \"llama3\", \"factor\": 8.0, ...}}): write it as one, or null, in a copy of the file"
+                f'{r.origin}: {field} is a {type(value).__name__}, not an object of RoPE fields ({{"rope_type":'
+                f' "llama3", "factor": 8.0, ...}}): write it as one, or null, in a copy of the file'
             )
     if _per_layer_type(params):
         kind = "full_attention" if "full_attention" in params else next(iter(params))
