@@ -49,6 +49,20 @@ def test_wide_mha_at_long_context_is_a_hard_failure_priced_with_gqa():
 def test_head_dim_below_32_is_a_hard_failure(tmp_path):
     result = check_design(write_config(tmp_path, n_heads=64))  # 1024 / 64 = 16
     assert ids(result)["MHA090"] == "hard" and not result.passed
+    finding = next(f for f in result.findings if f.id == "MHA090")
+    assert finding.message.endswith("(e.g. 16 heads of 64, the same 1024 wide)")  # 64 x 16 = 1024
+
+
+@pytest.mark.parametrize(
+    ("width", "advice"),
+    [(224, "e.g. 7 heads of 32, the same 224 wide"), (48, "e.g. 1 head of 48, the same 48 wide"),
+     (16, "the attention is 16 wide, under one head of 32: widen d_model")],
+)  # fmt: skip
+def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, advice):
+    """Trial 303 #1: width 48 (3 heads of 16) was told "0 heads of 64", width 224 (14 of 16) "3 heads of 64"."""
+    from mha_cli.core.check import _wider_heads
+
+    assert _wider_heads(width) == advice
 
 
 def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.style import Style
 from rich.table import Table
@@ -161,15 +162,17 @@ def heat_table(result: ProbeResult, head: int, console_width: int = 80) -> Table
 
 def summary_table(result: ProbeResult) -> Table:
     table = Table(
-        title=f"Per head (rows 1..{len(result.tokens) - 1}; row 0 has no choice; entropy in bits)", title_justify="left"
-    )
+        title=f"Per head (rows 1..{len(result.tokens) - 1}; row 0 has no choice; entropy in bits; self to other:"
+        " mean weight)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+        collapse_padding=True,  # nine columns in 80 characters
+    )  # fmt: skip
     reads = "KV head" if result.n_kv_heads is not None else "reads"  # MLA: no KV heads, one shared latent
-    for name in ("head", reads, "entropy", "uniform", "self", "previous", "first", "pattern"):
+    for name in ("head", reads, "entropy", "uniform", "self", "previous", "first", "other", "pattern"):
         table.add_column(name, justify="left" if name == "pattern" else "right")
     for s in result.summaries:
         table.add_row(
             str(s.head), "latent" if s.kv_head is None else str(s.kv_head), f"{s.entropy_bits:.2f}", f"{s.uniform_bits:.2f}",
-            f"{s.self_mass:.2f}", f"{s.previous_mass:.2f}", f"{s.first_mass:.2f}", s.pattern,
+            f"{s.self_mass:.2f}", f"{s.previous_mass:.2f}", f"{s.first_mass:.2f}", f"{s.other_mass:.2f}", s.pattern,
         )  # fmt: skip
     return table
 

@@ -230,14 +230,26 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
     if smallest < C.HEAD_DIM_FLOOR:
         trace.fire(
             "MHA090",
-            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads (e.g. {model.attention.width // 64}"
-            " heads of 64)",
+            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads ({_wider_heads(model.attention.width)})",
             head_dim=smallest,
         )
     elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
         if smallest == C.HEAD_DIM_FLOOR and model.d_model < C.NARROW_MODEL_D_MODEL:  # MHA010's own choice there
             return
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
+
+
+def _wider_heads(width: int) -> str:
+    """MHA090's advice for an attention ``width`` (n_heads x head_dim): heads at least ``HEAD_DIM_FLOOR`` wide that
+    keep the width, of 64, 128 or 32 where one divides it, else of the narrowest divisor above the floor (trial 303
+    #1: a width of 48 was told "0 heads of 64", one of 224 "3 heads of 64", 192 wide)."""
+    preferred = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if width % d == 0]
+    divisors = [d for d in range(C.HEAD_DIM_FLOOR, width + 1) if width % d == 0]
+    even = [d for d in divisors if d % 2 == 0]  # RoPE rotates an even width (MHA095)
+    dim = (preferred or even or divisors or [None])[0]
+    if dim is None:  # narrower than the floor: no head of that width can hold it
+        return f"the attention is {width} wide, under one head of {C.HEAD_DIM_FLOOR}: widen d_model"
+    return f"e.g. {width // dim} head{'s' if width // dim > 1 else ''} of {dim}, the same {width} wide"
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:

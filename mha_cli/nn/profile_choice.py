@@ -19,7 +19,11 @@ from mha_cli.nn.device import device_name
 def active_profile(spec: str | None, device: torch.device, dtype: str) -> tuple[DeviceProfile | None, str]:
     """(the profile verify predicts with, or None; a note on how it was chosen or how to get one)."""
     if spec is not None:
-        return load_profile(spec), f"--profile {spec}"
+        named = load_profile(spec)
+        runs = f"{dtype} on {device.type}"
+        if f"{named.dtype} on {named.device}" != runs:  # trial 303 #3: a bf16 profile priced an fp32 run unsaid
+            return named, f"--profile {spec}, a profile of {named.dtype} on {named.device}, for this run in {runs}"
+        return named, f"--profile {spec}"
     name = device_name(device)
     calibrated = find_calibrated(device.type, name, dtype)
     if calibrated is not None:
