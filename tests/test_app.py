@@ -26,6 +26,9 @@ def run_mha(*args: str) -> subprocess.CompletedProcess:
          "--seq/--max-model-len given twice with different values (131072, then 4096): give it once"),
         (["kv", "llama-3-8b", "--target", "h100", "--target", "8xh200"],
          "--target given twice with different values (h100, then 8xh200)"),
+        # one text, two numbers: --seq reads 8k as 8,192, --max-model-len as vLLM does, 8,000 (trial 304 #2)
+        (["kv", "llama-3-8b", "--seq", "8k", "--max-model-len", "8k"],
+         "--seq/--max-model-len given twice with different values (8k = 8,192, then 8k = 8,000): give it once"),
     ],
 )  # fmt: skip
 def test_usage_errors_are_one_line_exit_2(args, message):
@@ -37,6 +40,9 @@ def test_usage_errors_are_one_line_exit_2(args, message):
 def test_one_option_given_twice_with_the_same_value_is_accepted():
     result = run_mha("kv", "llama-3-8b", "--seq", "4096", "--max-model-len", "4096", "--json", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["kv"]["seq_len"] == 4096
+    # two texts, one number: 8192, 8K to vLLM and 8k to --seq are 8,192 tokens (refused as two values before)
+    result = run_mha("kv", "llama-3-8b", "--seq", "8192", "--max-model-len", "8K", "--seq", "8k", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["kv"]["seq_len"] == 8192
 
 
 def test_version():

@@ -179,3 +179,20 @@ def test_a_model_name_is_offered_models_of_the_sizes_it_spells(cli):
     assert seven.exit_code == 2 and "70b" not in seven.stderr and "8b" not in seven.stderr
     eight = cli.run("kv", "qwen3-8b-fp8")
     assert "did you mean qwen3-8b?" in eight.stderr
+
+
+@pytest.mark.parametrize("typed", ["mistral-7b-v0.3", "llama-3.2-3b", "llama-3.1-7b", "gpt3"])
+def test_a_model_name_is_offered_no_model_of_another_version(cli, typed):
+    """Trial 304 #3: mistral-7b-v0.3 was offered mistral-7b-v0.1 (a 4,096-token window v0.3 does not have: an eighth
+    of its cache at 32K), llama-3.2-3b smollm3-3b, llama-3.1-7b llama-2-7b (MHA, 4x the KV), gpt3 gpt2."""
+    refused = cli.run("kv", typed)
+    assert refused.exit_code == 2 and "did you mean" not in refused.stderr
+    assert "run `mha presets`, or give a config file" in refused.stderr
+
+
+def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
+    from mha_cli.core.suggest import model_versions
+
+    assert model_versions("mistral-7b-v0.3") == {"0.3"} and model_versions("qwen2.5-7b-fp8") == {"2.5"}
+    assert "did you mean qwen2.5-7b?" in cli.run("kv", "qwen-2.5-7b").stderr
+    assert "did you mean llama-3-8b" in cli.run("kv", "lama-3-8b").stderr

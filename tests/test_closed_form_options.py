@@ -126,3 +126,22 @@ def test_a_shared_prefix_longer_than_a_replayed_prompt_is_refused(tmp_path):
     assert refused.exit_code == 2
     assert "--shared-prefix 505: the lengths file has a prompt of 500 tokens" in " ".join(refused.output.split())
     assert CliRunner().invoke(app, [*args, "--shared-prefix", "500", "--json"]).exit_code == 0
+
+
+def test_the_header_of_a_replayed_run_says_the_files_lengths_beside_the_closed_forms(tmp_path):
+    """The header read "512 in / 64 out" over a file of 2,000- and 3,000-token prompts (trial 302 #8): it names the
+    file's pairs and their means, (2,000 + 3,000 + 100) / 3 = 1,700 in and (100 + 50 + 400) / 3 = 183 out, beside
+    the --isl and --osl the closed form prices; a run without a file keeps its lengths."""
+    lengths = tmp_path / "lens.txt"
+    lengths.write_text("2000 100\n3000 50\n100 400\n")
+    shown = CliRunner().invoke(
+        app, [*ONE, "--concurrency", "4", "--lengths-file", str(lengths)], env={"COLUMNS": "300"}
+    )
+    assert shown.exit_code == 0, shown.output
+    header = shown.output.splitlines()[0]
+    assert (
+        "requests of " in header
+        and "lens.txt (3 pairs, mean 1,700 in / 183 out; the closed form at 512 in / 64 out)" in header
+    )
+    plain = CliRunner().invoke(app, [*ONE, "--concurrency", "4"], env={"COLUMNS": "300"})
+    assert "; 512 in / 64 out, 4 user(s)" in plain.output.splitlines()[0]

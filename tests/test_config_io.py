@@ -81,7 +81,11 @@ def test_a_key_given_twice_in_our_json_config_is_refused_as_in_yaml(cli, tmp_pat
         '{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 32,'
         ' "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "hidden_size": 2048}'
     )
-    assert cli.json("kv", str(hf))["model"]["d_model"] == 2048
+    read = cli.json("kv", str(hf))
+    assert read["model"]["d_model"] == 2048
+    # and says so: the figure moved with no line before (trial 304 #11)
+    said = f"key 'hidden_size' is given twice in one object of {hf}: its last value is read, as transformers' json.load"
+    assert any(line.startswith(said) for line in read["assumptions"])
 
 
 def test_schema_errors_name_every_field(tmp_path):
@@ -181,17 +185,21 @@ def test_a_utf8_byte_order_mark_is_accepted(tmp_path, suffix):
     assert read_mapping(path) == {"model": {"d_model": 64}}
 
 
-def test_a_large_yaml_config_is_read_by_the_c_loader_quickly(tmp_path):
+def test_a_large_yaml_config_is_read_by_the_c_loader(tmp_path, monkeypatch):
+    """libyaml's loader, not the pure-Python one (about 15 s on this file; 2 s with libyaml): checked by the loader
+    class, not a clock, which a loaded CI machine ran past (3.19 s against a 3 s bound)."""
     yaml = pytest.importorskip("yaml")
     if not hasattr(yaml, "CSafeLoader"):
         pytest.skip("PyYAML built without libyaml")
     path = tmp_path / "large.yaml"
     notes = "".join(f"  - note number {i} about this model\n" for i in range(60_000))  # about 2 MiB
     path.write_text("model: {d_model: 64}\nnotes:\n" + notes)
-    start = time.perf_counter()
+    loaders = []
+    load = yaml.load
+    monkeypatch.setattr(yaml, "load", lambda text, Loader: loaders.append(Loader) or load(text, Loader=Loader))
     data = read_mapping(path)
     assert len(data["notes"]) == 60_000 and data["notes"][-1] == "note number 59999 about this model"
-    assert time.perf_counter() - start < 3  # the pure-Python loader takes about 15 s here
+    assert len(loaders) == 1 and issubclass(loaders[0], yaml.CSafeLoader)
 
 
 def test_paths_that_cannot_be_opened_are_bad_input(tmp_path, monkeypatch):

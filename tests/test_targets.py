@@ -174,6 +174,15 @@ def test_digits_glued_to_a_chip_name_are_refused_naming_each_x_spelling(spec, of
         resolve_target(spec)
 
 
+@pytest.mark.parametrize("spec", ["gaudi1", "8xgaudi1", "h20-141", "a10080", "tpu-v5p-8"])
+def test_digits_that_are_no_count_of_that_chip_are_not_offered_as_one(spec):
+    """Trial 304 #1, #6: ``gaudi1`` was offered ``1xgaudi`` (Gaudi 3: the alias leaves out the chip's own number),
+    ``h20-141`` 141 H20s and ``a10080`` 80 A100s (memory sizes, past one node of 8), ``tpu-v5p-8`` 8 v5p chips (a
+    slice of 8 TensorCores is 4 chips). Each is refused without a count to copy."""
+    with pytest.raises(BadInputError, match=r"none is close: run `mha targets` for the list$"):
+        resolve_target(spec)
+
+
 @pytest.mark.parametrize("spec", ["b200x0", "0b200", "b200x5000", "gb300nvl0", "4090x0"])
 def test_a_glued_count_out_of_range_is_refused_as_a_count(spec):
     """``b200x0`` is a count of B200s, as ``0xb200`` is: refused as one, not as an unknown target."""

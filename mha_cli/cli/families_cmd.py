@@ -29,9 +29,13 @@ def render_families(console: Console, result: FamilyList) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="Decoder families (model_type)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
-    for column in ("model_type", "priced", "decoder differs", "equal to transformers", "verify"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="Decoder families (model_type)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, show_edge=False)  # fmt: skip
+    widest = max((len(row.model_type) for row in result.families), default=10)
+    for column in ("model_type", "priced", "decoder differs", "equal", "verify"):
+        # an id whole on one line, whatever the width (trial 304 #7: gemma4_unified_text folded under gemma4_unified
+        # read, to grep, as that id twice); the other columns wrap
+        table.add_column(column, overflow="fold", min_width={"model_type": widest, "verify": 7}.get(column))
     for row in result.families:
         decoder = (
             "not built" if not row.built else f"{len(row.differences)} listed" if row.differences else "none listed"

@@ -7,6 +7,7 @@ start). Pure Python: torch is never imported.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, get_args
 
@@ -623,7 +624,7 @@ def plan(
 
             write_pareto_plot(plot, found, force=force)
             output.wrote(plot)
-        output.emit(found, render_search)
+        output.emit(found, partial(render_search, workload=workload_words(isl, osl, client, lengths_file)))
         _notice_alias(resolved.alias_note, output)
         if fail_if_misses and found.chosen is None:
             raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -688,7 +689,7 @@ def plan(
 
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
-    output.emit(result, render_plan)
+    output.emit(result, partial(render_plan, workload=workload_words(isl, osl, client, lengths_file)))
     _notice_alias(resolved.alias_note, output)
     if fail_if_misses and not getattr(result, "meets_targets", True):
         raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -969,7 +970,24 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
     return resolved.model_copy(update={"target": row})
 
 
-def render_plan(console: Console, result: ServingPlan) -> None:
+def workload_words(isl: int, osl: int, client: ClientSpec | None, lengths_file: Path | None) -> str:
+    """The header's lengths: ``1,024 in / 256 out``, or, where the simulated loop replays a lengths file, its pairs'
+    means beside the --isl and --osl the closed form prices (trial 302 #8: the header said 1,024 in / 256 out over a
+    file of 2,000- and 3,000-token prompts)."""
+    if client is None or client.lengths is None or lengths_file is None:
+        return f"{isl:,} in / {osl:,} out"
+    from mha_cli.core.errors import shown_path
+
+    pairs = len(client.lengths)
+    mean_in = sum(prompt for prompt, _ in client.lengths) / pairs
+    mean_out = sum(output for _, output in client.lengths) / pairs
+    return (
+        f"requests of {shown_path(lengths_file)} ({pairs:,} pairs, mean {mean_in:,.0f} in / {mean_out:,.0f} out;"
+        f" the closed form at {isl:,} in / {osl:,} out)"
+    )
+
+
+def render_plan(console: Console, result: ServingPlan, workload: str | None = None) -> None:
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -985,7 +1003,7 @@ def render_plan(console: Console, result: ServingPlan) -> None:
     )
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {d.gpus} x {escape(result.target_id)}: {d.describe()};"
-        f" {result.engine}; {p.isl:,} in / {p.osl:,} out, {load}"
+        f" {result.engine}; {escape(workload or f'{p.isl:,} in / {p.osl:,} out')}, {load}"
     )
     if result.memory.experts_per_device is not None:
         console.print(f"experts: each device holds {escape(result.memory.experts_per_device)}")
@@ -1214,7 +1232,7 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
     return "; ".join(reasons)
 
 
-def render_search(console: Console, result: SearchResult) -> None:
+def render_search(console: Console, result: SearchResult, workload: str | None = None) -> None:
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -1227,7 +1245,8 @@ def render_search(console: Console, result: SearchResult) -> None:
     if result.itl_ms is not None:
         targets.append(f"ITL <= {result.itl_ms:g} ms")
     console.print(
-        f"[bold]{escape(result.model_name)}[/bold] on {escape(result.target)}: {result.isl:,} in / {result.osl:,} out;"
+        f"[bold]{escape(result.model_name)}[/bold] on {escape(result.target)}:"
+        f" {escape(workload or f'{result.isl:,} in / {result.osl:,} out')};"
         f" {counted(len(result.candidates), 'candidate')}; targets: {', '.join(targets) or 'none'}"
     )
     for line in result.layouts:

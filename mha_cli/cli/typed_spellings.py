@@ -27,6 +27,7 @@ def record_typed_spellings() -> None:
         option = self._long_opt.get(opt)
         if option is not None and self.ctx is not None:
             self.ctx.meta.setdefault(META_KEY, {})[option.dest] = opt
+        state.mha_spelling = opt  # the spelling the option's value is processed under (``cli.repeated_options``)
         match(self, opt, explicit_value, state)
 
     match_long_opt.records_spellings = True  # type: ignore[attr-defined]

@@ -34,30 +34,34 @@ def read_mapping(path: Path) -> dict[str, Any]:
     Bounded before any work: the file's size (``MAX_CONFIG_BYTES``), then its values with aliases expanded
     (``MAX_CONFIG_VALUES``, counted without expanding them). Every failure is a ``BadInputError``.
     """
-    data, duplicate = read_mapping_noting_duplicates(path)
-    if duplicate is not None:
-        raise BadInputError(duplicate)
+    data, twice = read_mapping_noting_duplicates(path)
+    if twice is not None:
+        raise duplicate_key_refusal(path, twice)
     return data
 
 
+def duplicate_key_refusal(path: Path, key: str) -> BadInputError:
+    """The line refusing a JSON file's key given twice in one object (mha's own files)."""
+    return BadInputError(f"{shown_path(path)}: malformed JSON: key {key!r} given twice in one object: keep one")
+
+
 def read_mapping_noting_duplicates(path: Path) -> tuple[dict[str, Any], str | None]:
-    """``read_mapping``'s mapping and, for a JSON file, the line refusing its first key given twice in one object
-    (None: none). JSON keeps the last (Python's ``json``, as transformers reads a config.json): the caller decides
-    whether a duplicate is an error (mha's own files) or not (Hugging Face's). YAML refuses one while parsing."""
+    """``read_mapping``'s mapping and, for a JSON file, its first key given twice in one object (None: none). JSON
+    keeps the last (Python's ``json``, as transformers reads a config.json): the caller decides whether a duplicate
+    is an error (mha's own files: ``duplicate_key_refusal``) or a note (Hugging Face's). YAML refuses one while
+    parsing."""
     where = shown_path(path)
     text = _read_text(path, where)
-    duplicate = None
+    twice = None
     if path.suffix.lower() == ".json":
         data, twice = _parse_json(text, where)
-        if twice is not None:
-            duplicate = f"{where}: malformed JSON: key {twice!r} given twice in one object: keep one"
     else:
         data = _parse_yaml(text, where)
     if not isinstance(data, dict):
         kind = "empty" if data is None else value_kind(data)
         raise BadInputError(f"{where}: expected a mapping of fields at the top level, found {kind}")
     _check_value_count(data, where)
-    return data, duplicate
+    return data, twice
 
 
 def _read_text(path: Path, where: str) -> str:

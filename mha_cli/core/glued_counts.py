@@ -12,7 +12,8 @@
 Each is read only when its chip part is a known id or alias as it stands, and only as that chip. Digits glued straight
 after a chip name (``h2008``, ``h1008``, ``b200-8``) are never read: they cannot be told from a model number or a
 memory size (``h2008`` is eight H200s or eight H20s, two chips; ``h1000`` is no H100; ``a100-40`` is 40 GB), so such
-a spec is refused naming each ``x`` spelling it could be. A reading that another reading of the same text contradicts
+a spec is refused naming each ``x`` spelling it could be, where the digits could be a count of that chip at all
+(``_could_be_a_count``: no more than one node, no alias hiding the chip's own number, no TPU slice). A reading that another reading of the same text contradicts
 is refused the same way. Nothing here offers a chip the spec does not spell (``core.chip_names``). Pure Python.
 """
 
@@ -92,11 +93,25 @@ def refuse_glued_digits(text: str, spec: str, resolve: Callable[[str], str | Non
 
 def _glued_digits(key: str, resolve: Callable[[str], str | None], max_devices: int) -> list[GluedCount]:
     """Every reading of ``key`` as a known chip name then a count of digits (a ``-``, ``_`` or space between them
-    allowed), the longest chip name first."""
+    allowed), the longest chip name first, that could be a count (``_could_be_a_count``)."""
     splits = [(key[:i].rstrip("-_ "), key[i:]) for i in range(len(key) - 1, 0, -1) if key[i:].isdigit()]
     return [
-        GluedCount(chip, int(digits)) for chip, digits in splits if resolve(chip) and 1 <= int(digits) <= max_devices
+        GluedCount(chip, int(digits))
+        for chip, digits in splits
+        if (found := resolve(chip)) and 1 <= int(digits) <= max_devices and _could_be_a_count(chip, found, int(digits))
     ]
+
+
+def _could_be_a_count(chip: str, target_id: str, count: int) -> bool:
+    """Whether ``count`` glued after ``chip`` (target ``target_id``) may be a device count worth offering as
+    ``{count}x{chip}`` (trial 304 #1, #6): not past one node of that chip (``h20-141``, ``a10080``: the 141 GB H20,
+    the 80 GB A100), not after an alias that leaves out the chip's own number (``gaudi1`` is Gaudi 1, where ``gaudi``
+    is Gaudi 3), not after a TPU (``tpu-v5p-8`` is a slice of 8 TensorCores, 4 chips)."""
+    from mha_cli.core.links import node_devices
+
+    own_number = re.search(r"[0-9]+$", target_id)
+    hides_its_number = own_number is not None and own_number.group() not in chip
+    return count <= node_devices(target_id) and not hides_its_number and not target_id.startswith("tpu-")
 
 
 def _refusal(spec: str, readings: list[GluedCount]) -> BadInputError:

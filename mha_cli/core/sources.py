@@ -62,7 +62,14 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     preset = find_preset(source)
     if preset is not None:
         repo = checkpoint_id(preset.name)
-        return _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo))
+        shadowed = Path(source)  # hf download X --local-dir gpt2; mha kv gpt2: the preset wins, said (trial 304 #5)
+        also_here = (
+            f"preset {preset.name} read; a {'folder' if shadowed.is_dir() else 'file'} {quoted_path(source)} is here too:"
+            f" give ./{source} to read it"
+            if "/" not in source and _may_exist(shadowed)
+            else None
+        )
+        return _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo), also_here)
     path = Path(source)
     if _may_exist(path):
         return _load_path(path, weight_dtype)
@@ -174,22 +181,31 @@ def _load_file(
     """A Hugging Face config.json (``kind``, the model called ``name``) or our config file at ``path``; ``served``
     None: from the file (``served_model.from_config``)."""
     # The file readers are imported here: a preset (the common case, and every `--json` test run) never pays for them.
-    from mha_cli.core.config_io import parse_config, read_mapping_noting_duplicates
+    from mha_cli.core.config_io import duplicate_key_refusal, parse_config, read_mapping_noting_duplicates
     from mha_cli.core.hf_import import looks_like_hf_config
     from mha_cli.core.hf_quantization import declared_kv_cache, read_checkpoint_weights
     from mha_cli.core.mtp_layers import declared_mtp_layers
     from mha_cli.core.recommend.hf_config import HF_NOTES_KEY
 
-    data, duplicate = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
-    if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it
+    data, twice = read_mapping_noting_duplicates(path)  # says why a path that is there cannot be read
+    if looks_like_hf_config(data):  # a key given twice: the last, as transformers' json.load keeps it, said
         from mha_cli.core.quoted_booleans import refuse_quoted_booleans
 
         quantised = _with_modelopt_sidecar(data, path)  # read once: the weights and the KV format both come from it
         refuse_quoted_booleans(quantised, shown_path(path))
         imported = _import_untrusted(data, path, name)
         written_notes = data.get(HF_NOTES_KEY)  # recommend --format hf's notes (an explicit --variant)
+        repeated = (
+            []
+            if twice is None
+            else [  # trial 304 #11: the figure moved with no line
+                f"key {twice!r} is given twice in one object of {shown_path(path)}: its last value is read, as"
+                " transformers' json.load reads it"
+            ]
+        )
         source = ModelSource(
-            kind=kind, origin=str(path), model=imported.model, assumptions=[*assumptions, *imported.assumptions],
+            kind=kind, origin=str(path), model=imported.model,
+            assumptions=[*assumptions, *repeated, *imported.assumptions],
             notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip
@@ -225,8 +241,8 @@ def _load_file(
         if "schema_version" in data:
             wrapped["schema_version"] = wrapped["model"].pop("schema_version")
         data = wrapped
-    if duplicate is not None:  # our own format: a key given twice is refused, in JSON as in YAML
-        raise BadInputError(duplicate)
+    if twice is not None:  # our own format: a key given twice is refused, in JSON as in YAML
+        raise duplicate_key_refusal(path, twice)
     config = parse_config(data, str(path))
     deployment = config.deployment
     if deployment is not None and deployment.target is not None:  # a target file is named from the config's folder

@@ -33,8 +33,29 @@ def model_sizes(name: str) -> set[str]:
 
 
 def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
-    """``did_you_mean`` among the models of the sizes ``word`` spells (all of them: ``qwen3-30b`` may be
-    ``qwen3-30b-a3b``): a string distance would offer ``llama-3.1-70b`` for ``llama-3.1-7b``, a model ten times the
-    size one character away, as ``h200`` for ``h20`` (``core.chip_names``)."""
-    sizes = model_sizes(word)
-    return did_you_mean(word, [name for name in known if sizes <= model_sizes(name)], otherwise)
+    """``did_you_mean`` among the models of the sizes and versions ``word`` spells (all of them: ``qwen3-30b`` may
+    be ``qwen3-30b-a3b``): a string distance would offer ``llama-3.1-70b`` for ``llama-3.1-7b``, a model ten times the
+    size one character away, as ``h200`` for ``h20`` (``core.chip_names``), and ``mistral-7b-v0.1`` (a 4,096-token
+    window) for ``mistral-7b-v0.3`` (none), ``llama-2-7b`` for ``llama-3.1-7b``, ``gpt2`` for ``gpt3`` (trial 304
+    #3)."""
+    sizes, versions = model_sizes(word), model_versions(word)
+    same = [name for name in known if sizes <= model_sizes(name) and versions <= model_versions(name)]
+    return did_you_mean(word, same, otherwise)
+
+
+_VERSION = re.compile(r"^(?:[a-z]*?)v?(\d+(?:\.\d+)*)$")
+"""A version in a model name: a word of digits (``3.1``, ``v0.3``) or the digits a name ends in (``qwen2.5``,
+``gpt3``)."""
+
+
+def model_versions(name: str) -> set[str]:
+    """The versions a model name spells (``llama-3.1-8b`` -> {3.1}, ``qwen2.5-7b`` -> {2.5}, ``mistral-7b-v0.3``
+    -> {0.3}), its parameter counts left out, lower-cased."""
+    words = [
+        w for w in re.split(r"[-_/ ]+", str(name).strip().lower()) if not _SIZE.fullmatch(w) and not _FORMAT.match(w)
+    ]
+    return {found.group(1) for word in words if (found := _VERSION.fullmatch(word))}
+
+
+_FORMAT = re.compile(r"(?:fp|bf|int|uint|nvfp|mxfp)\d")
+"""A weight format in a model name (``fp8``, ``int4``): no version."""
