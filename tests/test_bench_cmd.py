@@ -185,3 +185,23 @@ def test_bench_predicts_each_row_with_a_given_profile(cli, tmp_path, monkeypatch
     mha, gqa = result["rows"][0], result["rows"][1]
     assert gqa["predicted_ms"] <= mha["predicted_ms"]
     assert json.loads(path.read_text())["name"] == "stand-in"
+
+
+def test_a_variant_slower_than_mha_though_it_reads_less_is_flagged() -> None:
+    """Trial 303 #5: MQA at 0.25x reading 0.44 of MHA's bytes had no flag; only ratios within the noise (~) and
+    beyond the bytes (!) did. MHA p75 1.1 ms against MQA's p25 4.0 ms: the high end 0.275x, under 1; GQA at 0.9x
+    with overlapping ranges is noise, not flagged so; MLA reading more than MHA is not flagged either."""
+    from mha_cli.nn.bench import Quartiles, bench_row, noise_warnings
+
+    mha = Quartiles.of([0.9, 1.0, 1.05, 1.1, 1.2])  # ms: p25 1.0, p75 1.1
+    mqa = Quartiles.of([3.9, 4.0, 4.2, 4.4, 4.5])  # p25 4.0: slower beyond the noise
+    gqa = Quartiles.of([1.0, 1.05, 1.15, 1.2, 1.3])  # overlaps MHA's range
+    mla = Quartiles.of([3.9, 4.0, 4.2, 4.4, 4.5])  # as slow, but reads more bytes than MHA
+    rows = [bench_row("MHA", 16, 64, 0, 1000, mha, mha, 1000, "flash (cpu)"),
+            bench_row("MQA", 1, 64, 0, 440, mqa, mha, 1000, "flash (cpu)"),
+            bench_row("GQA-8", 8, 64, 0, 500, gqa, mha, 1000, "flash (cpu)"),
+            bench_row("MLA", 1, 64, 0, 1200, mla, mha, 1000, "flash (cpu)")]  # fmt: skip
+    assert [row.slower_reading_less for row in rows] == [False, True, False, False]
+    assert noise_warnings(rows, reps=5)[-1].startswith(
+        "slower than MHA though reading fewer bytes: MQA 0.25x reading 0.44 of MHA's bytes; at this size"
+    )

@@ -89,6 +89,8 @@ NOISE_MARK = "~"
 """After a speedup whose interquartile range overlaps MHA's: not distinguishable from 1x in this run."""
 BEYOND_MARK = "!"
 """After a speedup far beyond what its bytes allow (``BenchRow.beyond_its_bytes``): MHA's steps were slowed."""
+SLOWER_MARK = "<"
+"""After a ratio under 1 beyond the noise though the row reads fewer bytes (``BenchRow.slower_reading_less``)."""
 COLUMNS = (
     ("variant", "left"), ("KV\nheads", "right"), ("cache\nB/token", "right"), ("read\nper step", "right"),
     ("median\nms", "right"), ("IQR\nms", "right"), ("speedup\nvs MHA", "right"), ("bytes\nvs MHA", "right"),
@@ -110,7 +112,8 @@ def render_bench(console: Console, result: BenchResult) -> None:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
-        mark = BEYOND_MARK if row.beyond_its_bytes else NOISE_MARK if row.within_noise else ""
+        mark = (BEYOND_MARK if row.beyond_its_bytes else SLOWER_MARK if row.slower_reading_less
+                else NOISE_MARK if row.within_noise else "")  # fmt: skip
         mark = f"[yellow]{mark}[/yellow]" if mark else " "
         table.add_row(
             row.label, str(row.n_kv_heads), f"{row.cache_bytes_per_token:,}", format_bytes(row.bytes_read),
@@ -131,7 +134,7 @@ def render_bench(console: Console, result: BenchResult) -> None:
     else:
         console.print(f"[dim]predicted times: {escape(result.prediction_profile)}[/dim]")
     for warning in result.warnings:
-        mark = BEYOND_MARK if warning.startswith("beyond") else NOISE_MARK
+        mark = {"beyond": BEYOND_MARK, "slower": SLOWER_MARK}.get(warning.split()[0], NOISE_MARK)
         console.print(f"[yellow]{mark} warning: {escape(warning)}[/yellow]")
 
 

@@ -67,6 +67,10 @@ class BenchRow(Record):
     """True when even the ratio's low end is over ``IMPLAUSIBLE_BYTES_FACTOR`` times what the bytes read allow
     (1 / bytes_vs_mha): no cache level is that much faster than memory, so MHA's steps were slowed by something
     else (a busy machine, swapping). False for the MHA row."""
+    slower_reading_less: bool = False
+    """True when even the ratio's high end is under 1 (slower than MHA beyond the noise) though the row reads fewer
+    bytes than MHA: the step is bound by something other than its bytes at this size (kernel launches, MLA's latent
+    matmuls) or the machine was busy (trial 303 #5). False for the MHA row."""
     bytes_vs_mha: float
     """This row's bytes_read / MHA's (exact: no spread)."""
     effective_gb_per_s: float
@@ -192,13 +196,14 @@ def bench_row(
     is_mha = times is mha
     noisy = not is_mha and (times.p75 == times.p25 or times.overlaps(mha) or times.unstable or mha.unstable)
     beyond = not is_mha and (mha.p25 / times.p75) * (read / mha_bytes) > IMPLAUSIBLE_BYTES_FACTOR
+    slower = not is_mha and mha.p75 / times.p25 < 1 and read < mha_bytes
     return BenchRow(
         label=label, n_kv_heads=n_kv, cache_bytes_per_token=per_token, weight_bytes=weight_bytes,
         kv_bytes_read=kv_bytes, bytes_read=read, median_ms=round(times.median, 4), min_ms=round(times.low, 4),
         max_ms=round(times.high, 4), p25_ms=round(times.p25, 4), p75_ms=round(times.p75, 4),
         iqr_ms=round(times.p75 - times.p25, 4), speedup_vs_mha=round(mha.median / times.median, 3),
         speedup_low=round(mha.p25 / times.p75, 3), speedup_high=round(mha.p75 / times.p25, 3), within_noise=noisy,
-        beyond_its_bytes=beyond,
+        beyond_its_bytes=beyond, slower_reading_less=slower,
         bytes_vs_mha=round(read / mha_bytes, 4), effective_gb_per_s=round(read / times.median / 1e6, 2),
         gb_per_s_low=round(read / times.p75 / 1e6, 2), gb_per_s_high=round(read / times.p25 / 1e6, 2),
         sdpa_backend=backend,
@@ -207,7 +212,7 @@ def bench_row(
 
 def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
     """What the table cannot show: no spread with one repetition; speedups whose quartile ranges overlap MHA's;
-    speedups far beyond what the bytes read allow."""
+    speedups far beyond what the bytes read allow; variants slower than MHA though they read less."""
     warnings = []
     if reps < 2:
         warnings.append("1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more")
@@ -224,6 +229,14 @@ def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
         warnings.append(
             f"beyond what the bytes allow (over {IMPLAUSIBLE_BYTES_FACTOR:.0f}x 1 / bytes ratio): {', '.join(beyond)};"
             " MHA's steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
+        )
+    slower = [f"{row.label} {row.speedup_vs_mha:,.2f}x reading {row.bytes_vs_mha:.2f} of MHA's bytes"
+              for row in rows if row.slower_reading_less]  # fmt: skip
+    if slower:
+        warnings.append(
+            f"slower than MHA though reading fewer bytes: {', '.join(slower)}; at this size the step is bound by more"
+            " than its bytes (kernel launches, MLA's latent matmuls) or the machine was busy: a longer --seq or a"
+            " larger --batch shows what the bytes save; rerun on an idle machine"
         )
     return warnings
 
