@@ -543,3 +543,12 @@ def test_a_design_past_its_context_is_named_as_the_design(cli, tmp_path):
     )
     data = cli.json("kv", str(out), "--seq", "16k")
     assert "seq_len 16,384 exceeds the 4,096 tokens the design was made for" in data["warnings"]
+
+
+def test_pipeline_stages_are_refused_naming_the_command_that_prices_them(cli):
+    """Trial 300 #5: ``mha kv --pp 2`` was answered "No such option: --pp (did you mean --tp ...)", offering another
+    parallelism; vLLM's spelling too. One stage is what kv prices, taken."""
+    for flag in ("--pp", "--pipeline-parallel-size"):
+        refused = cli.run("kv", "llama-3-8b", flag, "2")
+        assert refused.exit_code == 2 and "`mha plan SOURCE --target ... --pp 2` prices each stage" in refused.output
+    assert cli.json("kv", "llama-3-8b", "--pp", "1")["bytes_per_token"] == 131_072

@@ -59,6 +59,15 @@ def kv(
     batch: SourceBatchOpt = None,
     kv_dtype: KvDtypeOpt = None,
     tp: TpOpt = None,
+    pp: Annotated[
+        int | None,
+        typer.Option(
+            "--pp",
+            "--pipeline-parallel-size",
+            show_default=False,
+            help="Pipeline stages: kv prices every layer on each rank, so only 1 is taken; mha plan --pp prices stages.",
+        ),
+    ] = None,  # refused past 1 with the command that prices it (trial 300 #5: --pp was offered --tp)
     dp: DpOpt = None,
     block_size: BlockSizeOpt = None,
     target: TargetOpt = None,
@@ -81,6 +90,11 @@ def kv(
     json: JsonOpt = False,
 ) -> None:
     """Price the KV cache of a model: per token, per sequence, per batch, per rank, on a target."""
+    if pp is not None and pp != 1:
+        raise BadInputError(
+            f"--pp {pp}: mha kv prices every layer's cache on each tp rank, without pipeline stages; `mha plan SOURCE"
+            f" --target ... --pp {pp}` prices each stage's layers and memory"
+        )
     if plot is not None:
         from mha_cli.cli.plot import check_plot_path
 
