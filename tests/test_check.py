@@ -50,19 +50,28 @@ def test_head_dim_below_32_is_a_hard_failure(tmp_path):
     result = check_design(write_config(tmp_path, n_heads=64))  # 1024 / 64 = 16
     assert ids(result)["MHA090"] == "hard" and not result.passed
     finding = next(f for f in result.findings if f.id == "MHA090")
-    assert finding.message.endswith("(e.g. 16 heads of 64, the same 1024 wide)")  # 64 x 16 = 1024
+    # 64 heads of 16, as many KV heads (MHA): 16 heads of 64 keep the 1,024 width; MHA's KV heads follow the heads
+    assert finding.message == (
+        "head_dim 16 < 32: use fewer, wider heads (e.g. 16 heads of 64, with KV heads that divide 16, the same 1024 wide)"
+    )
 
 
 @pytest.mark.parametrize(
-    ("width", "advice"),
-    [(224, "e.g. 7 heads of 32, the same 224 wide"), (48, "e.g. 1 head of 48, the same 48 wide"),
-     (16, "the attention is 16 wide, under one head of 32: widen d_model")],
+    ("width", "kv_heads", "advice"),
+    [(224, 1, "use fewer, wider heads (e.g. 7 heads of 32, the same 224 wide)"),
+     (48, 1, "use fewer, wider heads (e.g. 1 head of 48, the same 48 wide)"),
+     (224, 2, "use fewer, wider heads (e.g. 4 heads of 56 over the 2 KV heads, the same 224 wide)"),
+     (224, 5, "use fewer, wider heads (e.g. 7 heads of 32, with KV heads that divide 7, the same 224 wide)"),
+     (16, 1, "the attention is 16 wide in all, under one head of 32: widen its heads (head_dim, or d_model where"
+             " head_dim follows from it)")],
 )  # fmt: skip
-def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, advice):
-    """Trial 303 #1: width 48 (3 heads of 16) was told "0 heads of 64", width 224 (14 of 16) "3 heads of 64"."""
+def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, kv_heads, advice):
+    """Trial 303 #1: width 48 (3 heads of 16) was told "0 heads of 64", width 224 (14 of 16) "3 heads of 64";
+    review 305 #6: 14 heads over 2 KV heads were told 7 heads (2 KV heads cannot serve 7), and one head of 16 in a
+    4096-wide model "widen d_model"."""
     from mha_cli.core.check import _wider_heads
 
-    assert _wider_heads(width) == advice
+    assert _wider_heads(width, kv_heads) == advice
 
 
 def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):

@@ -196,3 +196,8 @@ def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
     assert model_versions("mistral-7b-v0.3") == {"0.3"} and model_versions("qwen2.5-7b-fp8") == {"2.5"}
     assert "did you mean qwen2.5-7b?" in cli.run("kv", "qwen-2.5-7b").stderr
     assert "did you mean llama-3-8b" in cli.run("kv", "lama-3-8b").stderr
+    # review 305 #1: a size typed without its b is that size; 4 is 4.0, 1 is 01, 31 is 3.1
+    for typed, offered in [("llama-3.1-8", "llama-3.1-8b"), ("gpt-oss-20", "gpt-oss-20b?"), ("command-r7", "command-r7b"),
+                           ("granite-4-h-small", "granite-4.0-h-small"), ("minimax-text-1", "minimax-text-01"),
+                           ("llama-31-8b", "llama-3.1-8b")]:  # fmt: skip
+        assert f"did you mean {offered}" in cli.run("kv", typed).stderr, typed

@@ -141,7 +141,7 @@ def test_the_header_of_a_replayed_run_says_the_files_lengths_beside_the_closed_f
     header = shown.output.splitlines()[0]
     assert (
         "requests of " in header
-        and "lens.txt (3 pairs, mean 1,700 in / 183 out; the closed form at 512 in / 64 out)" in header
+        and "lens.txt (its 3 pairs average 1,700 in / 183 out; the closed form at 512 in / 64 out)" in header
     )
     plain = CliRunner().invoke(app, [*ONE, "--concurrency", "4"], env={"COLUMNS": "300"})
     assert "; 512 in / 64 out, 4 user(s)" in plain.output.splitlines()[0]

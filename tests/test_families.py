@@ -157,3 +157,21 @@ def test_a_sliding_window_on_mla_layers_is_refused_not_built_without_it():
         refuse_unbuilt_layers(windowed)
     gqa = get_preset("gemma-3-27b")
     assert gqa.layers.sliding_window and refuse_unbuilt_layers(gqa) is None
+
+
+@pytest.mark.parametrize("columns", ["50", "72", "80", "120"])
+def test_the_families_table_keeps_every_verdict_and_at_73_columns_every_id_whole(columns):
+    """Trial 304 #7: ids were folded mid-word (gemma4_unified_text under gemma4_unified, one id twice to grep);
+    review 305 #5: pinned whole at 50 columns, the verify column was cut away. Every verdict shows at any width; from
+    73 columns every id is whole on its line."""
+    from typer.testing import CliRunner
+
+    from mha_cli.cli.app import app
+    from mha_cli.core.families.support import family_support
+
+    shown = CliRunner().invoke(app, ["families"], env={"COLUMNS": columns}).stdout
+    refused = sum(1 for row in family_support() if not row.verify.startswith("yes"))
+    assert shown.count("refused") >= refused
+    if int(columns) >= 73:
+        ids = {line.split()[0] for line in shown.splitlines() if line.strip()}
+        assert {row.model_type for row in family_support()} <= ids

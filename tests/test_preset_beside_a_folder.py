@@ -19,3 +19,15 @@ def test_a_preset_named_like_a_folder_here_says_so(tmp_path, monkeypatch):
     assert (read.kind, read.model.n_layers) == ("preset", 12)  # GPT-2's 12 layers, not Qwen3-8B's 36
     assert read.assumptions == ["preset gpt2 read; a folder 'gpt2' is here too: give ./gpt2 to read it"]
     assert load_source("./gpt2").model.n_layers == 36
+
+
+def test_plan_which_prints_no_source_line_says_it_too(cli, tmp_path, monkeypatch):
+    """Review 305 #7: kv and check showed the line; plan, which prints no source line, priced GPT-2 unsaid."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpt2").mkdir()
+    shutil.copy(reference_hf_config("qwen3-8b"), tmp_path / "gpt2" / "config.json")
+    said = "preset gpt2 read; a folder 'gpt2' is here too: give ./gpt2 to read it"
+    pinned = ("--tp", "1", "--concurrency", "4")
+    base = ("plan", "gpt2", "--target", "h100", "--isl", "512", "--osl", "64", "--closed-form")
+    assert said in cli.json(*base, *pinned)["notes"]
+    assert said in cli.json(*base)["layouts"]

@@ -184,3 +184,16 @@ def test_a_bad_variant_names_the_option_typed(cli):
     assert result.exit_code == 2
     assert "--variant: must be one of 'MHA', 'GQA', 'MQA' or 'MLA' (got 'XYZ')" in result.output
     assert "attention." not in result.output
+
+
+def test_other_is_what_self_previous_and_first_leave() -> None:
+    """Row i's weight on none of i, i-1 and 0 (row 1's previous is its first, counted once): here row 2 puts 0.5 on
+    token 1 (its previous) and row 3 0.6 on token 1 (no one of the three), so other = (0 + 0 + 0.6) / 3 = 0.2. Three
+    tokens leave no other token: 0, never the -0.0 a float sum a hair under 0 printed (review 305 #8)."""
+    weights = torch.tensor(
+        [[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.2, 0.5, 0.3, 0.0], [0.1, 0.6, 0.1, 0.2]]
+    )  # (4, 4)
+    summary = summarise(weights, head=0, kv_head=0)
+    assert summary.other_mass == 0.2 and summary.pattern != "other"
+    three = summarise(torch.tensor([[1.0, 0, 0], [0.3, 0.7, 0], [0.1, 0.2, 0.7]]), head=0, kv_head=0)
+    assert three.other_mass == 0.0 and str(three.other_mass) == "0.0"

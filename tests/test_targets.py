@@ -166,18 +166,24 @@ def test_a_count_after_or_glued_to_a_chip_reads_as_its_x_form(spec, same_as):
     assert resolved.alias_note is not None and f"({expected.n_devices} x " in resolved.alias_note
 
 
-@pytest.mark.parametrize(("spec", "offered"), [("h2008", "8xh200 or 8xh20"), ("h1008", "8xh100"), ("b200-8", "8xb200")])
+@pytest.mark.parametrize(
+    ("spec", "offered"),
+    [("h2008", "8xh200"), ("h1008", "8xh100"), ("b200-8", "8xb200"), ("h100-16", "16xh100"), ("b200-72", "72xb200"),
+     ("tpu-v5e-8", "8xtpu-v5e")],
+)  # fmt: skip
 def test_digits_glued_to_a_chip_name_are_refused_naming_each_x_spelling(spec, offered):
-    """``h2008`` is eight H200s or eight H20s (another chip: 4 TB/s and 148 TFLOPS against the H200's 4.8 and 989),
-    ``h1000`` no H100: digits glued to a model number are never read, only spelled back."""
+    """``h2008`` is not read as one chip, ``h1000`` is no H100: digits glued to a model number are never read, only
+    spelled back as counts, of one node or whole nodes (h100-16, review 305 #4). ``h2008`` is no eight H20s: a count
+    does not begin with 0 (an H20 is another chip: 4 TB/s and 148 TFLOPS against the H200's 4.8 and 989). A v5e slice
+    counts chips (review 305 #3)."""
     with pytest.raises(BadInputError, match=rf"unknown target '{spec}': .*did you mean {offered}\?$"):
         resolve_target(spec)
 
 
-@pytest.mark.parametrize("spec", ["gaudi1", "8xgaudi1", "h20-141", "a10080", "tpu-v5p-8"])
+@pytest.mark.parametrize("spec", ["gaudi1", "8xgaudi1", "h20-141", "a10080", "tpu-v5p-8", "tpu-v4-8"])
 def test_digits_that_are_no_count_of_that_chip_are_not_offered_as_one(spec):
     """Trial 304 #1, #6: ``gaudi1`` was offered ``1xgaudi`` (Gaudi 3: the alias leaves out the chip's own number),
-    ``h20-141`` 141 H20s and ``a10080`` 80 A100s (memory sizes, past one node of 8), ``tpu-v5p-8`` 8 v5p chips (a
+    ``h20-141`` 141 H20s (no whole nodes) and ``a10080`` 80 A100s (the A100's 80 GB), ``tpu-v5p-8`` 8 v5p chips (a
     slice of 8 TensorCores is 4 chips). Each is refused without a count to copy."""
     with pytest.raises(BadInputError, match=r"none is close: run `mha targets` for the list$"):
         resolve_target(spec)
@@ -212,7 +218,7 @@ def test_the_cli_plans_a_glued_rack_and_refuses_glued_digits_in_one_line(cli):
     assert shown["memory"]["target_id"] == "gb300" and shown["memory"]["n_devices"] == 72
     refused = cli.run("kv", "llama-3.1-8b", "--target", "h2008")
     assert refused.exit_code == 2 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
-    assert refused.stderr.endswith("did you mean 8xh200 or 8xh20?\n")
+    assert refused.stderr.endswith("did you mean 8xh200?\n")
 
 
 @pytest.mark.parametrize(("spec", "same_as"), [("4090x2", "2x4090"), ("4090 x 2", "2x4090"), ("5090*4", "4x5090")])

@@ -24,6 +24,10 @@ def families(json: JsonOpt = False) -> None:
     Output(json).emit(FamilyList(families=family_support()), render_families)
 
 
+WHOLE_IDS_WIDTH = 73
+"""Terminal columns from which every model_type fits whole beside the other four columns (the widest id is 19)."""
+
+
 def render_families(console: Console, result: FamilyList) -> None:
     from rich import box
     from rich.markup import escape
@@ -32,10 +36,12 @@ def render_families(console: Console, result: FamilyList) -> None:
     table = Table(title="Decoder families (model_type)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
                   collapse_padding=True, show_edge=False)  # fmt: skip
     widest = max((len(row.model_type) for row in result.families), default=10)
+    # an id whole on one line (trial 304 #7: gemma4_unified_text folded under gemma4_unified read, to grep, as that id
+    # twice) where the others still fit beside it, from WHOLE_IDS_WIDTH columns; narrower, every column folds, the
+    # verdicts kept (review 305 #5: pinned at 50 columns, verify was cut away)
+    pinned = {"model_type": widest, "verify": len("refused")} if console.width >= WHOLE_IDS_WIDTH else {}
     for column in ("model_type", "priced", "decoder differs", "equal", "verify"):
-        # an id whole on one line, whatever the width (trial 304 #7: gemma4_unified_text folded under gemma4_unified
-        # read, to grep, as that id twice); the other columns wrap
-        table.add_column(column, overflow="fold", min_width={"model_type": widest, "verify": 7}.get(column))
+        table.add_column(column, overflow="fold", min_width=pinned.get(column))
     for row in result.families:
         decoder = (
             "not built" if not row.built else f"{len(row.differences)} listed" if row.differences else "none listed"

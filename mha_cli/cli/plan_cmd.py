@@ -616,6 +616,7 @@ def plan(
         found.layouts += header_notes(loaded.model, deployment)
         if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
             found.layouts.append(resolution_note(loaded))
+        found.layouts += loaded.read_as  # and what was read where another was there too (review 305 #7)
         found.engine_release = deployment.engine_version
         found.priced_as_release, found.priced_rules_release = releases_priced(past_read)
         found.target_alias_note = resolved.alias_note
@@ -642,6 +643,7 @@ def plan(
         )  # fmt: skip
     if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
         result.notes.insert(0, resolution_note(loaded))
+    result.notes[:0] = loaded.read_as  # and what was read where another was there too (review 305 #7)
     if resolved.node_note:
         result.notes.append(resolved.node_note)
     if stand_in:
@@ -971,9 +973,9 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
 
 
 def workload_words(isl: int, osl: int, client: ClientSpec | None, lengths_file: Path | None) -> str:
-    """The header's lengths: ``1,024 in / 256 out``, or, where the simulated loop replays a lengths file, its pairs'
-    means beside the --isl and --osl the closed form prices (trial 302 #8: the header said 1,024 in / 256 out over a
-    file of 2,000- and 3,000-token prompts)."""
+    """The header's lengths: ``1,024 in / 256 out``, or, where the simulated loop replays a lengths file, the mean of
+    the file's pairs beside the --isl and --osl the closed form prices (trial 302 #8: the header said 1,024 in / 256
+    out over a file of 2,000- and 3,000-token prompts); a run that replays only its first pairs says so in a note."""
     if client is None or client.lengths is None or lengths_file is None:
         return f"{isl:,} in / {osl:,} out"
     from mha_cli.core.errors import shown_path
@@ -982,7 +984,7 @@ def workload_words(isl: int, osl: int, client: ClientSpec | None, lengths_file: 
     mean_in = sum(prompt for prompt, _ in client.lengths) / pairs
     mean_out = sum(output for _, output in client.lengths) / pairs
     return (
-        f"requests of {shown_path(lengths_file)} ({pairs:,} pairs, mean {mean_in:,.0f} in / {mean_out:,.0f} out;"
+        f"requests of {shown_path(lengths_file)} (its {pairs:,} pairs average {mean_in:,.0f} in / {mean_out:,.0f} out;"
         f" the closed form at {isl:,} in / {osl:,} out)"
     )
 

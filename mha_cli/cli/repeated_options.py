@@ -60,9 +60,9 @@ def _meaning(spelling: str | None, value: Any) -> Any:
     try:
         if spelling == "--seq":
             return parse_token_count(value)
-        return "auto" if value.strip().lower() in ("auto", "-1") else parse_vllm_int(value)
+        return "vLLM's derived length" if value.strip().lower() in ("auto", "-1") else parse_vllm_int(value)
     except MhaError:
-        return value
+        return (spelling, value)  # unread: equal to nothing another spelling reads (--seq auto is no -1)
 
 
 def _shown(spelling: str | None, value: Any) -> str:

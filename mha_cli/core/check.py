@@ -227,10 +227,11 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         else [model.attention.mla.qk_head_dim, model.attention.mla.v_head_dim]
     )
     smallest = min(widths)
+    kv_heads = 1 if model.attention.mla is not None else model.attention.n_kv_heads  # MLA: one latent all heads read
     if smallest < C.HEAD_DIM_FLOOR:
         trace.fire(
             "MHA090",
-            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: use fewer, wider heads ({_wider_heads(model.attention.width)})",
+            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: {_wider_heads(model.attention.width, kv_heads)}",
             head_dim=smallest,
         )
     elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
@@ -239,17 +240,26 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
 
 
-def _wider_heads(width: int) -> str:
-    """MHA090's advice for an attention ``width`` (n_heads x head_dim): heads at least ``HEAD_DIM_FLOOR`` wide that
-    keep the width, of 64, 128 or 32 where one divides it, else of the narrowest divisor above the floor (trial 303
-    #1: a width of 48 was told "0 heads of 64", one of 224 "3 heads of 64", 192 wide)."""
-    preferred = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if width % d == 0]
+def _wider_heads(width: int, kv_heads: int) -> str:
+    """MHA090's advice for an attention ``width`` (n_heads x head_dim) read by ``kv_heads`` KV heads: heads at least
+    ``HEAD_DIM_FLOOR`` wide that keep the width, of 64, 128 or 32 where one divides it, else of the narrowest even,
+    else any, divisor above the floor; a count the KV heads divide first (trial 303 #1: 48 wide was told "0 heads of
+    64", 224 wide "3 heads of 64", 192 wide; review 305 #6: 7 heads over 2 KV heads, and "widen d_model" to a model
+    whose head_dim the config sets)."""
     divisors = [d for d in range(C.HEAD_DIM_FLOOR, width + 1) if width % d == 0]
-    even = [d for d in divisors if d % 2 == 0]  # RoPE rotates an even width (MHA095)
-    dim = (preferred or even or divisors or [None])[0]
-    if dim is None:  # narrower than the floor: no head of that width can hold it
-        return f"the attention is {width} wide, under one head of {C.HEAD_DIM_FLOOR}: widen d_model"
-    return f"e.g. {width // dim} head{'s' if width // dim > 1 else ''} of {dim}, the same {width} wide"
+    if not divisors:  # narrower than the floor: no head of that width can hold it
+        return (
+            f"the attention is {width} wide in all, under one head of {C.HEAD_DIM_FLOOR}: widen its heads (head_dim, or"
+            " d_model where head_dim follows from it)"
+        )
+    ordered = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if d in divisors] + [d for d in divisors if d % 2 == 0] + divisors
+    shared = [d for d in ordered if (width // d) % kv_heads == 0]  # RoPE rotates an even width (MHA095): even first
+    dim = (shared or ordered)[0]
+    heads = width // dim
+    kv = f" over the {kv_heads} KV heads" if shared and kv_heads > 1 else f", with KV heads that divide {heads}"
+    if shared and kv_heads == 1:
+        kv = ""
+    return f"use fewer, wider heads (e.g. {heads} head{'s' if heads > 1 else ''} of {dim}{kv}, the same {width} wide)"
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:

@@ -11,9 +11,10 @@
 
 Each is read only when its chip part is a known id or alias as it stands, and only as that chip. Digits glued straight
 after a chip name (``h2008``, ``h1008``, ``b200-8``) are never read: they cannot be told from a model number or a
-memory size (``h2008`` is eight H200s or eight H20s, two chips; ``h1000`` is no H100; ``a100-40`` is 40 GB), so such
+memory size (``h2008`` reads as an H200 model number or eight H200s; ``h1000`` is no H100; ``a100-40`` is 40 GB), so such
 a spec is refused naming each ``x`` spelling it could be, where the digits could be a count of that chip at all
-(``_could_be_a_count``: no more than one node, no alias hiding the chip's own number, no TPU slice). A reading that another reading of the same text contradicts
+(``_could_be_a_count``: one node or whole nodes, not a memory size of the chip, no alias hiding the chip's own number,
+no TPU slice counted in TensorCores). A reading that another reading of the same text contradicts
 is refused the same way. Nothing here offers a chip the spec does not spell (``core.chip_names``). Pure Python.
 """
 
@@ -84,8 +85,8 @@ def _refuse_a_larger_domain(spec: str, chip: str, count: int, resolve: Callable[
 
 
 def refuse_glued_digits(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> None:
-    """Refuses ``text`` when digits glued straight after a chip name could be a count (``h2008``: ``8xh200`` or
-    ``8xh20``), naming each ``x`` spelling; returns when none could."""
+    """Refuses ``text`` when digits glued straight after a chip name could be a count (``h2008``: ``8xh200``; ``h2``
+    then ``008`` or ``h20`` then ``08`` is none), naming each ``x`` spelling; returns when none could."""
     glued = _glued_digits(text.strip().lower(), resolve, max_devices)
     if glued:
         raise _refusal(spec, glued)
@@ -98,20 +99,33 @@ def _glued_digits(key: str, resolve: Callable[[str], str | None], max_devices: i
     return [
         GluedCount(chip, int(digits))
         for chip, digits in splits
-        if (found := resolve(chip)) and 1 <= int(digits) <= max_devices and _could_be_a_count(chip, found, int(digits))
+        if (found := resolve(chip)) and 1 <= int(digits) <= max_devices and _could_be_a_count(chip, found, digits)
     ]
 
 
-def _could_be_a_count(chip: str, target_id: str, count: int) -> bool:
-    """Whether ``count`` glued after ``chip`` (target ``target_id``) may be a device count worth offering as
-    ``{count}x{chip}`` (trial 304 #1, #6): not past one node of that chip (``h20-141``, ``a10080``: the 141 GB H20,
-    the 80 GB A100), not after an alias that leaves out the chip's own number (``gaudi1`` is Gaudi 1, where ``gaudi``
-    is Gaudi 3), not after a TPU (``tpu-v5p-8`` is a slice of 8 TensorCores, 4 chips)."""
+def _could_be_a_count(chip: str, target_id: str, digits: str) -> bool:
+    """Whether ``digits`` glued after ``chip`` (target ``target_id``) may be a device count worth offering as
+    ``{count}x{chip}`` (trial 304 #1, #6; review 305 #3, #4): a count of one node or of whole nodes (``b200-8``,
+    ``h100-16``), never with a leading zero, nor a memory size of that chip's rows (``a100-40``, ``a10080``,
+    ``h20-96``), nor after an alias that leaves out the chip's own number (``gaudi1`` is Gaudi 1, where ``gaudi`` is
+    Gaudi 3), nor a TPU v4 or v5p slice (``tpu-v5p-8`` counts 8 TensorCores, 4 chips; v5e and v6e slices count
+    chips)."""
     from mha_cli.core.links import node_devices
+    from mha_cli.core.targets import load_targets
 
+    count, node = int(digits), node_devices(target_id)
+    family = target_id.split("-")[0]
+    sizes = {t.memory_gb for t in load_targets().values() if t.id.split("-")[0] == family}
     own_number = re.search(r"[0-9]+$", target_id)
     hides_its_number = own_number is not None and own_number.group() not in chip
-    return count <= node_devices(target_id) and not hides_its_number and not target_id.startswith("tpu-")
+    return (
+        not digits.startswith("0") and (count <= node or count % node == 0) and float(count) not in sizes
+        and not hides_its_number and target_id not in SLICES_OF_CORES
+    )  # fmt: skip
+
+
+SLICES_OF_CORES = frozenset({"tpu-v4", "tpu-v5p"})
+"""TPUs whose slice names count TensorCores, two a chip (Google Cloud's TPU v4 and v5p docs: a v5p-8 is 4 chips)."""
 
 
 def _refusal(spec: str, readings: list[GluedCount]) -> BadInputError:

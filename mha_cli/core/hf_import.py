@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from mha_cli.core.config_reader import ConfigReader
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import BadInputError, value_kind
 from mha_cli.core.families import WINDOW_FIELDS, Family, family
 from mha_cli.core.families.architectures import family_of_architectures
 from mha_cli.core.families.context_defaults import CONTEXT_DEFAULTS, CONTEXT_DEFAULTS_READ
@@ -629,7 +629,7 @@ def _rope_parameters(r: ConfigReader) -> dict[str, Any]:
     for field in ("rope_parameters", "rope_scaling"):  # a list or a string would be dropped unread (trial 299 #5)
         if (value := r.get(field)) is not None and not isinstance(value, dict):
             raise BadInputError(
-                f'{r.origin}: {field} is a {type(value).__name__}, not an object of RoPE fields ({{"rope_type":'
+                f'{r.origin}: {field} is {value_kind(value)}, not an object of RoPE fields ({{"rope_type":'
                 f' "llama3", "factor": 8.0, ...}}): write it as one, or null, in a copy of the file'
             )
     if _per_layer_type(params):

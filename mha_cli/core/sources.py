@@ -46,6 +46,9 @@ class ModelSource(Record):
     notes: list[str] = Field(default_factory=empty_list)
     """The config file's notes (``mha recommend`` records an explicit ``--variant`` there)."""
     assumptions: list[str] = Field(default_factory=empty_list)
+    read_as: list[str] = Field(default_factory=empty_list)
+    """Of the assumptions, those saying which file or value was read where another was there too (a preset over a
+    folder of its name, a config.json key given twice): ``mha plan``, which prints no source line, says them too."""
     served: ServedModel = Field(default_factory=_no_checkpoint)
     """What a launch line loads for this model (``core.served_model``)."""
 
@@ -69,7 +72,8 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
             if "/" not in source and _may_exist(shadowed)
             else None
         )
-        return _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo), also_here)
+        found = _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo), also_here)
+        return found if also_here is None else found.model_copy(update={"read_as": [also_here]})
     path = Path(source)
     if _may_exist(path):
         return _load_path(path, weight_dtype)
@@ -205,7 +209,7 @@ def _load_file(
         )
         source = ModelSource(
             kind=kind, origin=str(path), model=imported.model,
-            assumptions=[*assumptions, *repeated, *imported.assumptions],
+            assumptions=[*assumptions, *repeated, *imported.assumptions], read_as=repeated,
             notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
             served=from_config(path, data) if served is None else served,
         )  # fmt: skip

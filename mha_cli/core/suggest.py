@@ -39,8 +39,28 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     window) for ``mistral-7b-v0.3`` (none), ``llama-2-7b`` for ``llama-3.1-7b``, ``gpt2`` for ``gpt3`` (trial 304
     #3)."""
     sizes, versions = model_sizes(word), model_versions(word)
-    same = [name for name in known if sizes <= model_sizes(name) and versions <= model_versions(name)]
+    same = [name for name in known if sizes <= model_sizes(name) and _versions_held(versions, name)]
     return did_you_mean(word, same, otherwise)
+
+
+def _versions_held(typed: set[str], name: str) -> bool:
+    """Whether model ``name`` spells every version ``typed``, compared without dots, leading zeros or a trailing .0
+    (``4`` is ``4.0``, ``1`` is ``01``, ``31`` is ``3.1``); a typed number that is one of ``name``'s sizes less its
+    ``b`` is that size, not a version (``llama-3.1-8``, ``command-r7``: review 305 #1)."""
+    words = re.split(r"[-_/ ]+", str(name).strip().lower())
+    held = {_plain(version) for version in model_versions(name)}
+    return all(
+        _plain(version) in held or any(re.fullmatch(rf"[a-z]*{re.escape(version)}b", w) for w in words)
+        for version in typed
+    )
+
+
+def _plain(version: str) -> str:
+    """``4.0`` -> ``4``, ``01`` -> ``1``, ``3.1`` -> ``31``: a version compared as its digits."""
+    parts = [part.lstrip("0") or "0" for part in version.split(".")]
+    while len(parts) > 1 and parts[-1] == "0":
+        parts.pop()
+    return "".join(parts)
 
 
 _VERSION = re.compile(r"^(?:[a-z]*?)v?(\d+(?:\.\d+)*)$")

@@ -243,7 +243,7 @@ def _lookup(name: str) -> tuple[Target, str | None]:
     _refuse_file_not_named_yaml(name)
     targets = load_targets()
     same_chip = same_chip_names(name.strip().lower(), {target.id: target.memory_gb for target in targets.values()})
-    if not same_chip:  # h2008: eight H200s or eight H20s, refused naming both (core.glued_counts)
+    if not same_chip:  # h2008: not one chip, refused naming 8xh200 (core.glued_counts)
         refuse_glued_digits(name, name, _known_id, MAX_DEVICES)
     hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")

@@ -110,7 +110,7 @@ def summarise(weights: torch.Tensor, head: int, kv_head: int | None) -> HeadSumm
         self_mass=round(self_mass, 4),
         previous_mass=round(previous, 4),
         first_mass=round(first, 4),
-        other_mass=round(other, 4),
+        other_mass=round(max(0.0, other), 4),  # a float sum a hair under 0 is none (-0.0 printed, review 305 #8)
         pattern="spread" if entropy_bits >= SPREAD_FRACTION * uniform_bits else top,
     )
 
