@@ -223,15 +223,13 @@ def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
             "within the noise (interquartile range overlapping MHA's, or wider than half the median):"
             f" {', '.join(noisy)}; these speedups may be 1x: rerun with more --reps, on an idle machine"
         )
-    beyond = [f"{row.label} {row.speedup_vs_mha:,.2f}x reading {row.bytes_vs_mha:.2f} of MHA's bytes"
-              for row in rows if row.beyond_its_bytes]  # fmt: skip
+    beyond = _against_bytes([row for row in rows if row.beyond_its_bytes])
     if beyond:
         warnings.append(
             f"beyond what the bytes allow (over {IMPLAUSIBLE_BYTES_FACTOR:.0f}x 1 / bytes ratio): {', '.join(beyond)};"
             " MHA's steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
         )
-    slower = [f"{row.label} {row.speedup_vs_mha:,.2f}x reading {row.bytes_vs_mha:.2f} of MHA's bytes"
-              for row in rows if row.slower_reading_less]  # fmt: skip
+    slower = _against_bytes([row for row in rows if row.slower_reading_less])
     if slower:
         warnings.append(
             f"slower than MHA though reading fewer bytes: {', '.join(slower)}; at this size the step is bound by more"
@@ -239,6 +237,11 @@ def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
             " larger --batch shows what the bytes save; rerun on an idle machine"
         )
     return warnings
+
+
+def _against_bytes(rows: list[BenchRow]) -> list[str]:
+    """Each row's ratio beside its bytes: ``MQA 0.25x reading 0.44 of MHA's bytes``."""
+    return [f"{row.label} {row.speedup_vs_mha:,.2f}x reading {row.bytes_vs_mha:.2f} of MHA's bytes" for row in rows]
 
 
 def run_decode_bench(
