@@ -65,13 +65,7 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     preset = find_preset(source)
     if preset is not None:
         repo = checkpoint_id(preset.name)
-        shadowed = Path(source)  # hf download X --local-dir gpt2; mha kv gpt2: the preset wins, said (trial 304 #5)
-        also_here = (
-            f"preset {preset.name} read; a {'folder' if shadowed.is_dir() else 'file'} {quoted_path(source)} is here too:"
-            f" give ./{source} to read it"
-            if "/" not in source and _may_exist(shadowed)
-            else None
-        )
+        also_here = _shadowed_path_note(source, preset.name)
         found = _preset(source, preset.name, _no_checkpoint() if repo is None else by_preset(repo), also_here)
         return found if also_here is None else found.model_copy(update={"read_as": [also_here]})
     path = Path(source)
@@ -90,6 +84,19 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
     )  # fmt: skip
     raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
+
+
+def _shadowed_path_note(source: str, preset: str) -> str | None:
+    """Where a file or folder named ``source`` is in the working folder too, the line saying the preset was read and
+    how to read the path (``hf download X --local-dir gpt2; mha kv gpt2``: the preset wins, said; trial 304 #5)."""
+    path = Path(source)
+    if "/" in source or not _may_exist(path):
+        return None
+    try:
+        what = "folder" if path.is_dir() else "file"
+    except OSError:  # there, but not to be looked into: named as a path
+        what = "path"
+    return f"preset {preset} read; a {what} {quoted_path(source)} is here too: give ./{source} to read it"
 
 
 def resolution_note(source: ModelSource) -> str | None:
