@@ -43,7 +43,9 @@ class GluedCount(NamedTuple):
     rack: bool = False
 
 
-def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> GluedCount | None:
+def read_glued_count(
+    text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int, memory: Callable[[str], set[float]]
+) -> GluedCount | None:
     """The count ``text`` (a target spec less any ``Nx`` in front; ``spec``, the whole, for messages) carries after
     the chip, glued in front of it or as its rack (the module docstring); ``resolve`` gives a chip part's target id
     (None: not a known id or alias). None when it carries none; ``BadInputError`` when readings of it disagree."""
@@ -63,7 +65,7 @@ def read_glued_count(text: str, spec: str, resolve: Callable[[str], str | None],
         return None
     others = [
         r
-        for r in _glued_digits(key, resolve, max_devices)
+        for r in _glued_digits(key, resolve, max_devices, memory)
         if (resolve(r.chip), r.count) != (resolve(read[0].chip), read[0].count)
     ]
     if len({(resolve(r.chip), r.count) for r in read}) > 1 or others:
@@ -84,38 +86,42 @@ def _refuse_a_larger_domain(spec: str, chip: str, count: int, resolve: Callable[
         )
 
 
-def refuse_glued_digits(text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int) -> None:
+def refuse_glued_digits(
+    text: str, spec: str, resolve: Callable[[str], str | None], max_devices: int, memory: Callable[[str], set[float]]
+) -> None:
     """Refuses ``text`` when digits glued straight after a chip name could be a count (``h2008``: ``8xh200``; ``h2``
     then ``008`` or ``h20`` then ``08`` is none), naming each ``x`` spelling; returns when none could."""
-    glued = _glued_digits(text.strip().lower(), resolve, max_devices)
+    glued = _glued_digits(text.strip().lower(), resolve, max_devices, memory)
     if glued:
         raise _refusal(spec, glued)
 
 
-def _glued_digits(key: str, resolve: Callable[[str], str | None], max_devices: int) -> list[GluedCount]:
+def _glued_digits(
+    key: str, resolve: Callable[[str], str | None], max_devices: int, memory: Callable[[str], set[float]]
+) -> list[GluedCount]:
     """Every reading of ``key`` as a known chip name then a count of digits (a ``-``, ``_`` or space between them
     allowed), the longest chip name first, that could be a count (``_could_be_a_count``)."""
     splits = [(key[:i].rstrip("-_ "), key[i:]) for i in range(len(key) - 1, 0, -1) if key[i:].isdigit()]
     return [
         GluedCount(chip, int(digits))
         for chip, digits in splits
-        if (found := resolve(chip)) and 1 <= int(digits) <= max_devices and _could_be_a_count(chip, found, digits)
+        if (found := resolve(chip))
+        and 1 <= int(digits) <= max_devices
+        and _could_be_a_count(chip, found, digits, memory)
     ]
 
 
-def _could_be_a_count(chip: str, target_id: str, digits: str) -> bool:
+def _could_be_a_count(chip: str, target_id: str, digits: str, memory: Callable[[str], set[float]]) -> bool:
     """Whether ``digits`` glued after ``chip`` (target ``target_id``) may be a device count worth offering as
     ``{count}x{chip}`` (trial 304 #1, #6; review 305 #3, #4): a count of one node or of whole nodes (``b200-8``,
     ``h100-16``), never with a leading zero, nor a memory size of that chip's rows (``a100-40``, ``a10080``,
     ``h20-96``), nor after an alias that leaves out the chip's own number (``gaudi1`` is Gaudi 1, where ``gaudi`` is
     Gaudi 3), nor a TPU v4 or v5p slice (``tpu-v5p-8`` counts 8 TensorCores, 4 chips; v5e and v6e slices count
-    chips)."""
+    chips). ``memory``: the GB of the rows of a target's chip (``core.targets.chip_memory``: a100 -> {40, 80})."""
     from mha_cli.core.links import node_devices
-    from mha_cli.core.targets import load_targets
 
     count, node = int(digits), node_devices(target_id)
-    family = target_id.split("-")[0]
-    sizes = {t.memory_gb for t in load_targets().values() if t.id.split("-")[0] == family}
+    sizes = memory(target_id)
     own_number = re.search(r"[0-9]+$", target_id)
     hides_its_number = own_number is not None and own_number.group() not in chip
     return (

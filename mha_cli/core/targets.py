@@ -236,6 +236,13 @@ def _known_id(name: str) -> str | None:
     return None if found is None else found[0].id
 
 
+def chip_memory(target_id: str) -> set[float]:
+    """The GB of every row of ``target_id``'s chip, the part of its id before a ``-`` (``a100-80gb``: {40, 80}): the
+    memory sizes digits glued to the chip's name may be (``core.glued_counts``)."""
+    chip = target_id.split("-")[0]
+    return {target.memory_gb for target in load_targets().values() if target.id.split("-")[0] == chip}
+
+
 def _lookup(name: str) -> tuple[Target, str | None]:
     found = _known(name)
     if found is not None:
@@ -244,7 +251,7 @@ def _lookup(name: str) -> tuple[Target, str | None]:
     targets = load_targets()
     same_chip = same_chip_names(name.strip().lower(), {target.id: target.memory_gb for target in targets.values()})
     if not same_chip:  # h2008: not one chip, refused naming 8xh200 (core.glued_counts)
-        refuse_glued_digits(name, name, _known_id, MAX_DEVICES)
+        refuse_glued_digits(name, name, _known_id, MAX_DEVICES, chip_memory)
     hint = f"did you mean {', '.join(same_chip)}?" if same_chip else "none is close: run `mha targets` for the list"
     raise BadInputError(f"unknown target {shown(name)}: {hint}")
 
@@ -297,7 +304,7 @@ def resolve_target(spec: str) -> ResolvedTarget:
         if counts and counts != [1]:
             raise BadInputError(f"{shown(spec)}: the cpu target is this one machine; give --target cpu")
         return ResolvedTarget(spec=spec, target=this_cpu())
-    glued = None if _known(text) else read_glued_count(text, text, _known_id, MAX_DEVICES)
+    glued = None if _known(text) else read_glued_count(text, text, _known_id, MAX_DEVICES, chip_memory)
     if glued is None:
         target, note = _lookup(text)
         return _with_nodes(ResolvedTarget(spec=spec, target=target, alias_note=note), counts)
