@@ -162,6 +162,34 @@ def test_a_signal_during_an_out_write_removes_the_temporary_file(tmp_path, name,
     assert list(tmp_path.iterdir()) == []  # neither design.yaml nor .design.yaml.XXXX.tmp
 
 
+_INTERRUPT_WRAPPED_BY_A_LIBRARY = """
+import os, signal, sys
+import typer
+from mha_cli.cli.app import guarded
+from mha_cli.cli.signals import install_quiet_exit
+def command():  # as pydantic-core does when Ctrl-C lands in a schema build: the interrupt becomes its own error
+    try:
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    except (KeyboardInterrupt, BaseException) as exc:
+        raise RuntimeError(f"Error building validator: {exc!r}") from None
+install_quiet_exit()
+try:
+    guarded(command)()
+except typer.Exit as exc:
+    sys.exit(exc.exit_code)
+"""
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_a_library_wraps_in_its_own_error_is_reported_as_the_signal(name, code):
+    result = subprocess.run([sys.executable, "-c", _INTERRUPT_WRAPPED_BY_A_LIBRARY, name],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (result.returncode, result.stderr) == (
+        code,
+        f"error: {'interrupted' if code == 130 else 'stopped by ' + name}\n",
+    )
+
+
 def test_the_console_entry_installs_its_signal_handlers_before_importing_the_app():
     code = ("import sys, signal, mha_cli.__main__\n"
             "print(signal.getsignal(signal.SIGINT).__name__, 'typer' in sys.modules, 'rich' in sys.modules)")  # fmt: skip

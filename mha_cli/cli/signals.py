@@ -6,6 +6,10 @@ nothing to clean up, so ``install_quiet_exit`` makes each signal print one line 
 them raise instead (``KeyboardInterrupt``, ``Terminated``), so ``finally`` blocks run: a temporary
 ``--out`` file is removed. Only the console entry installs the quiet handlers; in-process runs (tests,
 library use) keep whatever handlers they have.
+
+A library may catch the raised interrupt and wrap it in its own error (pydantic-core turns a Ctrl-C during a
+schema build into ``SchemaError``). The handlers therefore also record each signal, and ``signal_received``
+lets the caller report the signal, not the wrapper, as an internal error.
 """
 
 from __future__ import annotations
@@ -36,8 +40,25 @@ def _quiet_exit(signum: int, frame: FrameType | None) -> None:
     os._exit(EXIT_SIGNALLED + signum)  # 130 for Ctrl-C (SIGINT is 2)
 
 
+_received: list[int] = []
+"""The stopping signals that arrived while a command ran, in order (the unwinding handlers append)."""
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise Terminated(signum, _signal_name(signum))
+
+
+def signal_received() -> tuple[int, str] | None:
+    """The first stopping signal that arrived while a command ran: its exit code (128 + number) and its line."""
+    if not _received:
+        return None
+    return EXIT_SIGNALLED + _received[0], _signal_name(_received[0])
 
 
 def install_quiet_exit() -> None:
@@ -55,8 +76,9 @@ def unwinding_signals() -> Iterator[None]:
     if not in_console:
         yield
         return
+    _received.clear()
     for signum in STOPPING_SIGNALS:
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else _raise_terminated)
+        signal.signal(signum, _raise_interrupt if signum == signal.SIGINT else _raise_terminated)
     try:
         yield
     finally:
