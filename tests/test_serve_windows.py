@@ -11,7 +11,7 @@ from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, hel
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.serve.simulate import EngineLimits, simulate
 from mha_cli.core.serve.step_cost import StepCost
-from mha_cli.core.serve.workload import Workload
+from mha_cli.core.serve.workload import Workload, drawn_lengths
 from tests.conftest import reference_hf_config
 
 FULL = WindowGroup("full", 0, 0)
@@ -173,6 +173,52 @@ def test_a_windowed_run_is_the_same_with_and_without_the_shortcuts():
     slow, _ = simulate(workload, limits, _cost(), skip_repeated_steps=False)
     assert fast.preemptions == slow.preemptions > 0
     assert fast.ttft_ms == slow.ttft_ms and fast.max_running == slow.max_running
+
+
+_GPT_OSS_LIKE = (FULL, WindowGroup("sliding", 128, 10))
+_LLAMA4_LIKE = (FULL, WindowGroup("chunked", 64, 6), WindowGroup("chunked", 64, 6))
+_CLOSED_LOOP = Workload(drawn_lengths(300, 700, 60, range_ratio=0.8, seed=3), max_concurrency=16)
+
+
+@pytest.mark.parametrize(
+    ("groups", "group_blocks", "lags", "workload"),
+    [
+        # gpt-oss-like: full and 128-token sliding groups on a pool that preempts, with async scheduling's frees
+        # lagging the tokens in flight and without
+        (_GPT_OSS_LIKE, 600, True, _CLOSED_LOOP),
+        (_GPT_OSS_LIKE, 600, False, _CLOSED_LOOP),
+        # Llama 4's chunked local groups under an open loop's bursts (a waiting queue), and a Mamba-state group
+        (_LLAMA4_LIKE, 600, True, Workload(drawn_lengths(200, 300, 80, range_ratio=0.9, seed=5), rate=40.0,
+                                           burstiness=0.3)),
+        ((WindowGroup("state", 0, 1), WindowGroup("sliding", 40, 5)), 150, False,
+         Workload(drawn_lengths(90, 500, 50, range_ratio=0.95, seed=8), max_concurrency=48)),
+    ],
+    ids=["sliding-lags", "sliding", "chunked-open-loop", "state-and-sliding"],
+)  # fmt: skip
+def test_a_windowed_decode_run_is_the_exact_steps_to_the_bit(groups, group_blocks, lags, workload, monkeypatch):
+    """The windowed decode-repeat shortcut (``_Run._windowed_decode_run``) against the step-by-step scheduler: every
+    figure equal, not close (each step priced exactly, each request's blocks as its allocations at whole blocks
+    leave them), preemptions and the frees that lag the tokens in flight included."""
+    from mha_cli.core.serve import simulate as simulate_module
+    from tests.test_serve_simulate import _cost
+
+    runs = []
+    shortcut = simulate_module._Run._windowed_decode_run
+
+    def counted(run, decodes):
+        before = run.steps
+        ended = shortcut(run, decodes)
+        runs.append(run.steps - before)
+        return ended
+
+    monkeypatch.setattr(simulate_module._Run, "_windowed_decode_run", counted)
+    limits = _limits(groups, group_blocks, capped=True)._replace(max_num_batched_tokens=512, window_free_lags=lags)
+    cost = _cost()
+    fast, fast_times = simulate(workload, limits, cost)
+    slow, slow_times = simulate(workload, limits, cost, skip_repeated_steps=False)
+    assert fast == slow and fast_times == slow_times
+    assert fast.preemptions > 0  # the pool runs short: the horizon decides where a run stops
+    assert sum(runs) > fast.steps / 10 and max(runs) > 16  # the shortcut took its share of steps, over whole blocks
 
 
 def test_a_shared_prefix_on_a_windowed_model_is_priced_not_refused(cli):

@@ -363,6 +363,8 @@ class _Run:
         reaches the engine on a turn that receives it (``core.serve.recv_interval``), or the pool would run out
         (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for every row.
         The requests it ended."""
+        if self.windowed:
+            return self._windowed_decode_run(decodes)
         state, rows = self.state, len(decodes)
         horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
         # a request sent stops the run at once (the client counts it in flight); one on its way, at a receiving turn
@@ -386,6 +388,42 @@ class _Run:
         ended = []
         for request in decodes:
             state.grow(request, state.computed[request] + taken)
+            state.computed[request] += taken
+            state.generated[request] += taken
+            gap = first_end - self.last[request]
+            self.gaps[gap] = self.gaps.get(gap, 0) + 1
+            self.last[request] = self.now
+            if state.generated[request] >= self.outputs[request]:
+                ended.append(request)
+        return ended
+
+    def _windowed_decode_run(self, decodes: list[int]) -> list[int]:
+        """``decode_run`` over vLLM's windowed groups, the same as that many exact steps to the bit: each step priced
+        by ``StepCost.seconds`` (``exact_decode_seconds``, not the interpolated grid), each gap the clock's own difference, and each request's
+        blocks as its allocations at whole blocks leave them (``EngineState.advance_windowed_decodes``), run only
+        while every one fits whatever the order (``_windowed_horizon``). The requests it ended."""
+        state, rows = self.state, len(decodes)
+        horizon = _windowed_horizon(state, decodes, self.outputs)
+        send, entry = self.client.next_send(), self.client.next_entry()
+        context = sum(state.computed[r] for r in decodes) // rows
+        first_end = 0.0
+        taken = 0
+        while taken < horizon:
+            before = self.now
+            self.now += self.cost.exact_decode_seconds(rows, context + taken)
+            taken += 1
+            if taken == 1:
+                first_end = self.now
+            else:
+                gap = self.now - before
+                self.gaps[gap] = self.gaps.get(gap, 0) + rows
+            self.recv.step(prompt=False)
+            if (send is not None and self.now >= send) or (entry is not None and self.now >= entry and self.recv.due):
+                break
+        self.steps += taken
+        ended = []
+        for request in decodes:
+            state.advance_windowed_decodes(request, taken)
             state.computed[request] += taken
             state.generated[request] += taken
             gap = first_end - self.last[request]
@@ -484,9 +522,10 @@ class _Run:
                     f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"
                 )
                 continue
+            # windows free blocks as they move: a request waiting could be admitted part-way through a run
             repeats = (
                 skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
-                and (engine != "sglang" or not state.waiting) and not self.windowed
+                and (engine != "sglang" or not state.waiting) and not (self.windowed and state.waiting)
             )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
             self.after_step(ended, keep_trace)
@@ -522,6 +561,25 @@ def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grow
     if fits(steps):
         return steps
     low, high = 1, steps  # fits(low), not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def _windowed_horizon(state: EngineState, decodes: list[int], outputs: list[int]) -> int:
+    """``_horizon`` over vLLM's windowed groups: the decode steps the same rows repeat until the first of them ends,
+    while the most blocks each holds beyond its own now (``EngineState.windowed_decode_excess``), summed, fit the
+    free ones: no allocation of the run can fail, whichever request's comes first."""
+    steps = min(outputs[r] - state.generated[r] for r in decodes)
+    excess = [state.windowed_decode_excess(r, steps) for r in decodes]  # per request, its most up to each step
+
+    def fits(k: int) -> bool:
+        return sum(most[k - 1] for most in excess) <= state.free_blocks
+
+    if fits(steps):
+        return steps
+    low, high = 1, steps  # fits(low): the first step's blocks are held; not fits(high)
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if fits(middle) else (low, middle)

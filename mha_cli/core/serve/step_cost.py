@@ -50,6 +50,8 @@ class StepCost:
         self._layer_kernels: dict[int, float] = {}
         """Every stage's layer kernels at a token count priced by ``_layers_at`` (for a prefill's host launches)."""
         self._decodes: dict[tuple[int, int], float] = {}
+        self._exact_decodes: dict[tuple[int, int], float] = {}
+        """``seconds(rows, context, [])`` by (rows, context), exact: ``exact_decode_seconds``."""
         self.pp = case.pp
         self._stage_layers: dict[int, tuple[float, ...]] = {}
         """Each stage's layer operations and its send to the next, by token count (pipeline parallelism)."""
@@ -167,6 +169,14 @@ class StepCost:
         them (a decode step's time is linear in the context between two such points, but for the rate curves)."""
         below, above, share = _on_grid(self._decodes, rows, context, self._seconds_of_decodes)
         return below if above is None else below + (above - below) * share
+
+    def exact_decode_seconds(self, rows: int, context: int) -> float:
+        """``seconds(rows, context, [])`` itself, memoised (no grid): what a step-by-step run prices, to the bit."""
+        key = (rows, context)
+        cached = self._exact_decodes.get(key)
+        if cached is None:
+            cached = self._exact_decodes[key] = self.seconds(rows, context, [])
+        return cached
 
     def _stages_of_decodes(self, rows: int, context: int) -> tuple[float, list[float]]:
         return self.stage_seconds(rows, context, [])
