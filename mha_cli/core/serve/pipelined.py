@@ -176,7 +176,7 @@ def _launch(
     run.recv.step(prompt=bool(chunks))
     for request in decodes:
         computed[request] += 1
-        state.busy.add(request)
+    state.busy.update(decodes)
     reached = []
     for request, tokens in chunks:
         computed[request] += tokens

@@ -494,29 +494,31 @@ def _vllm(state: EngineState) -> Plan:
     decodes: list[int] = []
     chunks: list[tuple[int, int]] = []
     preempted = False
-    index = 0
     computed, prompts, generated, size = state.computed, state.prompts, state.generated, state.block_size
-    busy = state.busy
-    while index < len(state.running) and budget > 0:
-        request = state.running[index]
-        if request in busy:
-            index += 1
-            continue
+    decode_tokens = state.decode_tokens
+    # the running requests not in a batch in flight, in order; a preemption takes the last of them
+    # (``preempt_last``), so those still running are always the first ``end``
+    free = [r for r in state.running if r not in state.busy] if state.busy else state.running
+    end, index = len(free), 0
+    while index < end and budget > 0:
+        request = free[index]
         done = computed[request]
-        tokens = min(prompts[request] + generated[request] - done, budget)
+        remaining = prompts[request] + generated[request] - done
+        tokens = remaining if remaining < budget else budget  # min(): this loop runs once a request a step
         if tokens == 1 and done >= prompts[request] and done % size:  # a decode inside its last block: no block
             decodes.append(request)
-            budget -= min(state.decode_tokens, budget)
+            budget = budget - decode_tokens if decode_tokens < budget else 0
             index += 1
             continue
         while not state.grow(request, done + tokens):
             preempted = True
+            end -= 1
             if state.preempt_last() == request:
                 break
         else:
             if tokens == 1 and done >= prompts[request]:
                 decodes.append(request)
-                tokens = min(state.decode_tokens, budget)  # its draft tokens too (vLLM V1)
+                tokens = min(decode_tokens, budget)  # its draft tokens too (vLLM V1)
             else:
                 chunks.append((request, tokens))
             budget -= tokens
