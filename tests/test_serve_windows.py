@@ -245,3 +245,17 @@ def test_before_vllm_091_sliding_layers_beside_full_ones_are_priced_full(cli):
     assert {group["kind"] for group in later["groups"]} == {"full", "sliding"} and len(later["groups"]) == 7
     mistral = cli.json("kv", "mistral-7b-v0.1", "--target", "h100", "--seq", "32768", "--engine", "vllm@0.9.0")
     assert [(group["kind"], group["window"]) for group in mistral["engine"]["groups"]] == [("sliding", 4096)]
+
+
+def test_the_windowed_shortcut_is_vllms_alone():
+    """An SGLang run given window groups (through ``simulate``; the CLI counts SGLang's pool in full blocks) keeps the
+    exact path: the shortcut's allocations at whole blocks are vLLM's, SGLang grows every step and decays its
+    new-token ratio (review 306 #1: 49 steps against 48)."""
+    from tests.test_serve_simulate import _cost
+
+    limits = EngineLimits("sglang", kv_blocks=16, block_size=16, max_num_batched_tokens=512, max_num_seqs=8,
+                          prefix_caching=False, window_groups=(WindowGroup("sliding", 64, 8),), group_blocks=12)  # fmt: skip
+    workload = Workload([(71, 43), (70, 27)], send_times=[0.181, 0.289])
+    fast, fast_times = simulate(workload, limits, _cost())
+    slow, slow_times = simulate(workload, limits, _cost(), skip_repeated_steps=False)
+    assert fast == slow and fast_times == slow_times and slow.steps == 48

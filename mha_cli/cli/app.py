@@ -19,7 +19,7 @@ from mha_cli import __version__
 from mha_cli.cli import collector
 from mha_cli.cli.output import discard_stdout, print_error
 from mha_cli.cli.repeated_options import refuse_repeated_options
-from mha_cli.cli.signals import signal_received, unwinding_signals
+from mha_cli.cli.signals import unwinding_signals
 from mha_cli.cli.typed_spellings import record_typed_spellings
 from mha_cli.core.errors import (
     EXIT_BROKEN_PIPE,
@@ -56,10 +56,6 @@ def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
             print_error(exc.name)
             raise typer.Exit(code=exc.exit_code) from None
         except Exception as exc:
-            stopped = signal_received()  # a library wrapped the interrupt in its own error: report the signal
-            if stopped is not None:
-                print_error(stopped[1])
-                raise typer.Exit(code=stopped[0]) from None
             if os.environ.get("MHA_DEBUG"):  # the traceback here: re-raised, an OSError would read as stdout's
                 import traceback
 

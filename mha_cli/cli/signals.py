@@ -8,8 +8,9 @@ them raise instead (``KeyboardInterrupt``, ``Terminated``), so ``finally`` block
 library use) keep whatever handlers they have.
 
 A library may catch the raised interrupt and wrap it in its own error (pydantic-core turns a Ctrl-C during a
-schema build into ``SchemaError``). The handlers therefore also record each signal, and ``signal_received``
-lets the caller report the signal, not the wrapper, as an internal error.
+schema build into ``SchemaError``). The handlers therefore also record each signal, and ``unwinding_signals``
+raises an error that leaves the command after one arrived as the last signal's own exception: the caller
+reports the signal, not an internal error.
 """
 
 from __future__ import annotations
@@ -54,11 +55,9 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum, _signal_name(signum))
 
 
-def signal_received() -> tuple[int, str] | None:
-    """The first stopping signal that arrived while a command ran: its exit code (128 + number) and its line."""
-    if not _received:
-        return None
-    return EXIT_SIGNALLED + _received[0], _signal_name(_received[0])
+def _as_raised(signum: int) -> BaseException:
+    """The exception ``signum``'s unwinding handler raises."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum, _signal_name(signum))
 
 
 def install_quiet_exit() -> None:
@@ -81,5 +80,10 @@ def unwinding_signals() -> Iterator[None]:
         signal.signal(signum, _raise_interrupt if signum == signal.SIGINT else _raise_terminated)
     try:
         yield
+    except Exception as exc:
+        if _received:  # a library wrapped the signal's exception in its own: the last signal, as if raised itself
+            raise _as_raised(_received[-1]) from exc
+        raise
     finally:
+        _received.clear()
         install_quiet_exit()

@@ -363,7 +363,7 @@ class _Run:
         reaches the engine on a turn that receives it (``core.serve.recv_interval``), or the pool would run out
         (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for every row.
         The requests it ended."""
-        if self.windowed:
+        if self.windowed and self.limits.engine == "vllm":  # vLLM's allocations at whole blocks (``_vllm``)
             return self._windowed_decode_run(decodes)
         state, rows = self.state, len(decodes)
         horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
@@ -398,7 +398,8 @@ class _Run:
         return ended
 
     def _windowed_decode_run(self, decodes: list[int]) -> list[int]:
-        """``decode_run`` over vLLM's windowed groups, the same as that many exact steps to the bit: each step priced
+        """``decode_run`` over vLLM's windowed groups, the same as that many exact steps to the bit (but for the
+        trace, one point a run, as ``decode_run``'s): each step priced
         by ``StepCost.seconds`` (``exact_decode_seconds``, not the interpolated grid), each gap the clock's own difference, and each request's
         blocks as its allocations at whole blocks leave them (``EngineState.advance_windowed_decodes``), run only
         while every one fits whatever the order (``_windowed_horizon``). The requests it ended."""
@@ -525,7 +526,8 @@ class _Run:
             # windows free blocks as they move: a request waiting could be admitted part-way through a run
             repeats = (
                 skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
-                and (engine != "sglang" or not state.waiting) and not (self.windowed and state.waiting)
+                and (engine != "sglang" or not state.waiting)
+                and not (self.windowed and (state.waiting or engine != "vllm"))
             )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
             self.after_step(ended, keep_trace)
