@@ -181,10 +181,11 @@ def test_a_model_name_is_offered_models_of_the_sizes_it_spells(cli):
     assert "did you mean qwen3-8b?" in eight.stderr
 
 
-@pytest.mark.parametrize("typed", ["mistral-7b-v0.3", "llama-3.2-3b", "llama-3.1-7b", "gpt3"])
+@pytest.mark.parametrize("typed", ["mistral-7b-v0.3", "llama-3.2-3b", "llama-3.1-7b", "gpt3", "qwen3-235b"])
 def test_a_model_name_is_offered_no_model_of_another_version(cli, typed):
     """Trial 304 #3: mistral-7b-v0.3 was offered mistral-7b-v0.1 (a 4,096-token window v0.3 does not have: an eighth
-    of its cache at 32K), llama-3.2-3b smollm3-3b, llama-3.1-7b llama-2-7b (MHA, 4x the KV), gpt3 gpt2."""
+    of its cache at 32K), llama-3.2-3b smollm3-3b, llama-3.1-7b llama-2-7b (MHA, 4x the KV), gpt3 gpt2. Trial 307 #3:
+    qwen3-235b was offered qwen3-235b-a22b-2507, the July 2025 release (262,144 tokens of context against 40,960)."""
     refused = cli.run("kv", typed)
     assert refused.exit_code == 2 and "did you mean" not in refused.stderr
     assert "run `mha presets`, or give a config file" in refused.stderr
@@ -196,6 +197,7 @@ def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
     assert model_versions("mistral-7b-v0.3") == {"0.3"} and model_versions("qwen2.5-7b-fp8") == {"2.5"}
     assert "did you mean qwen2.5-7b?" in cli.run("kv", "qwen-2.5-7b").stderr
     assert "did you mean llama-3-8b" in cli.run("kv", "lama-3-8b").stderr
+    assert "mistral-7b-v0.1" in cli.run("kv", "mistral-7b").stderr  # no version typed: each offered spells its own
     # review 305 #1: a size typed without its b is that size; 4 is 4.0, 1 is 01, 31 is 3.1
     for typed, offered in [("llama-3.1-8", "llama-3.1-8b"), ("gpt-oss-20", "gpt-oss-20b?"), ("command-r7", "command-r7b"),
                            ("granite-4-h-small", "granite-4.0-h-small"), ("minimax-text-1", "minimax-text-01"),

@@ -39,8 +39,21 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     window) for ``mistral-7b-v0.3`` (none), ``llama-2-7b`` for ``llama-3.1-7b``, ``gpt2`` for ``gpt3`` (trial 304
     #3)."""
     sizes, versions = model_sizes(word), model_versions(word)
-    same = [name for name in known if sizes <= model_sizes(name) and _versions_held(versions, name)]
+    same = [
+        name for name in known
+        if sizes <= model_sizes(name) and _versions_held(versions, name) and not _another_release(versions, name)
+    ]  # fmt: skip
     return did_you_mean(word, same, otherwise)
+
+
+def _another_release(typed: set[str], name: str) -> bool:
+    """Whether model ``name`` spells a version beyond those ``typed`` spells, where ``typed`` spells one: another
+    release of the model typed (``qwen3-235b-a22b-2507``, a 262,144-token context, for ``qwen3-235b``: the original
+    has 40,960; ``deepseek-v3-0324`` for ``deepseek-v3``; trial 307 #3). A name typed with no version at all
+    (``llama-8b``) may be offered every version: each suggestion spells its own."""
+    if not typed:
+        return False
+    return bool({_plain(version) for version in model_versions(name)} - {_plain(version) for version in typed})
 
 
 def _versions_held(typed: set[str], name: str) -> bool:
