@@ -211,6 +211,23 @@ def test_launch_lines_never_name_a_config_files_stem(cli, tmp_path):
         )
 
 
+def test_a_quantized_config_whose_name_or_path_is_its_base_model_is_served_as_a_placeholder(cli, tmp_path):
+    """Trial 307 #2: an NVFP4 checkpoint's config.json (a ModelOpt sidecar beside it) keeps the bf16 model's id in
+    _name_or_path: `vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-32B` loads 61 GiB of bf16 weights where 19.3 were
+    priced. A placeholder, and the note says why; a _name_or_path that names a quantized checkpoint is still used."""
+    stem = tmp_path / "qwen3.json"
+    stem.write_text(json.dumps(config("qwen3-8b", _name_or_path="Qwen/Qwen3-8B", quantization_config={
+        "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})))  # fmt: skip
+    base = launch(cli, str(stem))
+    assert base["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
+    assert "Qwen/Qwen3-8B, names no quantized checkpoint where the config declares fp8 weights" in base["launch_note"]
+    stem.write_text(stem.read_text().replace('"Qwen/Qwen3-8B"', '"Qwen/Qwen3-8B-FP8"'))
+    assert launch(cli, str(stem))["launch"]["vllm"].startswith("vllm serve Qwen/Qwen3-8B-FP8 ")
+    modelopt = launch(cli, str(Path(__file__).parent / "fixtures/quantization/deepseek-r1-distill-qwen-32b-nvfp4"))
+    assert modelopt["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
+    assert "declares NVFP4 weights" in modelopt["launch_note"]
+
+
 def test_a_recommended_design_without_a_folder_is_served_as_a_placeholder(cli):
     result = cli.json("recommend", "--params", "7B", "--seq", "8192", "--target", "8xh100", "--itl-ms", "30")
     search = result["deployment_search"]

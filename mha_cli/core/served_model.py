@@ -8,6 +8,7 @@ put there. A config file's name (``deepseek-ai__DeepSeek-R1.json``) names nothin
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -60,6 +61,12 @@ def from_config(config_path: Path, data: dict) -> ServedModel:
         return ServedModel(model=str(folder), named_by="folder")
     name_or_path = data.get("_name_or_path")
     hf_id = parse_hf_id(name_or_path) if isinstance(name_or_path, str) else None
+    method = _quant_method(data)
+    if hf_id is not None and method and not QUANTISED_NAME.search(hf_id.repo):
+        return placeholder(
+            f"the config's _name_or_path, {hf_id.repo}, names no quantized checkpoint where the config declares"
+            f" {method} weights: likely the model they were quantized from, another deployment"
+        )  # trial 307 #2: vllm serve on the bf16 base, twice the weights priced
     if hf_id is not None and hf_id.revision is None:
         return ServedModel(
             model=hf_id.repo, named_by="name_or_path",
@@ -68,6 +75,26 @@ def from_config(config_path: Path, data: dict) -> ServedModel:
     if config_path.name == "config.json":
         return placeholder(f"{folder} holds no weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES)})")
     return placeholder(f"{config_path.name} is a config file, not a checkpoint")
+
+
+QUANTISED_NAME = re.compile(
+    r"fp8|fp4|fp6|int4|int8|awq|gptq|w\d+a\d+|bnb|\dbit|quant|exl2|marlin|gguf|nf4|mlx|-q\d", re.IGNORECASE
+)
+"""A word that names a quantized checkpoint in a Hugging Face id (``Qwen/Qwen3-8B-FP8``, ``...-AWQ``, ``-W4A16``)."""
+
+
+def _quant_method(data: dict) -> str | None:
+    """The quantization a config declares (its own or its text model's ``quantization_config``; a ModelOpt sidecar
+    merged by the caller): its ``quant_method``, or ``quantization_config`` when it names none."""
+    for config in (data, data.get("text_config")):
+        declared = config.get("quantization_config") if isinstance(config, dict) else None
+        if isinstance(declared, dict):
+            modelopt = declared.get("quantization")  # hf_quant_config.json: {"quantization": {"quant_algo": ...}}
+            method = declared.get("quant_method") or (
+                modelopt.get("quant_algo") if isinstance(modelopt, dict) else None
+            )
+            return method if isinstance(method, str) and method else "quantization_config"
+    return None
 
 
 def from_gguf(path: Path) -> ServedModel:

@@ -218,7 +218,7 @@ def _load_file(
             kind=kind, origin=str(path), model=imported.model,
             assumptions=[*assumptions, *repeated, *imported.assumptions], read_as=repeated,
             notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
-            served=from_config(path, data) if served is None else served,
+            served=from_config(path, quantised) if served is None else served,
         )  # fmt: skip
         try:
             stored = read_checkpoint_weights(quantised, shown_path(path))
