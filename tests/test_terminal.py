@@ -161,6 +161,23 @@ def test_tables_fit_80_columns_without_cutting(narrow, args):
     _fits_80(result.stdout)
 
 
+@pytest.mark.parametrize("columns", ["80", "72", "60"])
+def test_the_variants_notes_are_never_cut(narrow, monkeypatch, columns):
+    """Trial 307 #4: with --target's "max seqs" column the notes of 80 columns lost their last letters silently
+    ("16 query head", "MLA query hea"; no ellipsis for _fits_80 to see); narrower, figures were cut too. Beside the
+    figures where they fit at their longest word, else one line each below the table: every note and figure whole."""
+    from mha_cli.cli import output
+
+    monkeypatch.setenv("COLUMNS", columns)
+    output.stdout_console.cache_clear()
+    args = ("kv", "deepseek-v3", "--seq", "8192", "--target", "8xh200")
+    variants = narrow.json(*args)["variants"]
+    words = " ".join(narrow.run(*args).stdout.split())
+    for row in variants:
+        assert row["note"] in words and f"{row['bytes_per_token']:,}" in words, row["label"]
+    assert "16 query heads per KV head" in words and "latent 512 + RoPE 64" in words
+
+
 def test_captions_are_printed_at_the_terminal_width(narrow):
     out = narrow.run("kv", "llama-3-8b", "--target", "a100").stdout
     # the memory table's caption is one paragraph, not squeezed into the table's width

@@ -166,7 +166,6 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
         model_table,
         print_assumptions,
         print_engine_plan,
-        print_table,
     )  # fmt: skip
 
     title = f"{escape(report.model.name)}  [dim]({report.source_kind}: {escape(report.source)})[/dim]"
@@ -206,20 +205,43 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
         console.print(latency_line(latency, report.memory.sequences_per_replica, report.deployment.seq_len))
     if report.variants:  # none for an attention-free model: no K/V heads to project
         console.print()
+        print_variants(console, report)
+
+
+def print_variants(console: "Console", report: KvReport) -> None:
+    """The variants table; on a terminal too narrow for its notes beside the figures (rich would cut both), the
+    notes below it, one line each, so no figure is ever cut."""
+    from rich.measure import Measurement
+
+    from mha_cli.cli.render import print_table
+
+    figures = variants_table(report, with_notes=False)
+    if Measurement.get(console, console.options, figures).maximum + NOTE_WIDTH <= console.width:
         print_table(console, variants_table(report))
+        return
+    print_table(console, figures)
+    for row in report.variants:
+        if row.note:
+            console.print(f"{row.label}: {row.note}", style="dim", justify="left")
 
 
-def variants_table(report: KvReport) -> "Table":
+NOTE_WIDTH = 2 + 14
+"""The note column beside the figures: its padding and the last figure's, and its longest word (``(DeepSeek-V2``)."""
+
+
+def variants_table(report: KvReport, *, with_notes: bool = True) -> "Table":
     from rich import box
     from rich.table import Table
 
     from mha_cli.cli.render import size_cell
 
-    table = Table(title="Same shape, other projections", title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title="Same shape, other projections", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("variant", no_wrap=True)
     for column in ("KV heads", "B / token", "total", "vs MHA") + (("max seqs",) if report.memory is not None else ()):
-        table.add_column(column, justify="right")  # a header may wrap; the figures have no spaces, so never do
-    table.add_column("note", style="dim", min_width=14)  # the longest word of a note: "(DeepSeek-V2"
+        # a figure is measured whole, never cut; a size ("244.0 MiB") may wrap at its space
+        table.add_column(column, justify="right", no_wrap=column != "total")
+    if with_notes:
+        table.add_column("note", style="dim", min_width=14)  # the longest word of a note: "(DeepSeek-V2"
     for row in report.variants:
         cells = [
             f"{row.label}{' *' if row.is_current else ''}",
@@ -230,7 +252,8 @@ def variants_table(report: KvReport) -> "Table":
         ]
         if report.memory is not None:
             cells.append(f"{row.max_sequences:,}")
-        cells.append(row.note)
+        if with_notes:
+            cells.append(row.note)
         table.add_row(*cells, style="bold" if row.is_current else None)
     table.caption = (
         "* this model; B / token: bytes per token; total: the whole batch's cache on one tp rank"
