@@ -123,3 +123,17 @@ def test_kv_says_the_engine_stops_for_a_cache_it_refuses_on_that_gpu(cli):
     assert engine["log_lines"] == [engine["refusal"]]
     assert cli.run(*args, "--fail-if-no-fit").exit_code == 1
     assert cli.run(*common, "--target", "h100", "--fail-if-no-fit").exit_code == 0  # the control: it runs there
+
+
+@pytest.mark.parametrize(("release", "noted"), [("0.10.0", True), ("0.20.0", True), ("0.21.0", False), (None, False)])
+def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli, release, noted):
+    """Trial 307 #1: Kimi-K2's fp8 latent on vLLM 0.10 was priced (35,136 B a token, per the fp8 bytes: 61 layers x
+    576) with nothing said, where the MLA backends before 0.21.0 were never read for an fp8 cache."""
+    engine = ["--engine", f"vllm@{release}"] if release else []
+    report = cli.json("kv", "kimi-k2", "--target", "2x8xh20", "--tp", "16", "--kv-cache-dtype", "fp8", "--seq", "32768",
+                      *engine)  # fmt: skip
+    assert report["bytes_per_token"] == 61 * 576
+    said = [note for note in report["engine"]["notes"] if "were not read for an fp8 cache" in note]
+    assert bool(said) == noted
+    bf16 = cli.json("kv", "kimi-k2", "--target", "2x8xh20", "--tp", "16", "--seq", "32768", *engine)
+    assert not any("were not read for an fp8 cache" in note for note in bf16["engine"]["notes"])

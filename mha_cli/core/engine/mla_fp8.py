@@ -45,3 +45,17 @@ def mla_e5m2_refusal(target: Target | None, release: Version | None, model: Mode
         f"vLLM's MLA backends on {target.name} cache fp8 as e4m3 alone (FlashMLA, FlashInfer MLA, CUTLASS MLA,"
         f" Triton MLA: supported_kv_cache_dtypes, 0.21.0 and 0.32.0), not {latent}"
     )
+
+
+def mla_fp8_unread_note(release: Version | None, model: ModelSpec, kv_dtype: str) -> str | None:
+    """A note for an fp8 MLA cache on a vLLM ``release`` before ``READ_FROM``, whose backends were not read for it:
+    its bytes are priced, and whether that release starts with it is the user's to check (trial 307 #1: early V1
+    FlashMLA and Triton MLA implementations are reported to refuse a quantized cache); None otherwise."""
+    if model.attention.mla is None or kv_dtype != "fp8" or release is None or release[:2] >= READ_FROM:
+        return None
+    read_from = ".".join(map(str, READ_FROM))
+    return (
+        f"an fp8 MLA latent on vLLM {'.'.join(map(str, release))}: its bytes are priced, but the MLA backends of"
+        f" releases before {read_from}.0 were not read for an fp8 cache (some early V1 ones refuse it): check this"
+        " release starts with --kv-cache-dtype fp8"
+    )

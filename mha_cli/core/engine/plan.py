@@ -70,7 +70,7 @@ from mha_cli.core.engine.mamba_cache_mode import (
     vllm_mamba_cache_mode,
 )
 from mha_cli.core.engine.mla_blocks import settle_mla_block
-from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal
+from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal, mla_fp8_unread_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
@@ -856,6 +856,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     elif block != settings.block_size:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
+    unread_fp8 = mla_fp8_unread_note(settings.release, model, kv.kv_dtype)
+    notes += [unread_fp8] if unread_fp8 else []
     notes += _hybrid_cache_notes(inputs, release, mode) if state else []
     if kind_blocks and len(set(kind_blocks.values())) > 1:
         raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)
