@@ -237,3 +237,9 @@ def test_the_json_names_the_default_link_between_nodes(cli):
     assert resolved["inter_node_link"] == "ib-ndr"
     assert "joined by InfiniBand NDR" in cli.run("targets", "2x8xh100").stdout
     assert cli.json("targets", "8xh100")["resolved"]["inter_node_link"] is None  # one node: no link between nodes
+
+
+def test_a_counted_target_says_its_count_before_the_one_devices_figures(cli):
+    """Trial 307 #8: `mha targets 8xb300` began "id: b300", its count only after every per-GPU field."""
+    assert cli.run("targets", "8xb300").stdout.startswith("8 x b300: one device's figures, then the 8's\nid: b300\n")
+    assert cli.run("targets", "b300").stdout.startswith("id: b300\n")

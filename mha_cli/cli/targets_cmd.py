@@ -103,6 +103,10 @@ def render_one(console: "Console", result: TargetList) -> None:
         console.print(f"[dim]{resolved.alias_note}[/dim]")
     if resolved.node_note:
         console.print(f"[dim]{resolved.node_note}[/dim]")
+    if resolved.n_devices > 1:  # trial 307 #8: the count first (8xb300 began "id: b300")
+        console.print(
+            f"[dim]{resolved.n_devices} x {t.id}: one device's figures, then the {resolved.n_devices}'s[/dim]"
+        )
     for field, value in t.model_dump().items():
         console.print(f"[bold]{field}[/bold]: {value}")
     if resolved.n_devices > 1:
