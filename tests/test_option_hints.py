@@ -25,3 +25,25 @@ def test_an_unknown_option_says_what_to_give(args, said):
     assert result.returncode == 2 and result.stdout == ""
     assert said in result.stderr and "Possible options: --help" not in result.stderr
     assert result.stderr.count("\n") == 1  # one line
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["kv", "deepseek-v3", "--target", "8xb300", "--dp", "8", "--enable-expert-parallel"],
+         "kv prices --dp N as DP attention with the routed experts spread"),
+        (["kv", "deepseek-v3", "--target", "8xb300", "--enable-dp-attention"], "give --dp N"),
+        (["check", "deepseek-v3", "--target", "8xb300", "--dp", "8"], "check judges one tensor-parallel deployment"),
+    ],
+)  # fmt: skip
+def test_a_pasted_parallelism_flag_is_not_offered_another_parallelism(args, says):
+    """Trial 307 #7: kv's --enable-expert-parallel was answered "did you mean --tensor-parallel-size?", check's --dp
+    "did you mean --tp?": another kind of parallelism. The ways these commands price it, each runnable."""
+    result = mha(*args)
+    assert result.returncode == 2 and says in result.stderr and "did you mean" not in result.stderr
+    assert result.stderr.count("\n") == 1
+    for command in ("kv", "plan"):
+        if f"`mha {command} MODEL --target T --dp N`" in result.stderr:  # the way out runs
+            quick = ["--closed-form"] if command == "plan" else []
+            way_out = mha(command, "deepseek-v3", "--target", "8xb300", "--dp", "8", *quick, "--json")
+            assert way_out.returncode == 0, way_out.stderr

@@ -9,6 +9,15 @@ from __future__ import annotations
 _HEADS = "the head count follows the width (head_dim 32, 64 or 128, rule MHA010): give --d-model"
 _KV_HEADS = "the KV heads come from the trade-off step (rules MHA020-MHA022): give --variant MHA, GQA, MQA or MLA"
 _LAYERS = "the depth spends --params at the chosen width (rule MHA001): give --d-model, or another --params"
+_KV_EXPERTS = (
+    "kv prices --dp N as DP attention with the routed experts spread over every GPU, as vLLM's --data-parallel-size"
+    " with --enable-expert-parallel runs them: drop it (plan takes it for a deployment --tp/--pp pin)"
+)
+_KV_DP_ATTENTION = "give --dp N: kv prices it as DP attention (SGLang --dp N --enable-dp-attention)"
+_CHECK_DP = (
+    "check judges one tensor-parallel deployment; DP attention with the experts spread is priced by"
+    " `mha kv MODEL --target T --dp N` and `mha plan MODEL --target T --dp N`"
+)  # trial 307 #7: these were answered "did you mean --tensor-parallel-size?" and "--tp?", another parallelism
 HINTS: dict[str, dict[str, str]] = {
     "recommend": {
         "--heads": _HEADS, "--n-heads": _HEADS, "--num-heads": _HEADS, "--num-attention-heads": _HEADS,
@@ -20,6 +29,15 @@ HINTS: dict[str, dict[str, str]] = {
         "--head-dim": "head_dim follows the width (128 from d_model 2048, 64 below, 32 under 256: rule MHA010): give"
         " --d-model",
         "--hidden-size": "the width is --d-model",
+    },
+    "kv": {
+        "--enable-expert-parallel": _KV_EXPERTS, "--expert-parallel": _KV_EXPERTS,
+        "--enable-dp-attention": _KV_DP_ATTENTION,
+    },
+    "check": {
+        **dict.fromkeys(("--dp", "--data-parallel-size", "--dp-size", "--attn-dp-size", "--enable-dp-attention"),
+                        _CHECK_DP),
+        "--enable-expert-parallel": _CHECK_DP, "--expert-parallel": _CHECK_DP,
     },
 }  # fmt: skip
 """Per command, unknown options and what to give instead."""
