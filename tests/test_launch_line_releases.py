@@ -65,3 +65,15 @@ def test_a_v0_line_starts_at_the_first_release_with_its_server(cli):
     assert _printed_range(found["launch_note"]) == "0.2.0-0.7.x"
     read = [r for r in _releases_read_running(found["launch"]["vllm"]) if release_key(r) < (0, 8)]
     assert read[0] == "0.2.0" and read[-1] == "0.7.0"
+
+
+def test_an_sglang_line_with_ep_size_alone_is_told_the_releases_that_run_it_as_expert_parallelism(cli):
+    """Trial 307 #6: sglang@0.4's DP-attention line (``--ep-size 8``, no ``--enable-ep-moe``) was told "a release of
+    0.4.6.post2-0.4.x", where before 0.4.10.post2 --ep-size alone leaves the experts tp-sharded (FusedMoE); the
+    exact release writes ``--enable-ep-moe`` beside it, and its note names that release alone."""
+    args = ("plan", "deepseek-v3", "--target", "8xb300", "--dp", "8", "--closed-form")
+    generic = cli.json(*args, "--engine", "sglang@0.4")
+    assert "--ep-size 8" in generic["launch"]["sglang"] and "--enable-ep-moe" not in generic["launch"]["sglang"]
+    assert "run the sglang line on a release of 0.4.10.post2-0.4.x;" in generic["launch_note"]
+    early = cli.json(*args, "--engine", "sglang@0.4.6.post2")["launch"]["sglang"]
+    assert "--ep-size 8 --enable-ep-moe" in early

@@ -117,16 +117,22 @@ def _older_form(engine: str, release: Release, words: list[str], word: str) -> l
     return None
 
 
+def _needs_ep_moe(engine: str, words: list[str]) -> bool:
+    """Whether SGLang server ``words`` ask for expert parallelism by ``--ep-size N`` (N > 1) alone, which releases
+    before ``SGLANG_EP_SIZE_ALONE`` run only beside ``--enable-ep-moe`` (or DeepEP's flag): trial 307 #6."""
+    if engine != "sglang" or "--ep-size" not in words or "--enable-deepep-moe" in words or "--enable-ep-moe" in words:
+        return False
+    return _value_after(words, "--ep-size") not in (None, "1")
+
+
 def _companions(engine: str, release: Release, words: list[str]) -> Fitted:
     """``words`` with what ``release`` needs beside a word it has: SGLang before ``SGLANG_EP_SIZE_ALONE`` takes
     ``--ep-size N`` (N > 1) as expert parallelism only with ``--enable-ep-moe``, which sets the size to
     ``--tp-size`` (a line whose sizes differ cannot be run there); DeepEP's ``--enable-deepep-moe`` sets it itself
     (0.4.x ``ServerArgs.__post_init__``) and picks DeepEPMoE before EPMoE."""
-    if engine != "sglang" or "--ep-size" not in words or "--enable-deepep-moe" in words or "--enable-ep-moe" in words:
+    if not _needs_ep_moe(engine, words) or release >= release_key(SGLANG_EP_SIZE_ALONE):
         return Fitted(words)
     experts = _value_after(words, "--ep-size")
-    if experts in (None, "1") or release >= release_key(SGLANG_EP_SIZE_ALONE):
-        return Fitted(words)
     name = f"SGLang {format_release(release)}"
     if "--tp-size" not in words or _value_after(words, "--tp-size") != experts:
         why = f"its --enable-ep-moe sets the expert ranks to --tp-size; --ep-size alone from {SGLANG_EP_SIZE_ALONE}"
@@ -195,6 +201,8 @@ def releases_running(generation: Generation, lines: list[list[str]]) -> str:
             continue
         word_first, word_last = line_span(generation.engine, words)
         first, last = max(first, word_first), last if word_last is None else min(last, word_last)
+        if _needs_ep_moe(generation.engine, words):  # earlier, --ep-size N alone runs the experts tp-sharded
+            first = max(first, release_key(SGLANG_EP_SIZE_ALONE))
     if (first, last) == (start, end):
         return generation.releases
     return format_release(first) if first == last else f"{format_release(first)}-{format_release(last)}"
