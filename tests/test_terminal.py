@@ -161,11 +161,13 @@ def test_tables_fit_80_columns_without_cutting(narrow, args):
     _fits_80(result.stdout)
 
 
-@pytest.mark.parametrize("columns", ["80", "72", "60"])
+@pytest.mark.parametrize("columns", ["80", "72", "60", "40"])
 def test_the_variants_notes_are_never_cut(narrow, monkeypatch, columns):
     """Trial 307 #4: with --target's "max seqs" column the notes of 80 columns lost their last letters silently
     ("16 query head", "MLA query hea"; no ellipsis for _fits_80 to see); narrower, figures were cut too. Beside the
-    figures where they fit at their longest word, else one line each below the table: every note and figure whole."""
+    figures where they fit at their longest word, else one line each below the table, and narrower than the figures
+    (40 columns dropped the total column and cut the rest: trial 304 #8) a paragraph a variant: every note and figure
+    whole."""
     from mha_cli.cli import output
 
     monkeypatch.setenv("COLUMNS", columns)
@@ -175,6 +177,7 @@ def test_the_variants_notes_are_never_cut(narrow, monkeypatch, columns):
     words = " ".join(narrow.run(*args).stdout.split())
     for row in variants:
         assert row["note"] in words and f"{row['bytes_per_token']:,}" in words, row["label"]
+        assert f"{row['max_sequences']:,}" in words and f"{row['fraction_of_mha']:.3f}" in words, row["label"]
     assert "16 query heads per KV head" in words and "latent 512 + RoPE 64" in words
 
 

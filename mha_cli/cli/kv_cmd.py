@@ -210,19 +210,33 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
 
 def print_variants(console: "Console", report: KvReport) -> None:
     """The variants table; on a terminal too narrow for its notes beside the figures (rich would cut both), the
-    notes below it, one line each, so no figure is ever cut."""
+    notes below it, one line each; too narrow for the figures themselves, a paragraph a variant: no figure or note
+    is ever cut."""
     from rich.measure import Measurement
 
-    from mha_cli.cli.render import print_table
+    from mha_cli.cli.render import print_table, size_cell
 
     figures = variants_table(report, with_notes=False)
-    if Measurement.get(console, console.options, figures).maximum + NOTE_WIDTH <= console.width:
+    widest = Measurement.get(console, console.options.update(max_width=10_000), figures).maximum  # not clamped
+    if widest + NOTE_WIDTH <= console.width:
         print_table(console, variants_table(report))
         return
-    print_table(console, figures)
+    if widest <= console.width:
+        print_table(console, figures)
+        for row in report.variants:
+            if row.note:
+                console.print(f"{row.label}: {row.note}", style="dim", justify="left")
+        return
+    console.print("Same shape, other projections")  # a narrow terminal: each variant's figures as words
     for row in report.variants:
-        if row.note:
-            console.print(f"{row.label}: {row.note}", style="dim", justify="left")
+        heads = "a latent" if row.variant == "MLA" else f"{row.n_kv_heads} KV head{'s' if row.n_kv_heads > 1 else ''}"
+        seqs = f", {row.max_sequences:,} max seqs" if report.memory is not None else ""
+        note = f"; {row.note}" if row.note else ""
+        console.print(
+            f"{row.label}{' *' if row.is_current else ''}: {heads}, {row.bytes_per_token:,} B / token,"
+            f" {size_cell(row.total_bytes)} total, {row.fraction_of_mha:.3f} of MHA{seqs}{note}"
+        )
+    console.print(f"[dim]{figures.caption}[/dim]")
 
 
 NOTE_WIDTH = 2 + 14
