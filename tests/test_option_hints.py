@@ -47,3 +47,15 @@ def test_a_pasted_parallelism_flag_is_not_offered_another_parallelism(args, says
             quick = ["--closed-form"] if command == "plan" else []
             way_out = mha(command, "deepseek-v3", "--target", "8xb300", "--dp", "8", *quick, "--json")
             assert way_out.returncode == 0, way_out.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [(["plan", "llama-3-8b", "--isl", "8k"], "'--isl'"), (["kv", "llama-3-8b", "--batch", "1.5"], "'--batch'")],
+)
+def test_a_count_typed_as_words_is_asked_for_in_digits(args, option):
+    """Trial 304 #9: `--isl 8k` was answered in pydantic's words ("Input should be a valid integer, unable to parse
+    string as an integer"): what to type instead, in one line."""
+    result = mha(*args)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert f"Invalid value for {option}: give a whole number in digits (such as 8192, not 8k or 1.5)" in result.stderr

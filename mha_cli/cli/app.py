@@ -248,6 +248,7 @@ def main() -> None:
             from mha_cli.cli.option_hints import unknown_option_message
 
             message = unknown_option_message(command, exc.option_name, exc.message, list(exc.possibilities or []))
+        message = message.replace(PYDANTIC_NOT_AN_INTEGER, WHOLE_NUMBER_WANTED)
         print_error(f"{message} (see `{where}`)")
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
@@ -259,6 +260,12 @@ def main() -> None:
         sys.exit(EXIT_OUTPUT_FAILED)
     _flush_stdout()
     sys.exit(code if isinstance(code, int) else 0)
+
+
+PYDANTIC_NOT_AN_INTEGER = "Input should be a valid integer, unable to parse string as an integer"
+"""What typer's integer options say of ``--isl 8k`` (pydantic's words)."""
+WHOLE_NUMBER_WANTED = "give a whole number in digits (such as 8192, not 8k or 1.5)"
+"""Said instead: what to type (trial 304 #9). ``--seq``, whose values take 8k, says how it reads them."""
 
 
 def _standard_streams_open() -> bool:
