@@ -37,13 +37,15 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     be ``qwen3-30b-a3b``): a string distance would offer ``llama-3.1-70b`` for ``llama-3.1-7b``, a model ten times the
     size one character away, as ``h200`` for ``h20`` (``core.chip_names``), and ``mistral-7b-v0.1`` (a 4,096-token
     window) for ``mistral-7b-v0.3`` (none), ``llama-2-7b`` for ``llama-3.1-7b``, ``gpt2`` for ``gpt3`` (trial 304
-    #3)."""
+    #3). Where some are of the family the name begins with (its first word of letters, ``qwen``), only those."""
     sizes, versions = model_sizes(word), model_versions(word)
     same = [
         name for name in known
         if sizes <= model_sizes(name) and _versions_held(versions, name) and not _another_release(versions, name)
     ]  # fmt: skip
-    return did_you_mean(word, same, otherwise)
+    family = re.match(r"[a-z]+", str(word).strip().lower())
+    of_family = [name for name in same if family and family.group() in re.findall(r"[a-z]+", name.lower())]
+    return did_you_mean(word, of_family or same, otherwise)  # review 305 #12: qwen3-8b before meta-llama-3-8b
 
 
 def _another_release(typed: set[str], name: str) -> bool:
