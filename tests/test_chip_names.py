@@ -200,6 +200,10 @@ def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
     assert "mistral-7b-v0.1" in cli.run("kv", "mistral-7b").stderr  # no version typed: each offered spells its own
     # review 305 #12: the family the name begins with, where one is close (meta-llama-3-8b-instruct came first)
     assert "did you mean qwen3-8b?" in cli.run("kv", "Qwen3-8B-Instruct").stderr
+    # review 308 #1: a typo that loses a family's number is no other release (a date's four digits are)
+    for typed, offered in [("qwen-235b-a22b-2507", "qwen3-235b-a22b-2507"), ("deepseek-v-0324", "deepseek-v3-0324"),
+                           ("ai21-jamba-mini-1.", "ai21-jamba-mini-1.5"), ("command-r7b-2024", "c4ai-command-r7b-12-2024")]:  # fmt: skip
+        assert f"did you mean {offered}" in cli.run("kv", typed).stderr, typed
     # review 305 #1: a size typed without its b is that size; 4 is 4.0, 1 is 01, 31 is 3.1
     for typed, offered in [("llama-3.1-8", "llama-3.1-8b"), ("gpt-oss-20", "gpt-oss-20b?"), ("command-r7", "command-r7b"),
                            ("granite-4-h-small", "granite-4.0-h-small"), ("minimax-text-1", "minimax-text-01"),

@@ -223,6 +223,10 @@ def test_a_quantized_config_whose_name_or_path_is_its_base_model_is_served_as_a_
     assert "Qwen/Qwen3-8B, names no quantized checkpoint where the config declares fp8 weights" in base["launch_note"]
     stem.write_text(stem.read_text().replace('"Qwen/Qwen3-8B"', '"Qwen/Qwen3-8B-FP8"'))
     assert launch(cli, str(stem))["launch"]["vllm"].startswith("vllm serve Qwen/Qwen3-8B-FP8 ")
+    native = tmp_path / "gpt-oss.json"  # review 308 #2: a checkpoint published quantized under its own id
+    native.write_text(json.dumps({**json.loads(reference_hf_config("gpt-oss-20b").read_text()),
+                                  "_name_or_path": "openai/gpt-oss-20b"}))  # fmt: skip
+    assert launch(cli, str(native))["launch"]["vllm"].startswith("vllm serve openai/gpt-oss-20b ")
     modelopt = launch(cli, str(Path(__file__).parent / "fixtures/quantization/deepseek-r1-distill-qwen-32b-nvfp4"))
     assert modelopt["launch"]["vllm"].startswith(f"vllm serve {PLACEHOLDER} ")
     assert "declares NVFP4 weights" in modelopt["launch_note"]

@@ -36,6 +36,7 @@ def test_an_unknown_option_says_what_to_give(args, said):
         (["check", "deepseek-v3", "--target", "8xb300", "--dp", "8"], "check judges one tensor-parallel deployment"),
     ],
 )  # fmt: skip
+# review 308 #5: check's way out for a dense model is plan's replicas (kv --dp refuses a model with no experts)
 def test_a_pasted_parallelism_flag_is_not_offered_another_parallelism(args, says):
     """Trial 307 #7: kv's --enable-expert-parallel was answered "did you mean --tensor-parallel-size?", check's --dp
     "did you mean --tp?": another kind of parallelism. The ways these commands price it, each runnable."""
@@ -47,6 +48,9 @@ def test_a_pasted_parallelism_flag_is_not_offered_another_parallelism(args, says
             quick = ["--closed-form"] if command == "plan" else []
             way_out = mha(command, "deepseek-v3", "--target", "8xb300", "--dp", "8", *quick, "--json")
             assert way_out.returncode == 0, way_out.stderr
+    if args[0] == "check":
+        dense = mha("plan", "llama-3-8b", "--target", "8xh100", "--dp", "8", "--closed-form", "--json")
+        assert dense.returncode == 0, dense.stderr
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,8 @@ _KV_EXPERTS = (
 )
 _KV_DP_ATTENTION = "give --dp N: kv prices it as DP attention (SGLang --dp N --enable-dp-attention)"
 _CHECK_DP = (
-    "check judges one tensor-parallel deployment; DP attention with the experts spread is priced by"
-    " `mha kv MODEL --target T --dp N` and `mha plan MODEL --target T --dp N`"
+    "check judges one tensor-parallel deployment; `mha plan MODEL --target T --dp N` prices data parallelism (an MoE"
+    " model's DP attention, which `mha kv MODEL --target T --dp N` sizes too; a dense model's replicas)"
 )  # trial 307 #7: these were answered "did you mean --tensor-parallel-size?" and "--tp?", another parallelism
 HINTS: dict[str, dict[str, str]] = {
     "recommend": {

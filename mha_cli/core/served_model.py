@@ -62,10 +62,10 @@ def from_config(config_path: Path, data: dict) -> ServedModel:
     name_or_path = data.get("_name_or_path")
     hf_id = parse_hf_id(name_or_path) if isinstance(name_or_path, str) else None
     method = _quant_method(data)
-    if hf_id is not None and method and not QUANTISED_NAME.search(hf_id.repo):
+    if hf_id is not None and method and not _names_quantized_checkpoint(hf_id.repo):
         return placeholder(
             f"the config's _name_or_path, {hf_id.repo}, names no quantized checkpoint where the config declares"
-            f" {method} weights: likely the model they were quantized from, another deployment"
+            f" {method} weights: it may be the model they were quantized from, another deployment"
         )  # trial 307 #2: vllm serve on the bf16 base, twice the weights priced
     if hf_id is not None and hf_id.revision is None:
         return ServedModel(
@@ -81,6 +81,16 @@ QUANTISED_NAME = re.compile(
     r"fp8|fp4|fp6|int4|int8|awq|gptq|w\d+a\d+|bnb|\dbit|quant|exl2|marlin|gguf|nf4|mlx|-q\d", re.IGNORECASE
 )
 """A word that names a quantized checkpoint in a Hugging Face id (``Qwen/Qwen3-8B-FP8``, ``...-AWQ``, ``-W4A16``)."""
+
+
+def _names_quantized_checkpoint(repo: str) -> bool:
+    """Whether Hugging Face id ``repo`` names a quantized checkpoint: by a word of its name (``QUANTISED_NAME``), or
+    as a preset's own checkpoint published quantized (``openai/gpt-oss-20b``'s mxfp4, ``deepseek-ai/DeepSeek-V3``'s
+    fp8: ``presets.CHECKPOINT_WEIGHTS``; review 308 #2)."""
+    from mha_cli.core.preset_ids import preset_for_id
+    from mha_cli.core.presets import CHECKPOINT_WEIGHTS
+
+    return bool(QUANTISED_NAME.search(repo)) or preset_for_id(repo) in CHECKPOINT_WEIGHTS
 
 
 def _quant_method(data: dict) -> str | None:

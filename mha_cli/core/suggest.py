@@ -48,14 +48,20 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     return did_you_mean(word, of_family or same, otherwise)  # review 305 #12: qwen3-8b before meta-llama-3-8b
 
 
+_RELEASE_TAG = re.compile(r"\d{4}")
+"""A release tag in a model name: a date's four digits (``2507``, ``0324``, ``2024``), not a family's number."""
+
+
 def _another_release(typed: set[str], name: str) -> bool:
-    """Whether model ``name`` spells a version beyond those ``typed`` spells, where ``typed`` spells one: another
-    release of the model typed (``qwen3-235b-a22b-2507``, a 262,144-token context, for ``qwen3-235b``: the original
-    has 40,960; ``deepseek-v3-0324`` for ``deepseek-v3``; trial 307 #3). A name typed with no version at all
-    (``llama-8b``) may be offered every version: each suggestion spells its own."""
+    """Whether model ``name`` spells a release tag (``_RELEASE_TAG``) ``typed`` does not, where ``typed`` spells a
+    version: another release of the model typed (``qwen3-235b-a22b-2507``, a 262,144-token context, for
+    ``qwen3-235b``: the original has 40,960; ``deepseek-v3-0324`` for ``deepseek-v3``; trial 307 #3). A family's
+    number a typo lost is no release (``qwen-235b-a22b-2507`` is still offered ``qwen3-235b-a22b-2507``: review 308
+    #1); a name typed with no version at all (``llama-8b``) may be offered every version."""
     if not typed:
         return False
-    return bool({_plain(version) for version in model_versions(name)} - {_plain(version) for version in typed})
+    extra = {_plain(version) for version in model_versions(name)} - {_plain(version) for version in typed}
+    return any(_RELEASE_TAG.fullmatch(version) for version in extra)
 
 
 def _versions_held(typed: set[str], name: str) -> bool:

@@ -141,7 +141,7 @@ GENERATIONS: tuple[Generation, ...] = (
     Generation(
         id="sglang-0.4", engine="sglang", first=(0, 4), until=(0, 5), label="SGLang 0.4",
         cuda_graph_in_budget=False, hybrid_allocator=False, block_size=1, data_parallel_flag=True,
-        differs="mem_fraction_static from a reserve by the GPU's memory tier and tp x pp from 0.4.8 (sglang@0.4:"
+        differs="mem_fraction_static from a reserve by the GPU's memory tier (and tp x pp under 160 GiB) from 0.4.8 (sglang@0.4:"
         " its newest, 0.4.10.post2; core.engine.sglang_tiered), by tp alone before (0.88 at tp 1 to 0.79 at 16);"
         " chunked prefill 2048 under 35 GiB, 8192 under 160 GiB, 16384 above from 0.4.8, 8192 (2048 under 25,000"
         " MiB) before",

@@ -57,5 +57,5 @@ def mla_fp8_unread_note(release: Version | None, model: ModelSpec, kv_dtype: str
     return (
         f"an fp8 MLA latent on vLLM {'.'.join(map(str, release))}: its bytes are priced, but the MLA backends of"
         f" releases before {read_from}.0 were not read for an fp8 cache (some early V1 ones refuse it): check this"
-        " release starts with --kv-cache-dtype fp8"
+        " release starts with this fp8 --kv-cache-dtype"
     )

@@ -735,6 +735,8 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     notes = ["vLLM V0: no hybrid allocator, every layer holds every token of a request (sliding windows unused)"]
     if kv.n_state_layers:
         notes.append("vLLM V0 holds Mamba states in a cache of its own, outside this pool: not modelled")
+    unread_fp8 = mla_fp8_unread_note(settings.release, inputs.model, kv.kv_dtype)  # review 308 #4: V0 too
+    notes += [unread_fp8] if unread_fp8 else []
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
         concurrency=concurrency, request_bytes=per_sequence, starts=refusal is None,
