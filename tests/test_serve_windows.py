@@ -196,14 +196,14 @@ _CLOSED_LOOP = Workload(drawn_lengths(300, 700, 60, range_ratio=0.8, seed=3), ma
     ids=["sliding-lags", "sliding", "chunked-open-loop", "state-and-sliding"],
 )  # fmt: skip
 def test_a_windowed_decode_run_is_the_exact_steps_to_the_bit(groups, group_blocks, lags, workload, monkeypatch):
-    """The windowed decode-repeat shortcut (``_Run._windowed_decode_run``) against the step-by-step scheduler: every
-    figure equal, not close (each step priced exactly, each request's blocks as its allocations at whole blocks
+    """The decode-repeat shortcut (``_Run.decode_run``) on vLLM's windowed groups against the step-by-step scheduler:
+    every figure equal, not close (each step priced exactly, each request's blocks as its allocations at whole blocks
     leave them), preemptions and the frees that lag the tokens in flight included."""
     from mha_cli.core.serve import simulate as simulate_module
     from tests.test_serve_simulate import _cost
 
     runs = []
-    shortcut = simulate_module._Run._windowed_decode_run
+    shortcut = simulate_module._Run.decode_run
 
     def counted(run, decodes):
         before = run.steps
@@ -211,7 +211,7 @@ def test_a_windowed_decode_run_is_the_exact_steps_to_the_bit(groups, group_block
         runs.append(run.steps - before)
         return ended
 
-    monkeypatch.setattr(simulate_module._Run, "_windowed_decode_run", counted)
+    monkeypatch.setattr(simulate_module._Run, "decode_run", counted)
     limits = _limits(groups, group_blocks, capped=True)._replace(max_num_batched_tokens=512, window_free_lags=lags)
     cost = _cost()
     fast, fast_times = simulate(workload, limits, cost)

@@ -361,25 +361,33 @@ class _Run:
     def decode_run(self, decodes: list[int]) -> list[int]:
         """Repeat the step of ``decodes`` alone until the next event: a request ends, the client sends one, one sent
         reaches the engine on a turn that receives it (``core.serve.recv_interval``), or the pool would run out
-        (``_horizon``). Only the first step's gaps differ per request; the others are the step's time for every row.
-        The requests it ended."""
-        if self.windowed and self.limits.engine == "vllm":  # vLLM's allocations at whole blocks (``_vllm``)
-            return self._windowed_decode_run(decodes)
+        (``_horizon``, ``_windowed_horizon``). Only the first step's gaps differ per request; the others are the step's
+        time for every row. The trace gets one point a run. The requests it ended."""
+        # vLLM's windowed groups: each step exact to the bit (priced by ``StepCost.seconds``, not the interpolated
+        # grid; each gap the clock's own difference) and each request's blocks as its allocations at whole blocks
+        # leave them (``EngineState.advance_windowed_decodes``), while every one fits whatever the order
+        windowed = self.windowed and self.limits.engine == "vllm"
         state, rows = self.state, len(decodes)
-        horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
+        if windowed:
+            horizon = _windowed_horizon(state, decodes, self.outputs)
+        else:
+            horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
+        price = self.cost.exact_decode_seconds if windowed else self.cost.decode_seconds
         # a request sent stops the run at once (the client counts it in flight); one on its way, at a receiving turn
         send, entry = self.client.next_send(), self.client.next_entry()
         context = sum(state.computed[r] for r in decodes) // rows
         first_end = 0.0
         taken = 0
         while taken < horizon:
-            seconds = self.cost.decode_seconds(rows, context + taken)
+            before = self.now
+            seconds = price(rows, context + taken)
             self.now += seconds
             taken += 1
             if taken == 1:
                 first_end = self.now
             else:
-                self.gaps[seconds] = self.gaps.get(seconds, 0) + rows
+                gap = self.now - before if windowed else seconds
+                self.gaps[gap] = self.gaps.get(gap, 0) + rows
             self.recv.step(prompt=False)
             if (send is not None and self.now >= send) or (entry is not None and self.now >= entry and self.recv.due):
                 break
@@ -387,44 +395,10 @@ class _Run:
         state.decay_ratio(taken - 1)
         ended = []
         for request in decodes:
-            state.grow(request, state.computed[request] + taken)
-            state.computed[request] += taken
-            state.generated[request] += taken
-            gap = first_end - self.last[request]
-            self.gaps[gap] = self.gaps.get(gap, 0) + 1
-            self.last[request] = self.now
-            if state.generated[request] >= self.outputs[request]:
-                ended.append(request)
-        return ended
-
-    def _windowed_decode_run(self, decodes: list[int]) -> list[int]:
-        """``decode_run`` over vLLM's windowed groups, the same as that many exact steps to the bit (but for the
-        trace, one point a run, as ``decode_run``'s): each step priced
-        by ``StepCost.seconds`` (``exact_decode_seconds``, not the interpolated grid), each gap the clock's own difference, and each request's
-        blocks as its allocations at whole blocks leave them (``EngineState.advance_windowed_decodes``), run only
-        while every one fits whatever the order (``_windowed_horizon``). The requests it ended."""
-        state, rows = self.state, len(decodes)
-        horizon = _windowed_horizon(state, decodes, self.outputs)
-        send, entry = self.client.next_send(), self.client.next_entry()
-        context = sum(state.computed[r] for r in decodes) // rows
-        first_end = 0.0
-        taken = 0
-        while taken < horizon:
-            before = self.now
-            self.now += self.cost.exact_decode_seconds(rows, context + taken)
-            taken += 1
-            if taken == 1:
-                first_end = self.now
+            if windowed:
+                state.advance_windowed_decodes(request, taken)
             else:
-                gap = self.now - before
-                self.gaps[gap] = self.gaps.get(gap, 0) + rows
-            self.recv.step(prompt=False)
-            if (send is not None and self.now >= send) or (entry is not None and self.now >= entry and self.recv.due):
-                break
-        self.steps += taken
-        ended = []
-        for request in decodes:
-            state.advance_windowed_decodes(request, taken)
+                state.grow(request, state.computed[request] + taken)
             state.computed[request] += taken
             state.generated[request] += taken
             gap = first_end - self.last[request]
