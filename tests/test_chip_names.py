@@ -209,3 +209,9 @@ def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
                            ("granite-4-h-small", "granite-4.0-h-small"), ("minimax-text-1", "minimax-text-01"),
                            ("llama-31-8b", "llama-3.1-8b")]:  # fmt: skip
         assert f"did you mean {offered}" in cli.run("kv", typed).stderr, typed
+    from mha_cli.core.suggest import _another_release
+
+    assert _another_release({"3"}, "deepseek-v3-0324") and _another_release(
+        {"3"}, "qwen3-235b-a22b-2507"
+    )  # 0324: whole
+    assert not _another_release({"2507"}, "qwen3-235b-a22b-2507") and not _another_release(set(), "deepseek-v3-0324")

@@ -60,8 +60,8 @@ def _another_release(typed: set[str], name: str) -> bool:
     #1); a name typed with no version at all (``llama-8b``) may be offered every version."""
     if not typed:
         return False
-    extra = {_plain(version) for version in model_versions(name)} - {_plain(version) for version in typed}
-    return any(_RELEASE_TAG.fullmatch(version) for version in extra)
+    held = {_plain(version) for version in typed}
+    return any(_RELEASE_TAG.fullmatch(version) and _plain(version) not in held for version in model_versions(name))
 
 
 def _versions_held(typed: set[str], name: str) -> bool:
