@@ -145,3 +145,9 @@ def test_the_header_of_a_replayed_run_says_the_files_lengths_beside_the_closed_f
     )
     plain = CliRunner().invoke(app, [*ONE, "--concurrency", "4"], env={"COLUMNS": "300"})
     assert "; 512 in / 64 out, 4 user(s)" in plain.output.splitlines()[0]
+    # the JSON says it too (it had only the closed form's isl and osl): the file, its pairs and their means by hand
+    replayed = json.loads(CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--lengths-file", str(lengths),
+                                                   "--json"]).stdout)  # fmt: skip
+    assert replayed["lengths_file"] == {"path": str(lengths), "pairs": 3, "mean_isl": 1700.0, "mean_osl": 550 / 3}
+    assert (replayed["isl"], replayed["osl"]) == (512, 64)
+    assert "lengths_file" not in json.loads(CliRunner().invoke(app, [*ONE, "--concurrency", "4", "--json"]).stdout)

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from mha_cli.core.cost.speculative import SpeculativeComparison
     from mha_cli.core.schemas import DeploymentSpec, ModelSpec, MoeA2aBackend, SpeculativeSpec
     from mha_cli.core.serve.replica import ClientSpec, SimulatedServing
+    from mha_cli.core.serve.workload import LengthsReplayed
     from mha_cli.core.sources import ModelSource
     from mha_cli.core.targets import ResolvedTarget
 
@@ -625,7 +626,8 @@ def plan(
 
             write_pareto_plot(plot, found, force=force)
             output.wrote(plot)
-        output.emit(found, partial(render_search, workload=workload_words(isl, osl, client, lengths_file)))
+        found.lengths_file = replayed_lengths(client, lengths_file)
+        output.emit(found, partial(render_search, workload=workload_words(isl, osl, found.lengths_file)))
         _notice_alias(resolved.alias_note, output)
         if fail_if_misses and found.chosen is None:
             raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -691,7 +693,8 @@ def plan(
 
         write_plan_plot(plot, result, force=force)
         output.wrote(plot)
-    output.emit(result, partial(render_plan, workload=workload_words(isl, osl, client, lengths_file)))
+    result.lengths_file = replayed_lengths(client, lengths_file)
+    output.emit(result, partial(render_plan, workload=workload_words(isl, osl, result.lengths_file)))
     _notice_alias(resolved.alias_note, output)
     if fail_if_misses and not getattr(result, "meets_targets", True):
         raise typer.Exit(code=EXIT_CHECK_FAILED)
@@ -972,20 +975,26 @@ def resolved_cpu(resolved: ResolvedTarget, profile: DeviceProfile) -> ResolvedTa
     return resolved.model_copy(update={"target": row})
 
 
-def workload_words(isl: int, osl: int, client: ClientSpec | None, lengths_file: Path | None) -> str:
+def replayed_lengths(client: ClientSpec | None, lengths_file: Path | None) -> LengthsReplayed | None:
+    """The lengths file the simulated loop replays, summed up (the JSON's ``lengths_file``); None without one."""
+    if client is None or client.lengths is None or lengths_file is None:
+        return None
+    from mha_cli.core.serve.workload import lengths_replayed
+
+    return lengths_replayed(lengths_file, client.lengths)
+
+
+def workload_words(isl: int, osl: int, replayed: LengthsReplayed | None) -> str:
     """The header's lengths: ``1,024 in / 256 out``, or, where the simulated loop replays a lengths file, the mean of
     the file's pairs beside the --isl and --osl the closed form prices (trial 302 #8: the header said 1,024 in / 256
     out over a file of 2,000- and 3,000-token prompts); a run that replays only its first pairs says so in a note."""
-    if client is None or client.lengths is None or lengths_file is None:
+    if replayed is None:
         return f"{isl:,} in / {osl:,} out"
     from mha_cli.core.errors import shown_path
 
-    pairs = len(client.lengths)
-    mean_in = sum(prompt for prompt, _ in client.lengths) / pairs
-    mean_out = sum(output for _, output in client.lengths) / pairs
     return (
-        f"requests of {shown_path(lengths_file)} (its {pairs:,} pairs average {mean_in:,.0f} in / {mean_out:,.0f} out;"
-        f" the closed form at {isl:,} in / {osl:,} out)"
+        f"requests of {shown_path(Path(replayed.path))} (its {replayed.pairs:,} pairs average"
+        f" {replayed.mean_isl:,.0f} in / {replayed.mean_osl:,.0f} out; the closed form at {isl:,} in / {osl:,} out)"
     )
 
 

@@ -41,6 +41,7 @@ from mha_cli.core.pipeline import DEFAULT_SPLIT, StageLayout, StageMemory, stage
 from mha_cli.core.record import empty_list
 from mha_cli.core.schemas import DeploymentSpec, EngineName, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec, SimulatedServing, simulate_deployment
+from mha_cli.core.serve.workload import LengthsReplayed
 from mha_cli.core.speculative import drafter_memory_note, drafter_weight_bytes, memory_model, shares_pool
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
@@ -76,6 +77,8 @@ class ServingPlan(ServingPrediction):
     launch_note: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """What to check in the launch lines: null where there is nothing to say, absent without lines (a search's
     candidates), as a search's pick has it (``_launch_note_beside_lines``)."""
+    lengths_file: Annotated[LengthsReplayed | None, Field(exclude_if=lambda value: value is None)] = None
+    """``--lengths-file``, the pairs the simulated loop replays summed up; absent without one."""
     saturated: bool = False
     """``--rate`` beyond what the deployment serves at its largest load: requests pile up without bound, so a
     request's TTFT and end to end grow with its place in the queue (``ttft_ms`` and ``e2e_ms`` are a request's once

@@ -61,6 +61,7 @@ from mha_cli.core.errors import BadInputError, MhaError, NotPricedError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
+from mha_cli.core.serve.workload import LengthsReplayed
 from mha_cli.core.served_model import ServedModel
 from mha_cli.core.targets import ResolvedTarget, resolve_target_like
 from mha_cli.core.tensor_parallel import tp_shard_problem
@@ -125,6 +126,8 @@ class SearchResult(Record):
     """What an alias typed as ``--target`` was taken to mean (``h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)``,
     ``core.targets.ResolvedTarget.alias_note``; one deployment's plan carries it as ``memory.alias_note``); absent
     when an id was typed."""
+    lengths_file: Annotated[LengthsReplayed | None, Field(exclude_if=lambda value: value is None)] = None
+    """``--lengths-file``, the pairs the simulated runs replay summed up; absent without one."""
 
     def simulated_miss(self, index: int) -> int | None:
         """The simulated run that rules candidate ``index`` out: its own when the simulated loop missed the targets

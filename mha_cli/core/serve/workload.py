@@ -20,9 +20,31 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mha_cli.core.errors import BadInputError, shown_path
+from mha_cli.core.record import Record
 
 MAX_REQUESTS = 1_000_000
 """Requests a simulation takes at most."""
+
+
+class LengthsReplayed(Record):
+    """A ``--lengths-file`` the simulated loop replays, summed up (plan's JSON ``lengths_file``; its text header)."""
+
+    path: str
+    """The file as typed."""
+    pairs: int
+    """(input, output) pairs it holds."""
+    mean_isl: float
+    """Their mean prompt tokens (the closed form prices ``--isl``, not this)."""
+    mean_osl: float
+    """Their mean output tokens (the closed form prices ``--osl``)."""
+
+
+def lengths_replayed(path: Path, lengths: list[tuple[int, int]]) -> LengthsReplayed:
+    """``path``'s pairs ``lengths`` (``read_lengths``), summed up."""
+    return LengthsReplayed(
+        path=str(path), pairs=len(lengths), mean_isl=sum(prompt for prompt, _ in lengths) / len(lengths),
+        mean_osl=sum(output for _, output in lengths) / len(lengths),
+    )  # fmt: skip
 
 
 class Workload(NamedTuple):
