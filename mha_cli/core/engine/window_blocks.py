@@ -62,11 +62,13 @@ def held_blocks(groups: tuple[WindowGroup, ...], tokens: int, computed: int, blo
     those still in flight under async scheduling, ``allocate_slots``' ``total_computed_tokens -
     request.num_in_flight_tokens``; before, behind all it computed)."""
     blocks = -(-tokens // block_size)
-    return sum(
-        group.admission_blocks if group.kind == "state"
-        else blocks - min(skipped_tokens(group, computed) // block_size, blocks)
-        for group in groups
-    )  # fmt: skip
+    held = 0
+    for group in groups:  # a loop, not a sum over a generator: the simulator's decode runs call it millions of times
+        if group.kind == "state":
+            held += group.admission_blocks
+        else:
+            held += blocks - min(skipped_tokens(group, computed) // block_size, blocks)
+    return held
 
 
 def admission_blocks(groups: tuple[WindowGroup, ...], tokens: int, block_size: int, *, capped: bool) -> int:

@@ -55,6 +55,8 @@ window left before each allocation, and from 0.21 asks at admission no more than
 Mamba-state group holds one block (``core.engine.window_blocks``). Pure Python.
 """
 
+import math
+from bisect import bisect_right
 from collections import Counter, deque
 from typing import Literal, NamedTuple
 
@@ -364,43 +366,43 @@ class EngineState:
         self.in_flight[request] = tokens - computed
         return True
 
-    def _windowed_decode_grows(self, request: int, steps: int) -> list[tuple[int, int, int]]:
-        """(step, blocks held, tokens in flight) after each allocation ``_vllm`` makes for ``request`` over its next
-        ``steps`` decode steps (numbered from 1), the first one's already made: a decode allocates only when its
-        computed tokens fill whole blocks (a new block; the windows' skipped ones freed then), as ``_grow_windowed``
-        does. Nothing changes: ``windowed_decode_excess`` and ``advance_windowed_decodes`` read it."""
+    def windowed_decode_grows(self, request: int, steps: int) -> list[tuple[int, int]]:
+        """(step, blocks held) after each allocation ``_vllm`` makes for ``request`` over its next ``steps`` decode
+        steps (numbered from 1), the first one's already made: a decode allocates only when its computed tokens fill
+        whole blocks (a new block; the windows' skipped ones freed then), as ``_grow_windowed`` does, one token in
+        flight after each. Nothing changes: ``windowed_decode_excess`` and ``advance_windowed_decodes`` read it."""
         grows = []
         computed, in_flight, size = self.computed[request], self.in_flight[request], self.block_size
         first = computed + 1 + (-(computed + 1)) % size  # the first whole-block count after the first step
         for done in range(first, computed + steps, size):
             processed = done - in_flight if self.window_free_lags else done
             in_flight = 1
-            held = held_blocks(self.window_groups, done + 1, max(0, processed), size)
-            grows.append((done - computed + 1, held, in_flight))
+            grows.append((done - computed + 1, held_blocks(self.window_groups, done + 1, max(0, processed), size)))
         return grows
 
-    def windowed_decode_excess(self, request: int, steps: int) -> list[int]:
-        """For k = 1 to ``steps``: the most blocks beyond those it holds now ``request`` holds at any point of its
-        next k decode steps (windowed groups). k such steps of every running request fit when the sum of theirs is
-        at most the free blocks, whatever order their allocations and frees come in."""
-        most, excess, held_now = [], 0, self.held[request]
-        grows = iter(self._windowed_decode_grows(request, steps))
-        grow = next(grows, None)
-        for step in range(1, steps + 1):
-            if grow is not None and grow[0] == step:
-                excess = max(excess, grow[1] - held_now)
-                grow = next(grows, None)
-            most.append(excess)
-        return most
+    def windowed_decode_excess(self, request: int, grows: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+        """The most blocks beyond those it holds now ``request`` holds at any point of its next k decode steps
+        (windowed groups; ``grows``: ``windowed_decode_grows``), as (``at``, ``most``): from step ``at[i]`` on the
+        most is ``most[i]`` (0 before ``at[0]``), one entry each time it rises. k such steps of every running request
+        fit when the sum of theirs is at most the free blocks, whatever order their allocations and frees come in."""
+        at, most, excess, held_now = [], [], 0, self.held[request]
+        for step, held in grows:
+            if held - held_now > excess:
+                excess = held - held_now
+                at.append(step)
+                most.append(excess)
+        return at, most
 
-    def advance_windowed_decodes(self, request: int, steps: int) -> None:
+    def advance_windowed_decodes(self, request: int, grows: list[tuple[int, int]], steps: int) -> None:
         """``request``'s blocks after ``steps`` decode steps (windowed groups), each allocation fitting
-        (``windowed_decode_excess``): as ``steps`` calls of ``_vllm`` leave them; its tokens are the caller's."""
-        grows = self._windowed_decode_grows(request, steps)
-        if grows:
-            _, held, self.in_flight[request] = grows[-1]
+        (``windowed_decode_excess``): as ``steps`` calls of ``_vllm`` leave them, from ``grows``
+        (``windowed_decode_grows`` over at least ``steps``); its tokens are the caller's."""
+        made = bisect_right(grows, (steps, math.inf))  # the allocations of the first ``steps`` steps
+        if made:
+            held = grows[made - 1][1]
             self.free_blocks -= held - self.held[request]
             self.held[request] = held
+            self.in_flight[request] = 1
 
     def _taken_with(self, request: int, link: int) -> int:
         """Of ``link`` hit blocks ``request`` would link, those that leave the free queue: the ones no running

@@ -17,6 +17,7 @@ request, output and total token throughput over the run's duration (first send t
 """
 
 import heapq
+from bisect import bisect_right
 from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import Field
@@ -369,7 +370,9 @@ class _Run:
         windowed = self.windowed and self.limits.engine == "vllm"
         state, rows = self.state, len(decodes)
         if windowed:
-            horizon = _windowed_horizon(state, decodes, self.outputs)
+            steps = min(self.outputs[r] - state.generated[r] for r in decodes)  # until the first ends
+            grows = [state.windowed_decode_grows(r, steps) for r in decodes]
+            horizon = _windowed_horizon(state, decodes, grows, steps)
         else:
             horizon = _horizon(state, decodes, self.outputs, grows=self.limits.engine != "trtllm")
         price = self.cost.exact_decode_seconds if windowed else self.cost.decode_seconds
@@ -394,9 +397,9 @@ class _Run:
         self.steps += taken
         state.decay_ratio(taken - 1)
         ended = []
-        for request in decodes:
+        for i, request in enumerate(decodes):
             if windowed:
-                state.advance_windowed_decodes(request, taken)
+                state.advance_windowed_decodes(request, grows[i], taken)
             else:
                 state.grow(request, state.computed[request] + taken)
             state.computed[request] += taken
@@ -543,15 +546,20 @@ def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grow
     return low
 
 
-def _windowed_horizon(state: EngineState, decodes: list[int], outputs: list[int]) -> int:
-    """``_horizon`` over vLLM's windowed groups: the decode steps the same rows repeat until the first of them ends,
-    while the most blocks each holds beyond its own now (``EngineState.windowed_decode_excess``), summed, fit the
-    free ones: no allocation of the run can fail, whichever request's comes first."""
-    steps = min(outputs[r] - state.generated[r] for r in decodes)
-    excess = [state.windowed_decode_excess(r, steps) for r in decodes]  # per request, its most up to each step
+def _windowed_horizon(state: EngineState, decodes: list[int], grows: list[list[tuple[int, int]]], steps: int) -> int:
+    """``_horizon`` over vLLM's windowed groups: of the ``steps`` decode steps the same rows repeat until the first of
+    them ends (``grows``: each request's allocations over them, ``EngineState.windowed_decode_grows``), those while
+    the most blocks each holds beyond its own now (``EngineState.windowed_decode_excess``), summed, fit the free ones:
+    no allocation of the run can fail, whichever request's comes first."""
+    excess = [state.windowed_decode_excess(r, made) for r, made in zip(decodes, grows, strict=True)]
 
     def fits(k: int) -> bool:
-        return sum(most[k - 1] for most in excess) <= state.free_blocks
+        held = 0
+        for at, most in excess:
+            rises = bisect_right(at, k)
+            if rises:
+                held += most[rises - 1]
+        return held <= state.free_blocks
 
     if fits(steps):
         return steps
