@@ -127,23 +127,24 @@ class Stepper:
         """``op_seconds`` of each operation priced so far on ``profile`` and ``scale_out`` (``step_time``'s ``priced``)."""
         self._eager_ops: int | None = None
         """``eager_ops``, once counted."""
-        self._on: list[Stepper] = [self]
-        """The steppers of this case on each profile asked of ``on`` so far (shared by them all)."""
+        self._on: dict[int, Stepper] = {id(profile): self}
+        """The steppers of this case on each profile asked of ``on`` so far, by the profile's ``id`` (each stepper
+        keeps its profile alive, so no id is reused while it is here; shared by them all)."""
 
     def on(self, profile: DeviceProfile) -> "Stepper":
         """The same case on ``profile``, sharing the stages, layouts and operations counted so far (and after); the
         same stepper each time it is asked for the same profile object, so its priced operations are kept."""
-        for made in self._on:
-            if made.profile is profile:
-                if made.draft is None and self.draft is not None:
-                    made.draft = self.draft.on(profile)
-                return made
+        made = self._on.get(id(profile))  # a dict, not a list to scan: a fit asks for thousands of profiles
+        if made is not None:
+            if made.draft is None and self.draft is not None:
+                made.draft = self.draft.on(profile)
+            return made
         other = copy.copy(self)  # shallow: the stages, the layouts and the operations are the same objects
         other.profile = profile
         other.scale_out = _scale_out(self.case, profile)
         other._priced = {}  # prices on another profile
         other.draft = None if self.draft is None else self.draft.on(profile)
-        self._on.append(other)
+        self._on[id(profile)] = other
         return other
 
     def ops(self, *shapes: StepShape) -> list[Op]:
