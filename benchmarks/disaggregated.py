@@ -20,8 +20,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
 from mha_cli.core.cost.disaggregated import DisaggregatedPlan, plan_disaggregated, pool_times, worker_steps
 from mha_cli.core.cost.disaggregated_layouts import WorkerLayout
 from mha_cli.core.cost.plan import plan_at_rate, simulate_plan
@@ -29,6 +27,7 @@ from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.work import decode_shape, prefill_shape
 from mha_cli.core.deployment import merge_deployment
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import simulate_split
 from mha_cli.core.serve.replica import ClientSpec
@@ -272,7 +271,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "serving" / "disaggregated.md")
     args = parser.parse_args()
-    rows = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+    rows = load_yaml_file(FIXTURE)
     text = report(rows)
     args.out.write_text(text, encoding="utf-8")
     print(text)

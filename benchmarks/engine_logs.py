@@ -65,8 +65,6 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import yaml
-
 from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.mxfp4_moe import vllm_padding
@@ -78,6 +76,7 @@ from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.engine.vllm_rule_releases import max_concurrent_batches, paging_rules, sliding_in_flight_batches
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -577,7 +576,7 @@ def _vllm_log_target(gpu: str) -> str:
 
 def _from_vllm_logs() -> list[dict[str, Any]]:
     """vllm_logs.yaml's non-0.19 logs in engine_logs.yaml's fields."""
-    logs = yaml.safe_load((ROOT / "tests" / "fixtures" / "vllm_logs.yaml").read_text())
+    logs = load_yaml_file(ROOT / "tests" / "fixtures" / "vllm_logs.yaml")
     rows = []
     for entry in logs:
         if entry["id"] not in VLLM_LOG_GENERATIONS or not entry["config"]:
@@ -604,7 +603,7 @@ def _from_vllm_logs() -> list[dict[str, Any]]:
 
 def load_logs() -> list[dict[str, Any]]:
     """Every log priced here: engine_logs.yaml's, then vllm_logs.yaml's non-0.19 ones."""
-    held_out = yaml.safe_load((ROOT / "tests" / "fixtures" / "engine_logs.yaml").read_text())
+    held_out = load_yaml_file(ROOT / "tests" / "fixtures" / "engine_logs.yaml")
     return held_out + _from_vllm_logs()
 
 

@@ -63,8 +63,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
-
 from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.cost.plan import LayoutPlans, serving_case
 from mha_cli.core.cost.priors import (
@@ -86,6 +84,7 @@ from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.memory import plan_memory
 from mha_cli.core.presets import get_preset
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec, SpeculativeSpec, VllmSampler
 from mha_cli.core.serve.replica import ClientSpec, simulate_deployment
 from mha_cli.core.serve.sglang_random import sglang_random_lengths
@@ -167,7 +166,7 @@ def _engine_limits(model: Any, target: Any, mha: dict[str, Any]) -> tuple[int, i
 
 
 def load_rows() -> list[Row]:
-    raw = yaml.safe_load(ROWS_FILE.read_text())
+    raw = load_yaml_file(ROWS_FILE)
     return [Row(i, row) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
 
 
@@ -435,7 +434,7 @@ def _speculative(model: Any, origin: str, kind: str, stated: dict[str, Any] | No
 def load_generation_rows(*, by_release: bool = True) -> list[GenerationRow]:
     """The usable rows of ``serving_benchmarks_2025.yaml`` (those without a ``not_expressible`` reason), each priced
     by the release it names (``by_release`` False: by its generation's newest rules, as before rows named theirs)."""
-    raw = yaml.safe_load(ROWS_2025_FILE.read_text())
+    raw = load_yaml_file(ROWS_2025_FILE)
     return [GenerationRow(i, row, by_release=by_release) for i, row in enumerate(raw) if row.get("mha", {}).get("use")]
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
-
 from mha_cli.core.cost.plan import plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.cost.stepper import ServingCase, Stepper
@@ -31,10 +29,11 @@ from mha_cli.core.engine.offload import HOST_DMA_SHARE
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_link
 from mha_cli.core.presets import get_preset
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.targets import resolve_target
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLISHED = yaml.safe_load((ROOT / "tests" / "fixtures" / "kv_offload_published.yaml").read_text())
+PUBLISHED = load_yaml_file(ROOT / "tests" / "fixtures" / "kv_offload_published.yaml")
 HOST_GIB = 400
 """Host memory per GPU for the single-request runs: the post's machine had 500 GB of DRAM."""
 

@@ -16,11 +16,10 @@ import argparse
 import statistics
 from pathlib import Path
 
-import yaml
-
 from mha_cli.core.cost.plan import plan_serving
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.presets import get_preset
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.targets import resolve_target
 
@@ -30,7 +29,7 @@ USERS = 100_000
 
 
 def rows() -> list[tuple[int, dict]]:
-    raw = yaml.safe_load((ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml").read_text())
+    raw = load_yaml_file(ROOT / "tests" / "fixtures" / "serving_benchmarks.yaml")
     return [(i, row["mha"]["max_load"]) for i, row in enumerate(raw) if "max_load" in row.get("mha", {})]
 
 

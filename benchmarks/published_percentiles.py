@@ -20,14 +20,13 @@ import re
 import statistics
 from pathlib import Path
 
-import yaml
-
 from mha_cli.core.cost.plan import plan_serving, simulate_plan
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile
 from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import MhaError
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -136,7 +135,7 @@ def main() -> None:
     host: dict[str, float] = {"sequence_overhead_s": args.sequence_overhead_us * 1e-6}
     if args.request_overhead_ms is not None:
         host["request_overhead_s"] = args.request_overhead_ms * 1e-3
-    entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "published_serving_percentiles.yaml").read_text())
+    entries = load_yaml_file(ROOT / "tests" / "fixtures" / "published_serving_percentiles.yaml")
     lines = [
         "# Published serving runs with percentiles, predicted (every row held out)",
         "",

@@ -17,8 +17,6 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 import fit_priors
@@ -27,6 +25,7 @@ from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.step import StepTime, op_seconds
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.cost.work import COLLECTIVES, StepShape, decode_shape, prefill_shape
+from mha_cli.core.safe_yaml import load_yaml_file
 
 
 class OpTime(NamedTuple):
@@ -43,7 +42,7 @@ class OpTime(NamedTuple):
 def fixture_row(index: int) -> fit_priors.GenerationRow:
     """Row ``index`` of the 2025 fixture (the numbering of ``fit_priors.load_generation_rows``), priced by the
     release it names; raises ``SystemExit`` where the row is not usable."""
-    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    raw = load_yaml_file(fit_priors.ROWS_2025_FILE)
     if not 0 <= index < len(raw) or not raw[index].get("mha", {}).get("use"):
         raise SystemExit(f"row #{index} is not a usable row of {fit_priors.ROWS_2025_FILE.name}")
     return fit_priors.GenerationRow(index, raw[index])

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
 from engine_logs import VLLM_LOG_GENERATIONS, _from_vllm_logs, whole_plan
 
 from mha_cli.core.engine.pages import paged_pool
@@ -23,6 +22,7 @@ from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.pipeline import stage_layout, stage_model, stage_sides
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -33,7 +33,7 @@ ROOT = Path(__file__).parent.parent
 
 
 def main() -> None:
-    logs = yaml.safe_load((ROOT / "tests" / "fixtures" / "vllm_logs.yaml").read_text())
+    logs = load_yaml_file(ROOT / "tests" / "fixtures" / "vllm_logs.yaml")
     by_release = {row["id"]: row for row in _from_vllm_logs()}
     print(f"{'id':>3} {'model':34} {'tp':>2} {'reported':>10} {'from log':>10} {'first pr.':>10} {'error':>7}  weights")
     for entry in logs:

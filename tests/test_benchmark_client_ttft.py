@@ -21,6 +21,7 @@ import pytest
 from mha_cli.core.cost.priors import prior_profile
 from mha_cli.core.cost.serving import predict_serving
 from mha_cli.core.cost.work import decode_shape, prefill_shape
+from mha_cli.core.safe_yaml import load_yaml_file
 
 
 def shipped_profile(row):
@@ -28,9 +29,8 @@ def shipped_profile(row):
 
 
 def test_the_client_blocks_say_what_the_rows_notes_say(fit_priors):
-    import yaml
 
-    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    raw = load_yaml_file(fit_priors.ROWS_2025_FILE)
     stated = [row for row in raw if "client" in row.get("mha", {}) and row["mha"]["client"].get("bench") != "sglang"]
     # 38 before rows7 (InferenceX's 22 vLLM H100 rows and 7 SGLang H200 rows (rows6), Vultr's 9 B200 rows); rows7 added
     # GPUStack's 15 random-dataset bursts; 53 until gpusampler made the 32K Qwen3-32B H100 burst usable; 54 before
@@ -140,11 +140,10 @@ def sglang_rows(raw):
 
 
 def test_the_sglang_client_blocks_replay_the_token_totals_each_page_printed(fit_priors):
-    import yaml
 
     from mha_cli.core.serve.sglang_random import sglang_random_lengths
 
-    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    raw = load_yaml_file(fit_priors.ROWS_2025_FILE)
     stated = [(i, row) for i, row in sglang_rows(raw) if row["mha"].get("client", {}).get("bench") == "sglang"]
     # 53 before the 8 sglang-docs-qwen3.6 rows at 1,024 users were given the client their notes state (2026-12-03)
     # 61 before the 2 NVFP4 cells at 1,024 users were kept as not expressible (sglreg: a MIXED_PRECISION checkpoint)
@@ -179,9 +178,8 @@ def test_sglang_rows_without_a_client_block_are_sharegpt_runs_the_docs_long_burs
     """ShareGPT runs draw their lengths from the dataset's conversations (not at hand); the docs_new Qwen3.6 cells'
     runs (2,048 and 8,192 prompts of 8,192 + 1,024 tokens) are left to the closed form (priors_2025.md); the B200
     sweep gist's one-user cells record no TTFT (a block moves TTFT alone)."""
-    import yaml
 
-    raw = yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    raw = load_yaml_file(fit_priors.ROWS_2025_FILE)
     without = [row for _, row in sglang_rows(raw) if "mha" in row and "client" not in row["mha"]]
     kinds = []
     for row in without:

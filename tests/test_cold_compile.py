@@ -6,18 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mha_cli.core.engine.cold_compile import COLD_COMPILE_NOTE
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.targets import resolve_target
 
 ROOT = Path(__file__).resolve().parents[1]
-LOGS = {entry["id"]: entry for entry in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+LOGS = {entry["id"]: entry for entry in load_yaml_file(ROOT / "tests/fixtures/engine_logs.yaml")}
 QWEN3_8B_BYTES_PER_TOKEN = 36 * 8 * 128 * 2 * 2
 """36 layers x 8 KV heads x 128 x (K, V) x 2 B: Qwen3-8B's bf16 cache a token (147,456 B)."""
 

@@ -19,6 +19,7 @@ from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import link
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
 from tests.conftest import reference_hf_config
@@ -263,12 +264,11 @@ def test_cli_bad_combinations_one_line(args, message):
 
 def _distserve_row() -> tuple:
     """``benchmarks/disaggregated.py`` loaded, and its DistServe row (OPT-13B, 3 x A100-80GB, 512 in / 64 out)."""
-    import yaml
 
     from tests.benchmark_modules import load_benchmark
 
     bench = load_benchmark("disaggregated")
-    rows = yaml.safe_load(bench.FIXTURE.read_text(encoding="utf-8"))
+    rows = load_yaml_file(bench.FIXTURE)
     return bench, next(r for r in rows if r["id"] == "distserve-blog-13b")
 
 

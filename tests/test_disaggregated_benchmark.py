@@ -6,12 +6,11 @@ BadInputError, and no report."""
 
 from pathlib import Path
 
-import yaml
-
+from mha_cli.core.safe_yaml import load_yaml_file
 from tests.benchmark_modules import load_benchmark
 
 FIXTURE = Path(__file__).parent / "fixtures" / "disaggregated_published.yaml"
-ROWS = {row["id"]: row for row in yaml.safe_load(FIXTURE.read_text())}
+ROWS = {row["id"]: row for row in load_yaml_file(FIXTURE)}
 
 
 def test_the_4k_prefill_worker_steps_four_whole_prompts_a_gpu():

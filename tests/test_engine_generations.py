@@ -9,7 +9,6 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mha_cli.core.engine.generations import GENERATIONS, generation_of
 from mha_cli.core.engine.plan import plan_engine
@@ -17,6 +16,7 @@ from mha_cli.core.engine.settings import resolve_settings, sglang_04_fraction, s
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.presets import get_preset
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -24,7 +24,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 
 ROOT = Path(__file__).parent.parent
 GIB = 2**30
-LOGS = {entry["id"]: entry for entry in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+LOGS = {entry["id"]: entry for entry in load_yaml_file(ROOT / "tests/fixtures/engine_logs.yaml")}
 
 
 @pytest.mark.parametrize(

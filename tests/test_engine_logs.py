@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mha_cli.core.engine.pages import paged_pool
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -27,7 +27,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 
 GIB = 2**30
 ROOT = Path(__file__).parent.parent
-LOGS = yaml.safe_load((ROOT / "tests" / "fixtures" / "vllm_logs.yaml").read_text())
+LOGS = load_yaml_file(ROOT / "tests" / "fixtures" / "vllm_logs.yaml")
 V0_BLOCK = 16  # the V0 logs print blocks; vLLM's CUDA default block size
 
 NOT_FROM_FIRST_PRINCIPLES = {

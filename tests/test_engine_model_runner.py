@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mha_cli.core.engine.activation import sampler_peak_bytes
 from mha_cli.core.engine.generations import vllm_memory_rules_note
@@ -14,6 +13,7 @@ from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -21,7 +21,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 
 ROOT = Path(__file__).parent.parent
 CONFIGS = ROOT / "tests/fixtures/hf_configs"
-LOGS = {log["id"]: log for log in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+LOGS = {log["id"]: log for log in load_yaml_file(ROOT / "tests/fixtures/engine_logs.yaml")}
 
 
 def _model(name: str):

@@ -21,10 +21,11 @@ from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_pr
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.targets import load_targets
 
 ROOT = Path(__file__).parent.parent
-ROWS = yaml.safe_load((ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml").read_text())
+ROWS = load_yaml_file(ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml")
 TARGETS = load_targets()
 
 

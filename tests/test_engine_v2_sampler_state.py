@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from mha_cli.core.engine.plan import plan_engine
 from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
 from mha_cli.core.targets import resolve_target
@@ -17,7 +16,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 
 ROOT = Path(__file__).parent.parent
 CONFIGS = ROOT / "tests/fixtures/hf_configs"
-LOGS = {log["id"]: log for log in yaml.safe_load((ROOT / "tests/fixtures/engine_logs.yaml").read_text())}
+LOGS = {log["id"]: log for log in load_yaml_file(ROOT / "tests/fixtures/engine_logs.yaml")}
 LABEL = "sampler state (Model Runner V2)"
 
 

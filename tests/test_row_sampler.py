@@ -11,9 +11,9 @@ not model.
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from mha_cli.core.errors import EngineRefusedError
+from mha_cli.core.safe_yaml import load_yaml_file
 
 ROW_32K = "qwen3-32b/h100.md#L269"
 VOCAB, SEQUENCES = 151_936, 1_024  # Qwen3-32B's config.json; vllm serve's max_num_seqs on a GPU of >= 70 GiB
@@ -21,7 +21,7 @@ VOCAB, SEQUENCES = 151_936, 1_024  # Qwen3-32B's config.json; vllm serve's max_n
 
 @pytest.fixture(scope="module")
 def raw(fit_priors):
-    return yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    return load_yaml_file(fit_priors.ROWS_2025_FILE)
 
 
 def test_every_gpustack_row_states_the_flashinfer_sampler_and_cites_why(raw):

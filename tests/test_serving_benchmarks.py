@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from mha_cli.core.safe_yaml import load_yaml_file
 
-ROWS = yaml.safe_load((Path(__file__).parent / "fixtures" / "serving_benchmarks.yaml").read_text())
+ROWS = load_yaml_file(Path(__file__).parent / "fixtures" / "serving_benchmarks.yaml")
 
 
 def test_every_row_is_sourced_and_has_a_latency_or_a_throughput():

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 import pytest
-import yaml
+
+from mha_cli.core.safe_yaml import load_yaml_file
 
 COOKBOOK = "github.com/sgl-project/sgl-cookbook/blob/"
 GPUSTACK = "github.com/gpustack/gpustack/blob/"
@@ -22,7 +23,7 @@ GPUSTACK = "github.com/gpustack/gpustack/blob/"
 
 @pytest.fixture(scope="module")
 def raw(fit_priors):
-    return yaml.safe_load(fit_priors.ROWS_2025_FILE.read_text())
+    return load_yaml_file(fit_priors.ROWS_2025_FILE)
 
 
 def test_each_median_is_the_one_its_quote_prints_beside_the_mean(fit_priors, raw):

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from mha_cli.core.config_layout import FLAT, as_flat_paths, checked_layout, unknown_field_hint
 from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path, value_kind
+from mha_cli.core.safe_yaml import safe_loader
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
 
@@ -122,7 +123,7 @@ def _parse_json(text: str, where: str) -> tuple[Any, str | None]:
 def _parse_yaml(text: str, where: str) -> Any:
     import yaml  # here, not at import: preset and --json runs never pay for it
 
-    loader = _config_loader(yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: a large file fast
+    loader = _config_loader(yaml, safe_loader())  # libyaml: a large file fast
     try:
         _count_yaml_values(yaml, yaml.parse(text, Loader=loader), where)  # stops at the bound, before building
         return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
