@@ -160,14 +160,15 @@ def test_no_graph_estimate_where_vllm_profiles_none(target_id):
 
 def test_a_target_file_with_capability_10_captures_up_to_1024(tmp_path):
     """The 1,024 ceiling follows the device's compute capability (``is_device_capability_family(100)``), not the
-    table's ids: a target file describing a B200 (capability 10.0) gets it, one leaving it out 512."""
+    table's ids: a target file describing a B200 (capability 10.0) gets it, one of capability 9.0 512 (a file that
+    left it out got 512 too, and a guessed sampler: refused since trial 309 #1)."""
     body = (
         "name: My B200\nvendor: NVIDIA\nmemory_gb: 180\nmemory_bandwidth_gbs: 8000\nbf16_tflops_dense: 2250\n"
         "source: NVIDIA B200 datasheet\n"
     )
-    with_capability, without = tmp_path / "my-b200.yaml", tmp_path / "plain.yaml"
+    with_capability, without = tmp_path / "my-b200.yaml", tmp_path / "hopper.yaml"
     with_capability.write_text(body + "compute_capability: 10.0\n")
-    without.write_text(body)
+    without.write_text(body + "compute_capability: 9.0\n")
     model = load_source("tests/fixtures/hf_configs/qwen3-0.6b.json").model
 
     def largest(path) -> int:

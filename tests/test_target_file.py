@@ -135,7 +135,10 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),
         (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 10.0}),
          "compute_capability is an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
-        (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: must be less than 16"),  # 9.0
+        (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: 90 is written without its point: give 9.0"),
+        (yaml.safe_dump({**H100, "compute_capability": 100}), "compute_capability: 100 is written without its point: give 10.0"),
+        (yaml.safe_dump({k: v for k, v in H100.items() if k != "compute_capability"}),
+         "compute_capability: required for an NVIDIA GPU (an H100: 9.0"),
         (yaml.safe_dump({**H100, "compute_capability": 9.05}), "compute_capability 9.05 is not major.minor with one"),
         ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
         # a figure in another unit than its name's priced a 22.6 s decode step with exit 0 (trial 297 #9)
@@ -144,7 +147,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
+         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
          "tflops-in-gflops", "fp8-below-bf16"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):

@@ -71,8 +71,9 @@ class TargetFile(Record):
     it. Left out: 99% of ``memory_gb``, an estimate the output flags."""
     compute_capability: float | None = Field(default=None, ge=1, lt=COMPUTE_CAPABILITY_BELOW)
     """An NVIDIA GPU's CUDA compute capability, major.minor with one digit after the point (an H100: 9.0, a B200:
-    10.0, an RTX PRO 6000: 12.0; https://developer.nvidia.com/cuda-gpus). vLLM's defaults follow it (10.x: CUDA graphs
-    up to 1,024 tokens), and the formats a GPU is offered (fp8 from 8.9, NVFP4 from 10.0)."""
+    10.0, an RTX PRO 6000: 12.0; https://developer.nvidia.com/cuda-gpus): required for an NVIDIA GPU, left out for
+    another vendor's. vLLM's defaults follow it (its sampler from 7.5, CUDA graphs up to 1,024 tokens on 10.x, its
+    attention and MoE kernels), and the formats a GPU is offered (fp8 from 8.9, NVFP4 from 10.0)."""
     source: str = Field(min_length=1, max_length=2000)
     """Where the figures come from: a datasheet's title or URL."""
     notes: str = Field(default="", max_length=4000)
@@ -84,6 +85,19 @@ class TargetFile(Record):
         """``nvidia`` or ``Nvidia`` is NVIDIA: the engines' rules and the priors compare the table's spelling, so a
         vendor written in another case was priced as an unknown vendor's device (no CUDA graphs, another sampler)."""
         return VENDORS.get(vendor.strip().lower(), vendor)
+
+    @field_validator("compute_capability", mode="before")
+    @classmethod
+    def _capability_with_its_point(cls, capability: Any) -> Any:
+        """90 for 9.0 (the way ``sm_90`` spells it) is refused with the figure meant, before the bound's bare "must
+        be less than 16" (trial 309 #7)."""
+        if isinstance(capability, int | float) and not isinstance(capability, bool) and 16 <= capability < 200:
+            meant = capability / 10
+            raise ValueError(
+                f"{capability:g} is written without its point: give {meant:.1f} (major.minor, as"
+                " developer.nvidia.com/cuda-gpus lists it; an H100: 9.0)"
+            )
+        return capability
 
     @model_validator(mode="after")
     def _torch_memory_within_the_device(self) -> "TargetFile":
@@ -97,6 +111,11 @@ class TargetFile(Record):
             raise ValueError(
                 f"compute_capability {capability:g} is not major.minor with one minor digit (an H100: 9.0, 8.9 an"
                 " L40S): give the figure https://developer.nvidia.com/cuda-gpus lists"
+            )
+        if capability is None and self.vendor == "NVIDIA":  # trial 309 #1: left out, vLLM's rules were guessed
+            raise ValueError(
+                "compute_capability: required for an NVIDIA GPU (an H100: 9.0, a B200: 10.0;"
+                " developer.nvidia.com/cuda-gpus): vLLM's sampler, CUDA graphs and kernels follow it"
             )
         if self.compute_capability is not None and self.vendor != "NVIDIA":  # it moves vLLM's CUDA-graph budget
             raise ValueError(
