@@ -63,3 +63,23 @@ def test_a_count_typed_as_words_is_asked_for_in_digits(args, option):
     result = mha(*args)
     assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
     assert f"Invalid value for {option}: give a whole number in digits (such as 8192, not 8k or 1.5)" in result.stderr
+
+
+def test_sglangs_own_flags_that_the_launch_lines_print_are_read_or_answered(cli):
+    """Trial 309 #4: ``--page-size`` and ``--max-running-requests``, which the SGLang launch line prints, were "No
+    such option" (``--page-size``: "did you mean --dp-size?"): they are ``--block-size`` and ``--max-num-seqs``'s
+    other names, the same figures. ``--tp-size`` (all GPUs under DP attention), ``--context-length`` and ``--dtype``
+    name what to give instead."""
+    args = ("kv", "llama-3-8b", "--target", "h100", "--engine", "sglang")
+    sglang = cli.json(*args, "--page-size", "32", "--max-running-requests", "64")["engine"]
+    ours = cli.json(*args, "--block-size", "32", "--max-num-seqs", "64")["engine"]
+    assert (sglang["block_size"], sglang["max_num_seqs"]) == (32, 64) and sglang == ours
+    launch = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--closed-form")["launch"]["sglang"]
+    assert "--max-running-requests" in launch and "--tp-size" in launch and "--context-length" in launch
+    for option, says in [("--tp-size", "there --tp is --tp-size / --dp"),
+                         ("--context-length", "--context-length is --max-model-len here"),
+                         ("--dtype", "the weights' format is --weight-dtype")]:  # fmt: skip
+        for command in ("kv", "plan", "check"):
+            result = mha(command, "llama-3-8b", "--target", "h100", option, "1")
+            assert result.returncode == 2 and says in result.stderr and "did you mean" not in result.stderr
+            assert result.stderr.count("\n") == 1

@@ -18,6 +18,15 @@ _CHECK_DP = (
     "check judges one tensor-parallel deployment; `mha plan MODEL --target T --dp N` prices data parallelism (an MoE"
     " model's DP attention, which `mha kv MODEL --target T --dp N` sizes too; a dense model's replicas)"
 )  # trial 307 #7: these were answered "did you mean --tensor-parallel-size?" and "--tp?", another parallelism
+_TP_SIZE = (
+    "SGLang's --tp-size is --tp here, but under DP attention SGLang counts every GPU in it: there --tp is --tp-size /"
+    " --dp"
+)  # trial 309 #4: SGLang's own flags, which the launch lines print, were answered "No such option"
+_SGLANG_FLAGS = {
+    "--tp-size": _TP_SIZE,
+    "--dtype": "the weights' format is --weight-dtype (bf16, fp16, fp8, ...): vLLM's and SGLang's --dtype",
+}
+_CONTEXT_LENGTH = "SGLang's --context-length is --max-model-len here (vLLM's name)"
 HINTS: dict[str, dict[str, str]] = {
     "recommend": {
         "--heads": _HEADS, "--n-heads": _HEADS, "--num-heads": _HEADS, "--num-attention-heads": _HEADS,
@@ -32,9 +41,11 @@ HINTS: dict[str, dict[str, str]] = {
     },
     "kv": {
         "--enable-expert-parallel": _KV_EXPERTS, "--expert-parallel": _KV_EXPERTS,
-        "--enable-dp-attention": _KV_DP_ATTENTION,
+        "--enable-dp-attention": _KV_DP_ATTENTION, **_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
     },
+    "plan": {**_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH},
     "check": {
+        **_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
         **dict.fromkeys(("--dp", "--data-parallel-size", "--dp-size", "--attn-dp-size", "--enable-dp-attention"),
                         _CHECK_DP),
         "--enable-expert-parallel": _CHECK_DP, "--expert-parallel": _CHECK_DP,

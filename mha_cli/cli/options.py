@@ -215,7 +215,12 @@ TargetOpt = Annotated[
 ]
 BlockSizeOpt = Annotated[
     int | None,
-    typer.Option("--block-size", help="Paged cache block size in tokens (vLLM: 16).", show_default=False),
+    typer.Option(
+        "--block-size",
+        "--page-size",
+        help="Paged cache block size in tokens (vLLM's --block-size, default 16; SGLang's --page-size).",
+        show_default=False,
+    ),
 ]
 MlaCacheOpt = Annotated[
     str | None,
@@ -307,7 +312,10 @@ MaxBatchedTokensOpt = Annotated[
 MaxNumSeqsOpt = Annotated[
     int | None,
     typer.Option(
-        "--max-num-seqs", help="Sequences of one engine step. Default: the engine's for this GPU.", show_default=False
+        "--max-num-seqs",
+        "--max-running-requests",
+        help="Sequences of one engine step (SGLang's --max-running-requests). Default: the engine's for this GPU.",
+        show_default=False,
     ),
 ]
 LimitMmOpt = Annotated[
