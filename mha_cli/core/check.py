@@ -50,9 +50,11 @@ class CheckResult(Record):
     ``strict``, any warning fires)."""
 
     source: str
-    """SOURCE as given: a preset name or a file's path."""
+    """Where the model was read: a preset's name as given, or the file's path (for a Hugging Face id, its
+    config.json in the local Hugging Face cache; the id is ``model.name``)."""
     source_kind: str
-    """``preset``, ``config`` (our config file) or ``hf-config`` (a Hugging Face config.json)."""
+    """``preset``, ``config`` (our config file), ``hf-config`` (a Hugging Face config.json or model folder),
+    ``hf-cache`` (a Hugging Face id, its config.json from the local cache) or ``gguf`` (a GGUF file)."""
     assumptions: list[str]
     """Defaults the importer assumed for fields a config.json leaves out, where the weights come from when the
     checkpoint's safetensors headers price them (a total that disagrees with the config's count named), and the

@@ -38,7 +38,11 @@ class KvReport(Record):
     """Everything ``mha kv`` reports; ``bytes_per_token`` and ``total_bytes`` are the stable keys."""
 
     source_kind: str
+    """``preset``, ``config`` (our config file), ``hf-config`` (a Hugging Face config.json or model folder),
+    ``hf-cache`` (a Hugging Face id, its config.json from the local cache) or ``gguf`` (a GGUF file)."""
     source: str
+    """Where the model was read: a preset's name as given, or the file's path (for a Hugging Face id, its
+    config.json in the local Hugging Face cache; the id is ``model.name``)."""
     assumptions: list[str]
     """Defaults the importer filled in (HF config.json), and where the weights come from when the checkpoint's
     safetensors headers price them (a total that disagrees with the config's count named)."""
