@@ -134,7 +134,10 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": "fast"}), "memory_bandwidth_gbs: must be a number"),
         (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),
         (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 10.0}),
-         "compute_capability is an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
+         "compute_capability: an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
+        (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 90}),  # not "give 9.0" (review 310 #3)
+         "compute_capability: an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
+        (yaml.safe_dump({**H100, "compute_capability": 17}), "compute_capability: must be less than 16"),  # no 1.7
         (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: 90 is written without its point: give 9.0"),
         (yaml.safe_dump({**H100, "compute_capability": 100}), "compute_capability: 100 is written without its point: give 10.0"),
         (yaml.safe_dump({k: v for k, v in H100.items() if k != "compute_capability"}),
@@ -147,7 +150,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
+         "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
          "tflops-in-gflops", "fp8-below-bf16"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
@@ -169,6 +172,10 @@ def test_targets_schema_lists_the_fields_with_a_valid_example(cli):
     assert schema["title"] == "mha target file" and schema["additionalProperties"] is False
     assert set(schema["required"]) == {"name", "vendor", "memory_gb", "memory_bandwidth_gbs", "bf16_tflops_dense",
                                        "source"}  # fmt: skip
+    # an NVIDIA GPU's file must give compute_capability, another vendor's leaves it out (review 310 #4)
+    assert schema["if"] == {"properties": {"vendor": {"const": "NVIDIA"}}, "required": ["vendor"]}
+    assert schema["then"] == {"required": ["compute_capability"]}
+    assert schema["else"] == {"not": {"required": ["compute_capability"]}}
     assert all(field["description"] for field in schema["properties"].values())
     TargetFile.model_validate(schema["examples"][0])  # the example is a valid file
     assert "--schema" in cli.run("targets").stdout  # the listing says where the fields are

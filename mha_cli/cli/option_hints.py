@@ -22,11 +22,22 @@ _TP_SIZE = (
     "SGLang's --tp-size is --tp here, but under DP attention SGLang counts every GPU in it: there --tp is --tp-size /"
     " --dp"
 )  # trial 309 #4: SGLang's own flags, which the launch lines print, were answered "No such option"
+_RUNNING = (
+    "SGLang's --max-running-requests is --max-num-seqs here, but under DP attention SGLang counts every rank's"
+    " requests in it: there --max-num-seqs is it / --dp"
+)  # review 310 #1: an alias read the launch line's server-wide figure as one rank's, dp times too many
 _SGLANG_FLAGS = {
     "--tp-size": _TP_SIZE,
-    "--dtype": "the weights' format is --weight-dtype (bf16, fp16, fp8, ...): vLLM's and SGLang's --dtype",
+    "--max-running-requests": _RUNNING,
+    "--dtype": "the weights' format is --weight-dtype here: bf16 or fp16 as the engines' --dtype, fp8, awq, gptq, ..."
+    " as vLLM's --quantization",
 }
 _CONTEXT_LENGTH = "SGLang's --context-length is --max-model-len here (vLLM's name)"
+_CHECK_SGLANG_FLAGS = {  # review 310 #2: check takes no --dp, so its hints say nothing of it
+    **_SGLANG_FLAGS,
+    "--tp-size": "SGLang's --tp-size (without DP attention) is --tp here",
+    "--max-running-requests": "SGLang's --max-running-requests (without DP attention) is --max-num-seqs here",
+}
 HINTS: dict[str, dict[str, str]] = {
     "recommend": {
         "--heads": _HEADS, "--n-heads": _HEADS, "--num-heads": _HEADS, "--num-attention-heads": _HEADS,
@@ -45,7 +56,7 @@ HINTS: dict[str, dict[str, str]] = {
     },
     "plan": {**_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH},
     "check": {
-        **_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
+        **_CHECK_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
         **dict.fromkeys(("--dp", "--data-parallel-size", "--dp-size", "--attn-dp-size", "--enable-dp-attention"),
                         _CHECK_DP),
         "--enable-expert-parallel": _CHECK_DP, "--expert-parallel": _CHECK_DP,

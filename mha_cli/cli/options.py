@@ -313,8 +313,8 @@ MaxNumSeqsOpt = Annotated[
     int | None,
     typer.Option(
         "--max-num-seqs",
-        "--max-running-requests",
-        help="Sequences of one engine step (SGLang's --max-running-requests). Default: the engine's for this GPU.",
+        help="Sequences of one engine step (a DP-attention rank's; SGLang's --max-running-requests counts every"
+        " rank's). Default: the engine's for this GPU.",
         show_default=False,
     ),
 ]

@@ -99,8 +99,9 @@ def plan(
         typer.Option(
             "--max-model-len",
             help="The engine's context (vLLM's --max-model-len, SGLang's --context-length), at least --isl + --osl"
-            " (the default); above a model's learned positions the launch needs the engine's override"
-            " (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which the launch note names): the engine is sized, checked and launched for"
+            " (the default); above a model's learned positions the launch needs the engine's override, which the"
+            " launch note names (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1): the"
+            " engine is sized, checked and launched for"
             " requests of this length (SGLang starts with a pool under it and aborts only prompts past its pool),"
             " and its pool runs the --isl + --osl ones. auto: what the engine derives from the model's config.",
             show_default=False,

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from mha_cli.core.errors import BadInputError, shown_path
 from mha_cli.core.record import Record
@@ -31,6 +31,8 @@ VENDORS = {name.lower(): name for name in ("NVIDIA", "AMD", "Intel", "Google", "
 COMPUTE_CAPABILITY_BELOW = 16
 """A target file's compute capability is below this: NVIDIA's newest parts are 12.x (RTX PRO 6000, GB10), so 90 or
 100, a dropped decimal point, is refused rather than read as a GPU generations ahead."""
+
+_NOT_NVIDIA = "an NVIDIA GPU's CUDA figure, and vendor is {vendor}: leave it out (or give vendor: NVIDIA)"
 
 
 MIN_BANDWIDTH_GBS = 10.0
@@ -88,13 +90,20 @@ class TargetFile(Record):
 
     @field_validator("compute_capability", mode="before")
     @classmethod
-    def _capability_with_its_point(cls, capability: Any) -> Any:
+    def _capability_with_its_point(cls, capability: Any, info: ValidationInfo) -> Any:
         """90 for 9.0 (the way ``sm_90`` spells it) is refused with the figure meant, before the bound's bare "must
-        be less than 16" (trial 309 #7)."""
-        if isinstance(capability, int | float) and not isinstance(capability, bool) and 16 <= capability < 200:
-            meant = capability / 10
+        be less than 16" (trial 309 #7); another vendor's file is told to leave the field out, whatever its figure
+        (review 310 #3)."""
+        if capability is None:
+            return capability
+        if info.data.get("vendor", "NVIDIA") != "NVIDIA":
+            raise ValueError(_NOT_NVIDIA.format(vendor=info.data["vendor"]))
+        whole = (
+            isinstance(capability, int | float) and not isinstance(capability, bool) and capability == int(capability)
+        )
+        if whole and 20 <= capability < 200:  # 2.0-19.9 written without its point
             raise ValueError(
-                f"{capability:g} is written without its point: give {meant:.1f} (major.minor, as"
+                f"{capability:g} is written without its point: give {capability / 10:.1f} (major.minor, as"
                 " developer.nvidia.com/cuda-gpus lists it; an H100: 9.0)"
             )
         return capability
@@ -116,11 +125,6 @@ class TargetFile(Record):
             raise ValueError(
                 "compute_capability: required for an NVIDIA GPU (an H100: 9.0, a B200: 10.0;"
                 " developer.nvidia.com/cuda-gpus): vLLM's sampler, CUDA graphs and kernels follow it"
-            )
-        if self.compute_capability is not None and self.vendor != "NVIDIA":  # it moves vLLM's CUDA-graph budget
-            raise ValueError(
-                f"compute_capability is an NVIDIA GPU's CUDA figure, and vendor is {self.vendor}: leave it out (or"
-                " give vendor: NVIDIA)"
             )
         self._figures_in_their_units()
         return self
@@ -214,5 +218,9 @@ def target_file_json_schema(example: dict[str, Any]) -> dict[str, Any]:
     )
     for field, doc in attribute_docstrings(TargetFile).items():
         schema["properties"][field]["description"] = " ".join(doc.split())
+    # compute_capability: required for an NVIDIA GPU, absent for another vendor's (review 310 #4)
+    schema["if"] = {"properties": {"vendor": {"const": "NVIDIA"}}, "required": ["vendor"]}
+    schema["then"] = {"required": ["compute_capability"]}
+    schema["else"] = {"not": {"required": ["compute_capability"]}}
     schema["examples"] = [example]
     return schema
