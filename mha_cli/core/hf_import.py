@@ -270,8 +270,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
 
     moe = _moe(r, fam, n_layers)
     period, mlps = _feed_forwards(r, n_layers, has_experts=moe is not None)
-    if moe is not None and (mlps is None or "moe" in mlps):  # experts no layer uses: none built, none priced
-        fields["moe"] = {**moe, **period}
+    every_layer_dense = mlps is None and period.get("n_dense_layers", 0) >= n_layers  # first_k_dense_replace: all
+    if moe is not None and (mlps is None or "moe" in mlps) and not every_layer_dense:
+        fields["moe"] = {**moe, **period}  # experts no layer uses: none built, none priced (nor vLLM's MoE workspace)
     if mlps is not None:
         fields["mlp_pattern"] = _shortest_cycle(mlps)
     no_layer_rotates = fam.layout.get("nope_layers") == "global" and fields.get("sliding_window") is None  # Jamba
