@@ -122,6 +122,22 @@ def test_balanced_kv_heads_split_over_tp_and_keep_the_group_at_most_8():
     assert rec(405e9).model.n_kv_heads == 16  # 128 heads: group 8 (Llama 3.1 405B's 8 is within 2x)
 
 
+def test_a_tp_that_splits_no_balanced_count_caps_the_cache_at_the_nearest_count_it_splits():
+    """Trial 311 #1: at --tp 5 the balanced cap stood at GQA-4 (20 heads), which tp 5 cannot split, so every GQA it
+    can run was over the cap and MLA was picked for a dense 3B: 270 MiB on every device, 65 sequences on five L4s
+    where GQA-5 holds one KV head a device and 139. The cap is the count tp splits nearest to the balanced one."""
+    from mha_cli.core.recommend.kv_heads import balanced_kv_heads
+
+    # by hand: 20 heads -> 4, not split by 5 or 7; split by 5: 5, 10 (nearest 5); 28 heads, tp 7: 7, 14 (7);
+    # 48 heads -> 8, tp 6 splits 2, 3, 6, 12, 24 (6 and 12 both 2 and 4 away: 6); tp 2/4/8 keep the count
+    assert [balanced_kv_heads(20, 5), balanced_kv_heads(28, 7), balanced_kv_heads(48, 6)] == [5, 7, 6]
+    assert [balanced_kv_heads(20, tp) for tp in (None, 1, 2, 4)] == [4, 4, 4, 4]
+    assert [balanced_kv_heads(64, tp) for tp in (2, 4, 8)] == [8, 8, 8]
+    result = rec(3e9, tp=5, target="5xl4")
+    assert (result.model.variant, result.model.n_heads, result.model.n_kv_heads) == ("GQA", 20, 5)
+    assert rec(3e9).model.n_kv_heads == 4  # no --tp: the balanced count stands
+
+
 def test_mla_beats_a_wide_group_when_mha_is_excluded_and_no_gqa_divisor():
     # 19 heads (prime) above 32K: MHA091 excludes MHA; MLA (low risk, more FLOPs) ranks above MQA's group 19.
     result = rec(1e9, seq=65536, d_model=1216)

@@ -200,15 +200,15 @@ heads GQA-5 read as within "8 KV heads'" cache, where the balanced count is 4, t
 
 
 def cache_cap(ctx: Context, n_heads: int) -> int | None:
-    """2 x the balanced KV-head count (``width.balanced_kv_heads``): the cache per token per layer, in units of
-    head_dim, the balanced goal allows; None (no cap) for training's MHA, few heads, or heads with no GQA divisor.
+    """2 x the balanced KV-head count (``kv_heads.balanced_kv_heads``, at the --tp asked): the cache per token per
+    layer, in units of head_dim, the balanced goal allows; None (no cap) for training's MHA, few heads, or heads with no GQA divisor.
     An explicit --variant keeps the cap: ``--variant GQA`` is GQA at the balanced KV-head count, not the smallest
     group (a variant with nothing within the cap, MHA, is kept by ``pick``'s fallback)."""
     if _training_keeps_mha(ctx, n_heads):
         return None
     if ctx.small and (small := small_kv_heads(n_heads)) is not None:  # MHA012: few KV heads however few the heads
         return 2 * small
-    kv = balanced_kv_heads(n_heads)
+    kv = balanced_kv_heads(n_heads, ctx.request.tp)
     if n_heads <= C.FEW_HEADS or kv is None:
         return None  # few heads, or no GQA divisor: nothing between MHA and MQA to cap at
     return 2 * kv
