@@ -111,6 +111,10 @@ def test_dense_designs_have_null_moe_keys(cli):
         (dict(params="3B", active_params="30B"), "must be below --params"),
         (dict(params="30B", active_params="3B", experts=16, top_k=4), "needs more than 16 experts"),
         (dict(params="30B", active_params="3B", experts=8, top_k=8), "--top-k 8 must be below --experts 8"),
+        # trial 311 #2: the default filled 1T at 1B active with 14,288 experts, a count --experts refuses; at
+        # --experts' own most, raising it is no way out
+        (dict(params="1T", active_params="1B"), "no width meets both --params 1T and --active-params 1B"),
+        (dict(params="1T", active_params="1B", experts=4096), r"moe-budget\); lower --top-k, raise --active-params"),
         (dict(params="7B", top_k=2), "add --active-params"),
         (dict(params="7B", shared_experts=1), "add --active-params"),
     ],

@@ -64,11 +64,12 @@ class MoeBudget(NamedTuple):
                 " every expert is a dense model"
             )
         ratio = r.params / r.active_params
+        raise_experts = "" if r.experts is not None and r.experts >= C.MOE_MAX_EXPERTS else "raise --experts, "
         if r.experts is not None and ratio > r.experts / top_k * 1.2:
             raise BadInputError(
                 f"--params / --active-params = {ratio:.1f} needs more than {r.experts} experts at top-{top_k}: the"
                 f" experts alone can multiply the active budget by at most {r.experts / top_k:.1f} (rule MHA007"
-                " moe-budget); raise --experts, lower --top-k or --params"
+                f" moe-budget); {raise_experts}lower --top-k, raise --active-params or lower --params"
             )
         return cls(
             total=r.params, active=r.active_params, experts=r.experts, top_k=top_k,
@@ -179,7 +180,9 @@ def _filling_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], r
     experts = k + 1 + round((budget.total - line.t0 - moe_layers * (line.t1 + line.t2 * rule_width))
                             / (moe_layers * per_expert * rule_width))  # fmt: skip
     rounded = round(experts / 8) * 8
-    for count in dict.fromkeys(([rounded] if rounded > k else []) + ([experts] if experts > k else [])):
+    counts = ([rounded] if rounded > k else []) + ([experts] if experts > k else [])
+    # trial 311 #2: never more than --experts may ask for (14,288 for 1T at 1B active, which --experts refused)
+    for count in dict.fromkeys(count for count in counts if count <= C.MOE_MAX_EXPERTS):
         candidate = _with_count(budget, make_with, count)
         if candidate is not None:
             return candidate

@@ -17,6 +17,7 @@ from mha_cli.core.params import ParamBreakdown
 from mha_cli.core.quantities import parse_param_count
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.roofline import Roofline
+from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import (
     EngineName,
@@ -78,7 +79,7 @@ class RecommendRequest(Record):
     """An explicit request; ``None`` lets the rules choose."""
     active_params: Annotated[int, BeforeValidator(_param_count), Field(gt=0)] | None = None
     """MoE: parameters one token uses (``params`` is then the total, every expert counted); None for dense."""
-    experts: Annotated[int, Field(ge=2, le=1 << 12)] | None = None
+    experts: Annotated[int, Field(ge=2, le=C.MOE_MAX_EXPERTS)] | None = None
     """MoE: routed experts per layer; default: the number that fills the total."""
     top_k: Annotated[int, Field(ge=1, le=1 << 10)] | None = None
     """MoE: routed experts per token; default 8 (a quarter of the experts below 64)."""

@@ -70,6 +70,9 @@ MOE_DEFAULT_TOP_K = 8
 """Routed experts per token when --top-k is not given: Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 all use 8."""
 MOE_MANY_EXPERTS = 64
 """From this many experts the default top-k is 8; below it, a quarter of the experts (Mixtral-8x7B: 2 of 8)."""
+MOE_MAX_EXPERTS = 4096
+"""The most routed experts a layer a design takes, asked (--experts) or derived to fill the total: public designs
+have at most 512 (Qwen3-Next-80B-A3B), and past a few thousand an expert is narrower than a few dozen columns."""
 MOE_MAX_TOP_K = 32
 """The most routed experts per token --top-k takes: public designs route at most 10 (Qwen3-Next-80B-A3B: 10 of 512;
 DeepSeek-V3, Kimi K2: 8), and past 32 the expert width the rule gives (3 x d_model / k) falls to a few dozen."""
