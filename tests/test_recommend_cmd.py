@@ -432,15 +432,18 @@ def test_a_folder_given_as_out_is_named_as_one(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "suggested"),
-    [(["--params", "13B", "--target", "64xh100", "--tp", "64"], "32"), (["--params", "125M", "--tp", "16"], "8")],
+    [(["--params", "13B", "--target", "64xh100", "--tp", "64"], ["32"]), (["--params", "125M", "--tp", "16"], ["8"]),
+     (["--params", "70B", "--tp", "5"], ["4", "8"]), (["--params", "70B", "--target", "5xh100", "--tp", "5"], ["1"])],
 )  # fmt: skip
 def test_the_tp_offered_for_the_band_runs_as_given(cli, args, suggested):
     """The offer ignored the target's devices: 13B on 64 H100s at tp 64 was told --tp 40, which the target then
-    refused (review 247); without a target, 12 for 125M. Each offer is run."""
+    refused (review 247); without a target, 12 for 125M. 70B at --tp 5 was offered 4 as "the largest that splits a
+    width inside the band", where 8 does too (trial 311 #7): the nearest below and above. Each offer is run."""
     refused = cli.run("recommend", *args)
-    assert refused.exit_code == EXIT_BAD_INPUT and f"use --tp {suggested}, the largest" in refused.output
-    offered = [*args[:-1], suggested]
-    assert cli.run("recommend", *offered).exit_code == 0
+    offer = " or ".join(f"--tp {tp}" for tp in suggested)
+    assert refused.exit_code == EXIT_BAD_INPUT and f"use {offer}, the nearest that split" in refused.output
+    for tp in suggested:
+        assert cli.run("recommend", *args[:-1], tp).exit_code == 0
 
 
 def test_the_serving_search_refuses_what_plan_refuses(cli):

@@ -106,20 +106,26 @@ def _refuse_tp_outside_band(
     tp: int | None, model: ModelSpec, budget: int, band: tuple[int, int], inside: list[int], devices: int | None
 ) -> NoReturn:
     """MHA005 under --tp, as --d-model refuses it: the widest split of ``tp`` leaves the aspect band that widths
-    with ``inside`` heads (each inside it) keep; the way out is the largest smaller tp that splits one of them and
-    the target's ``devices`` (a power of two without a target), so that it runs as given."""
+    with ``inside`` heads (each inside it) keep; the ways out are the nearest smaller and larger tp that split one of
+    them and the target's ``devices`` (a power of two without a target), so that each runs as given."""
     assert tp is not None
 
     def runs(t: int) -> bool:
         return devices % t == 0 if devices is not None else t & (t - 1) == 0
 
-    smaller = next((t for t in range(tp - 1, 0, -1) if runs(t) and any(heads % t == 0 for heads in inside)), 1)
+    def splits(t: int) -> bool:
+        return runs(t) and any(heads % t == 0 for heads in inside)
+
+    smaller = next((t for t in range(tp - 1, 0, -1) if splits(t)), 1)
+    larger = next((t for t in range(tp + 1, max(inside, default=tp) + 1) if splits(t)), None)
+    # trial 311 #7: "the largest that splits" where a larger one (tp 8 for 5) splits a width inside the band too
+    either = f"--tp {smaller} or --tp {larger}" if larger is not None else f"--tp {smaller}"
     low, high = band
     raise BadInputError(
         f"--tp {tp} at {format_count(budget)}: the nearest width whose heads split over it, d_model {model.d_model},"
         f" gives {model.n_layers} layers (d_model / n_layers {model.d_model / model.n_layers:.1f}, outside the"
-        f" {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band): use --tp {smaller}, the"
-        " largest that splits a width inside the band, or leave --tp out"
+        f" {low}-{high} of public designs of this size, rule MHA005 aspect-ratio-band): use {either}, the nearest"
+        " that split a width inside the band, or leave --tp out"
     )
 
 
