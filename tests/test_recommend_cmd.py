@@ -527,3 +527,14 @@ def test_the_trace_says_how_d_ff_was_rounded(cli):
     assert "SwiGLU d_ff 6400 = 3.5 x 1792 = 6,272.0, rounded up to a multiple of 256" in rounded
     exact = json.dumps(cli.json("recommend", "--params", "8B", "--explain"))
     assert 'SwiGLU d_ff 14336 = 3.5 x 4096"' in exact
+
+
+def test_a_vocabulary_past_any_design_is_refused_at_its_option(cli):
+    """Trial 311 #9: --vocab 999999999999 got through the request to the model and was refused as "no valid design at
+    d_model 128: embeddings.vocab_size: must be at most 100,000,000; change --d-model or --params", two options not
+    given and not the one to change."""
+    result = cli.run("recommend", "--params", "7B", "--vocab", "999999999999")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "--vocab: must be at most 100,000,000 (got 999999999999)" in result.output and "d_model" not in result.output
+    at_bound = cli.run("recommend", "--params", "7B", "--vocab", "100000000")  # the bound: the budget's own refusal
+    assert at_bound.exit_code == EXIT_BAD_INPUT and "or lower --vocab" in at_bound.output

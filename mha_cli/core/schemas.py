@@ -82,7 +82,7 @@ _MAX_WIDTH = 1 << 20
 _MAX_LAYERS = 10_000
 _MAX_HEADS = 1 << 14
 _MAX_HEAD_DIM = 1 << 14
-_MAX_VOCAB = 10**8
+MAX_VOCAB = 10**8
 _MAX_TOKENS = 1 << 34
 
 Width = Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
@@ -894,7 +894,7 @@ class EmbeddingSpec(_Strict):
     """The model's two ends: the token (and position) tables below the first layer; the final norm and the LM head
     above the last."""
 
-    vocab_size: Annotated[int, Field(gt=0, le=_MAX_VOCAB)]
+    vocab_size: Annotated[int, Field(gt=0, le=MAX_VOCAB)]
     """Rows of the token embedding and of the LM head."""
     tied: bool = False
     """Whether the output head shares the input embedding matrix."""

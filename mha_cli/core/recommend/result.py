@@ -20,6 +20,7 @@ from mha_cli.core.roofline import Roofline
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import Finding
 from mha_cli.core.schemas import (
+    MAX_VOCAB,
     EngineName,
     EngineVersion,
     GenerationId,
@@ -71,7 +72,7 @@ class RecommendRequest(Record):
     priority: Priority = "balanced"
     tp: Annotated[int, Field(gt=0, le=4096)] | None = None
     """Tensor-parallel degree; default: the target's device count."""
-    vocab_size: Annotated[int, Field(gt=0)] | None = None
+    vocab_size: Annotated[int, Field(gt=0, le=MAX_VOCAB)] | None = None
     d_model: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     """Fixes the width, at most the model schema's bound on widths (2^20) before any shape is tried (the heads'
     divisors are searched); the schema's other bounds apply when the design is built."""
