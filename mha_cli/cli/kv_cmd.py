@@ -202,7 +202,9 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     if latency is not None and report.memory is not None:
         from mha_cli.cli.render_latency import latency_line
 
-        console.print(latency_line(latency, report.memory.sequences_per_replica, report.deployment.seq_len))
+        memory = report.memory
+        admitted = memory.engine.admitted_per_replica
+        console.print(latency_line(latency, memory.sequences_per_replica, report.deployment.seq_len, admitted))
     if report.variants:  # none for an attention-free model: no K/V heads to project
         console.print()
         print_variants(console, report)

@@ -8,12 +8,14 @@ from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.rules.engine import counted
 
 
-def latency_line(latency: StepLatency, sequences: int, seq_len: int) -> str:
+def latency_line(latency: StepLatency, sequences: int, seq_len: int, at_once: int | None = None) -> str:
     """``latency`` in words: the decode step of ``sequences`` sequences at ``seq_len`` tokens and one prompt's
-    prefill, each predicted and bounded, in milliseconds, with the profile that priced them."""
+    prefill, each predicted and bounded, in milliseconds, with the profile that priced them; ``at_once``: the
+    sequences a replica's engine admits, said where fewer than the batch priced (trial 311 #11)."""
+    short = "" if at_once is None or at_once >= sequences else f", the batch asked ({at_once:,} run at once)"
     return (
         f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f}"
-        f" ms) for {counted(sequences, 'sequence')} at {seq_len:,} tokens; prefill {latency.prefill_ms:,.1f} ms (bound"
+        f" ms) for {counted(sequences, 'sequence')}{short} at {seq_len:,} tokens; prefill {latency.prefill_ms:,.1f} ms (bound"
         f" {latency.prefill_bound_ms:,.1f} ms); cost model on {latency.profile} (+/- {latency.relative_error:.0%};"
         " `mha plan` for TTFT and ITL under load)"
     )

@@ -75,7 +75,8 @@ def render_summary(console: Console, result: RecommendResult) -> None:
             f" of this length at once: {verdict}"
         )
     if result.latency is not None and plan is not None:
-        console.print(latency_line(result.latency, plan.sequences_per_replica, request.seq_len))
+        admitted = plan.engine.admitted_per_replica
+        console.print(latency_line(result.latency, plan.sequences_per_replica, request.seq_len, admitted))
     elif result.roofline is not None:  # no cost model for this layout: the roofline alone, named so
         r = result.roofline
         console.print(
