@@ -552,3 +552,14 @@ def test_pipeline_stages_are_refused_naming_the_command_that_prices_them(cli):
         refused = cli.run("kv", "llama-3-8b", flag, "2")
         assert refused.exit_code == 2 and "`mha plan SOURCE --target ... --pp 2` prices each stage" in refused.output
     assert cli.json("kv", "llama-3-8b", "--pp", "1")["bytes_per_token"] == 131_072
+
+
+@pytest.mark.parametrize("command", [("kv", "llama-3-8b"), ("recommend", "--params", "7B", "--seq", "8192")])
+def test_a_step_of_fewer_tokens_than_the_batch_is_no_refusal_of_an_option_not_given(cli, command):
+    """Trial 311 #8: ``--batch 8 --max-num-batched-tokens 1`` was refused as "--max-num-seqs (8) must not exceed
+    --max-num-batched-tokens (1)": the --max-num-seqs way out, probed at the batch, raised vLLM's refusal as the
+    command's. A cap the engine refuses is no way out; the plan says the batch does not run at once."""
+    result = cli.run(*command, "--target", "h100", "--batch", "8", "--max-num-batched-tokens", "1")
+    assert result.exit_code == 0 and "--max-num-seqs (8)" not in result.output
+    data = cli.json(*command, "--target", "h100", "--batch", "8", "--max-num-batched-tokens", "1")
+    assert data["memory"]["engine"]["max_num_seqs"] == 1 and data["memory"]["fits"] is False
