@@ -210,16 +210,24 @@ def test_the_console_entry_installs_its_signal_handlers_before_importing_the_app
     assert result.stdout.split() == ["_quiet_exit", "False", "False"]
 
 
+PYTHON_OWN_START_UP = "Fatal Python error: init_import_site"
+"""How CPython ends when the signal comes while it imports ``site``, before any of mha's code runs."""
+
+
 def test_ctrl_c_at_any_moment_of_start_up_is_exit_130_without_a_traceback():
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
     interpreter = time.perf_counter() - start  # before this, Python's own start-up runs, not ours
     for delay in (1.5 * interpreter, 2 * interpreter, 3 * interpreter, 0.5):
-        process = subprocess.Popen([*MHA, "kv", "gpt2", "--json"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
-        time.sleep(delay)
-        process.send_signal(signal.SIGINT)
-        stderr = process.communicate(timeout=60)[1]
+        for _ in range(5):  # under load Python's own start-up can outlast the measured one: later, until ours runs
+            process = subprocess.Popen([*MHA, "kv", "gpt2", "--json"], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True)  # fmt: skip
+            time.sleep(delay)
+            process.send_signal(signal.SIGINT)
+            stderr = process.communicate(timeout=60)[1]
+            if not stderr.startswith(PYTHON_OWN_START_UP):
+                break
+            delay += interpreter  # a loaded full run hit site's import at 1.5 x 35 ms (52 ms)
         assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, (delay, stderr)
         # -SIGINT: killed before Python installed any handler (a loaded machine); the shell shows that as 130 too
         assert process.returncode in (0, 130, -signal.SIGINT), (delay, process.returncode, stderr)
