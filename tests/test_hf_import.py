@@ -245,3 +245,19 @@ def test_a_per_layer_width_list_of_another_length_is_refused():
         import_hf_config({**config, "intermediate_size": [1000]}, origin="config.json")
     listed = import_hf_config({**config, "intermediate_size": [14336] * 32}, origin="config.json").model
     assert listed.block.d_ff == 14336
+
+
+@pytest.mark.parametrize(
+    ("first_dense", "mtp_layers", "moe_kept"),
+    [(3, 1, True), (61, 1, True), (62, 1, False), (61, 0, False)],
+)  # fmt: skip
+def test_experts_no_layer_uses_are_not_built_but_an_mtp_layer_can_use_them(first_dense, mtp_layers, moe_kept):
+    """DeepSeek-V3's 61 layers with first_k_dense_replace 61 and no MTP layer (mha's own dense MLA config.json):
+    dense, said in a note, as transformers and vLLM build no expert (trial 311 #3: its fused-MoE workspace cost 3
+    sequences on an H100). With an MTP layer it stays MoE: vLLM builds the MTP layer as layer 61, MoE from
+    first_k_dense_replace on (review 312 #3: its drafter was priced dense, 0.29 GB against 1.66 GB a device)."""
+    config = load("deepseek-v3") | {"first_k_dense_replace": first_dense, "num_nextn_predict_layers": mtp_layers}
+    imported = import_hf_config(config)
+    assert (imported.model.block.moe is not None) == moe_kept
+    said = [a for a in imported.assumptions if "256 routed experts declared, every layer dense" in a]
+    assert len(said) == (0 if moe_kept else 1)

@@ -563,3 +563,14 @@ def test_a_step_of_fewer_tokens_than_the_batch_is_no_refusal_of_an_option_not_gi
     assert result.exit_code == 0 and "--max-num-seqs (8)" not in result.output
     data = cli.json(*command, "--target", "h100", "--batch", "8", "--max-num-batched-tokens", "1")
     assert data["memory"]["engine"]["max_num_seqs"] == 1 and data["memory"]["fits"] is False
+
+
+@pytest.mark.parametrize(("engine", "offered"), [("vllm", False), ("sglang", True), ("trtllm", True)])
+def test_a_sequence_cap_past_the_step_is_a_way_out_where_the_engine_takes_it(cli, engine, offered):
+    """vLLM refuses max_num_seqs above max_num_batched_tokens; SGLang's chunked-prefill size and TensorRT-LLM's step
+    cap no running requests, so --max-num-seqs 600 with a 512-token step is their way out (review 312 #1: it was
+    dropped for every engine)."""
+    data = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", engine, "--batch", "600", "--seq", "512",
+                    "--max-num-seqs", "8", "--max-num-batched-tokens", "512")  # fmt: skip
+    texts = [way["text"] for way in data["ways_out"]]
+    assert any(text.startswith("--max-num-seqs 600 ") for text in texts) == offered and "--batch 8" in texts

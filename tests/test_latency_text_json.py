@@ -20,10 +20,12 @@ RECOMMEND_RUNS = {
     "tp": ("--params", "70B", "--seq", "32k", "--target", "4xh100", "--tp", "4", "--batch", "8"),
     # trial 311 #11: a batch the engine cannot run at once is priced as asked, and the line says how many run
     "over": ("--params", "1B", "--seq", "512", "--target", "h100", "--batch", "5000"),
+    "none": ("--params", "70B", "--target", "l4", "--batch", "4"),  # the weights do not fit: none runs
 }  # fmt: skip
 LINE = re.compile(
     r"latency decode step (?P<decode_step_ms>[\d,.]+) ms \(bound (?P<decode_bound_ms>[\d,.]+) ms\) for"
-    r" (?P<sequences>[\d,]+) sequences?(?:, the batch asked \((?P<at_once>[\d,]+) run at once\))? at [\d,]+"
+    r" (?P<sequences>[\d,]+) sequences?(?:, the batch asked \((?:(?P<at_once>[\d,]+) run at once|none runs at"
+    r" once)\))? at [\d,]+"
     r" tokens; prefill (?P<prefill_ms>[\d,.]+) ms \(bound"
     r" (?P<prefill_bound_ms>[\d,.]+) ms\); cost model on (?P<profile>\S+) "
 )
@@ -46,7 +48,8 @@ def _check(text: str, data: dict, sequences: int) -> None:
     assert match["profile"] == latency["profile"] and int(match["sequences"].replace(",", "")) == sequences
     admitted = data["memory"]["engine"]["admitted_per_replica"]
     said = None if match["at_once"] is None else int(match["at_once"].replace(",", ""))
-    assert said == (admitted if admitted < sequences else None)
+    assert said == (admitted if 0 < admitted < sequences else None)
+    assert ("none runs at once" in printed) == (admitted == 0)
     # no other figure in milliseconds: the roofline stays in --explain's table, under its own column
     assert len(re.findall(r"[\d,.]+ ms", printed)) == 4, printed
 

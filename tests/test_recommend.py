@@ -122,15 +122,17 @@ def test_balanced_kv_heads_split_over_tp_and_keep_the_group_at_most_8():
     assert rec(405e9).model.n_kv_heads == 16  # 128 heads: group 8 (Llama 3.1 405B's 8 is within 2x)
 
 
-def test_a_tp_that_splits_no_balanced_count_caps_the_cache_at_the_nearest_count_it_splits():
+def test_a_tp_that_splits_no_balanced_count_caps_the_cache_at_a_count_it_splits():
     """Trial 311 #1: at --tp 5 the balanced cap stood at GQA-4 (20 heads), which tp 5 cannot split, so every GQA it
     can run was over the cap and MLA was picked for a dense 3B: 270 MiB on every device, 65 sequences on five L4s
-    where GQA-5 holds one KV head a device and 139. The cap is the count tp splits nearest to the balanced one."""
+    where GQA-5 holds one KV head a device and 139. The cap is the most KV heads tp splits at or below the balanced
+    count, else the fewest above (review 312 #5: not 10 for 40 heads at tp 5, twice the cache of 5)."""
     from mha_cli.core.recommend.kv_heads import balanced_kv_heads
 
-    # by hand: 20 heads -> 4, not split by 5 or 7; split by 5: 5, 10 (nearest 5); 28 heads, tp 7: 7, 14 (7);
-    # 48 heads -> 8, tp 6 splits 2, 3, 6, 12, 24 (6 and 12 both 2 and 4 away: 6); tp 2/4/8 keep the count
+    # by hand: 20 heads -> 4, not split by 5 or 7; split by 5: 5, 10, none at or below 4: 5; 28 heads, tp 7: 7, 14
+    # (7); 40 heads -> 8, tp 5 splits 5, 10, 20: 5; 48 heads -> 8, tp 6 splits 2, 3, 6, 12, 24: 6; tp 2/4/8 keep it
     assert [balanced_kv_heads(20, 5), balanced_kv_heads(28, 7), balanced_kv_heads(48, 6)] == [5, 7, 6]
+    assert balanced_kv_heads(40, 5) == 5
     assert [balanced_kv_heads(20, tp) for tp in (None, 1, 2, 4)] == [4, 4, 4, 4]
     assert [balanced_kv_heads(64, tp) for tp in (2, 4, 8)] == [8, 8, 8]
     result = rec(3e9, tp=5, target="5xl4")

@@ -105,6 +105,13 @@ def test_dense_designs_have_null_moe_keys(cli):
     assert data["model"]["active_params"] < data["model"]["total_params"]  # the input embedding is not multiplied
 
 
+def test_a_total_that_needs_more_experts_than_the_most_is_designed_at_the_most():
+    """Review 312 #2: 1T at 3B active fills with 4,424 experts; the cap at 4,096 first dropped that count and
+    refused the budgets, which 4,096 experts land (as --experts 4096 does)."""
+    model = rec(params="1T", active_params="3B").model
+    assert model.experts == 4096
+
+
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
@@ -113,7 +120,8 @@ def test_dense_designs_have_null_moe_keys(cli):
         (dict(params="30B", active_params="3B", experts=8, top_k=8), "--top-k 8 must be below --experts 8"),
         # trial 311 #2: the default filled 1T at 1B active with 14,288 experts, a count --experts refuses; at
         # --experts' own most, raising it is no way out
-        (dict(params="1T", active_params="1B"), "no width meets both --params 1T and --active-params 1B"),
+        (dict(params="1T", active_params="1B"), "needs more than the 4,096 experts a design takes at top-8"),
+        (dict(params="1T", active_params="100M"), r"moe-budget\); raise --active-params or lower --params"),
         (dict(params="1T", active_params="1B", experts=4096), r"moe-budget\); lower --top-k, raise --active-params"),
         (dict(params="7B", top_k=2), "add --active-params"),
         (dict(params="7B", shared_experts=1), "add --active-params"),

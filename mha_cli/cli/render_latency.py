@@ -12,7 +12,10 @@ def latency_line(latency: StepLatency, sequences: int, seq_len: int, at_once: in
     """``latency`` in words: the decode step of ``sequences`` sequences at ``seq_len`` tokens and one prompt's
     prefill, each predicted and bounded, in milliseconds, with the profile that priced them; ``at_once``: the
     sequences a replica's engine admits, said where fewer than the batch priced (trial 311 #11)."""
-    short = "" if at_once is None or at_once >= sequences else f", the batch asked ({at_once:,} run at once)"
+    if at_once is None or at_once >= sequences:
+        short = ""
+    else:  # review 312 #8: "(0 run at once)" beside weights that do not fit
+        short = f", the batch asked ({at_once:,} run at once)" if at_once else ", the batch asked (none runs at once)"
     return (
         f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f}"
         f" ms) for {counted(sequences, 'sequence')}{short} at {seq_len:,} tokens; prefill {latency.prefill_ms:,.1f} ms (bound"

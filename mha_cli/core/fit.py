@@ -348,8 +348,8 @@ def _seq_cap_that_fits(
     if not capped_by_max_num_seqs(plan):
         return None
     wanted = plan.sequences_per_replica
-    if wanted > plan.engine.max_num_batched_tokens:  # vLLM refuses it (trial 311 #8: the probe's refusal was the
-        return None  # command's, naming a --max-num-seqs never given)
+    if plan.engine.name == "vllm" and wanted > plan.engine.max_num_batched_tokens:  # vLLM refuses it (trial 311 #8:
+        return None  # the probe's refusal was the command's, naming a --max-num-seqs never given)
     raised = deployment.model_copy(update={"max_num_seqs": wanted})
     tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=raised)
     if not tuned.fits:
@@ -389,8 +389,6 @@ def _state_slots_that_fit(
     if not engine.state_pool_bytes or engine.starts:
         return None
     wanted = max(1, plan.sequences_per_replica)
-    if wanted > plan.engine.max_num_batched_tokens:  # the engine refuses it (as ``_seq_cap_that_fits``)
-        return None
     capped = deployment.model_copy(update={"max_num_seqs": wanted})
     tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=capped)
     if not tuned.fits:

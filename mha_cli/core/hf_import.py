@@ -270,9 +270,11 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
 
     moe = _moe(r, fam, n_layers)
     period, mlps = _feed_forwards(r, n_layers, has_experts=moe is not None)
-    every_layer_dense = mlps is None and period.get("n_dense_layers", 0) >= n_layers  # first_k_dense_replace: all
-    if moe is not None and (mlps is None or "moe" in mlps) and not every_layer_dense:
+    if moe is not None and (mlps is None or "moe" in mlps) and not _every_layer_dense(r, n_layers, period, mlps):
         fields["moe"] = {**moe, **period}  # experts no layer uses: none built, none priced (nor vLLM's MoE workspace)
+    elif moe is not None and mlps is None:
+        r.assume(None, f"{moe['n_experts']} routed experts declared, every layer dense (first_k_dense_replace):"
+                       " none built or priced, as transformers and vLLM build none")  # fmt: skip
     if mlps is not None:
         fields["mlp_pattern"] = _shortest_cycle(mlps)
     no_layer_rotates = fam.layout.get("nope_layers") == "global" and fields.get("sliding_window") is None  # Jamba
@@ -500,6 +502,17 @@ def _moe(r: ConfigReader, fam: Family, n_layers: int) -> dict[str, Any] | None:
         "shared_expert_gate": fam.gated_shared_expert and bool(r.get("shared_expert_intermediate_size")),
         **_routing(r, fam),
     }
+
+
+def _every_layer_dense(r: ConfigReader, n_layers: int, period: dict[str, int], mlps: list[MlpKind] | None) -> bool:
+    """Whether the MoE placement leaves no MoE layer (DeepSeek's first_k_dense_replace at every layer: mha's own dense
+    MLA config.json; trial 311 #3), counting an MTP layer: vLLM builds it as layer num_hidden_layers, MoE unless
+    first_k_dense_replace passes it too (``deepseek_mtp.py``; review 312 #3). Read without marking the fields read."""
+    if mlps is not None or period.get("n_dense_layers", 0) < n_layers:
+        return False
+    first_dense = dict.get(r.config, "first_k_dense_replace")
+    mtp_layers = dict.get(r.config, "num_nextn_predict_layers") or 0
+    return not mtp_layers or not isinstance(first_dense, int) or first_dense > n_layers
 
 
 def _uniform(r: ConfigReader, key: str, value: Any) -> Any:

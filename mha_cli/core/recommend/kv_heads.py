@@ -38,9 +38,10 @@ def tp_friendly(n_kv_heads: int) -> bool:
 def balanced_kv_heads(n_heads: int, tp: int | None = None) -> int | None:
     """MHA020: the fewest KV heads from ``max(8, n_heads / 8)`` up (group at most 8, or 8 KV heads) that divide
     n_heads, else the most below it; from 16 heads on only counts tp 2/4/8 split (``tp_friendly``). With ``tp``
-    asked that does not split that count (tp 5 or 7: neither divides the other), the count it splits nearest to it,
-    the fewer on a tie (trial 311 #1: at --tp 5 the cache cap stood at GQA-4, which tp 5 cannot run, so every GQA
-    was over it and MLA was picked). None when n_heads has no divisor between 1 and itself."""
+    asked that does not split that count (tp 5 or 7: neither divides the other), the most it splits at or below it,
+    else the fewest above (trial 311 #1: at --tp 5 the cache cap stood at GQA-4, which tp 5 cannot run, so every GQA
+    was over it and MLA was picked; review 312 #5: not the nearest above where one below stays within the cap).
+    None when n_heads has no divisor between 1 and itself."""
     choices = [k for k in range(2, n_heads) if n_heads % k == 0]
     friendly = [k for k in choices if tp_friendly(k)]
     if n_heads >= 16 and any(n_heads // k <= C.MAX_QUALITY_GROUP for k in friendly):
@@ -53,4 +54,5 @@ def balanced_kv_heads(n_heads: int, tp: int | None = None) -> int | None:
     if tp is None or tp <= 1 or balanced % tp == 0 or tp % balanced == 0:
         return balanced
     split = [k for k in range(2, n_heads) if n_heads % k == 0 and (k % tp == 0 or tp % k == 0)]
-    return min(split, key=lambda k: (abs(k - balanced), k)) if split else balanced
+    below = [k for k in split if k <= balanced]
+    return max(below) if below else min(split, default=balanced)

@@ -65,6 +65,14 @@ class MoeBudget(NamedTuple):
             )
         ratio = r.params / r.active_params
         raise_experts = "" if r.experts is not None and r.experts >= C.MOE_MAX_EXPERTS else "raise --experts, "
+        lower_top_k = "lower --top-k, " if ratio <= C.MOE_MAX_EXPERTS * 1.2 else ""  # top-1 multiplies the most
+        if r.experts is None and ratio > C.MOE_MAX_EXPERTS / top_k * 1.2:  # review 312 #7: past the most it designs
+            raise BadInputError(
+                f"--params / --active-params = {ratio:.1f} needs more than the {C.MOE_MAX_EXPERTS:,} experts a design"
+                f" takes at top-{top_k}: they can multiply the active budget by at most"
+                f" {C.MOE_MAX_EXPERTS / top_k:.1f} (rule MHA007 moe-budget); {lower_top_k}raise --active-params or"
+                " lower --params"
+            )
         if r.experts is not None and ratio > r.experts / top_k * 1.2:
             raise BadInputError(
                 f"--params / --active-params = {ratio:.1f} needs more than {r.experts} experts at top-{top_k}: the"
@@ -181,8 +189,9 @@ def _filling_count(budget: MoeBudget, make_with: Callable[[dict], ModelMaker], r
                             / (moe_layers * per_expert * rule_width))  # fmt: skip
     rounded = round(experts / 8) * 8
     counts = ([rounded] if rounded > k else []) + ([experts] if experts > k else [])
-    # trial 311 #2: never more than --experts may ask for (14,288 for 1T at 1B active, which --experts refused)
-    for count in dict.fromkeys(count for count in counts if count <= C.MOE_MAX_EXPERTS):
+    # trial 311 #2: never more than --experts may ask for (14,288 for 1T at 1B active, which --experts refused); the
+    # most it takes where more would fill the total (1T at 3B active: 4,096 of 1,216 land both budgets)
+    for count in dict.fromkeys(min(count, C.MOE_MAX_EXPERTS) for count in counts):
         candidate = _with_count(budget, make_with, count)
         if candidate is not None:
             return candidate

@@ -263,7 +263,7 @@ RULES: tuple[Rule, ...] = (
         f"count: the fewest KV heads from max({BALANCED_KV_HEADS}, n_heads / {MAX_QUALITY_GROUP}) up that divide "
         f"n_heads (else the most below), from 16 heads on only counts that tensor parallelism of 2, 4 and 8 splits "
         f"(they divide 8 or 8 divides them) when one keeps the group at most 8; with --tp N that does not split that "
-        f"count (5, 7), the count N splits nearest to it, the fewer on a tie. In practice GQA-8 for 32-64 heads, GQA-4 for 20 or 28, GQA-16 for "
+        f"count (5, 7), the most N splits at or below it, else the fewest above. In practice GQA-8 for 32-64 heads, GQA-4 for 20 or 28, GQA-16 for "
         "96-128; MQA when n_heads has no divisor and MHA is excluded (MHA091).",
         rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
         "context on the same device; 8 KV heads is today's default.",
