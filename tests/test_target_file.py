@@ -138,6 +138,8 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "vendor": "AMD", "compute_capability": 90}),  # not "give 9.0" (review 310 #3)
          "compute_capability: an NVIDIA GPU's CUDA figure, and vendor is AMD: leave it out"),
         (yaml.safe_dump({**H100, "compute_capability": 17}), "compute_capability: must be less than 16"),  # no 1.7
+        (yaml.safe_dump({**H100, "compute_capability": float("inf")}), "compute_capability: must be less than 16"),
+        (yaml.safe_dump({**H100, "compute_capability": float("nan")}), "compute_capability: "),
         (yaml.safe_dump({**H100, "compute_capability": 90}), "compute_capability: 90 is written without its point: give 9.0"),
         (yaml.safe_dump({**H100, "compute_capability": 100}), "compute_capability: 100 is written without its point: give 10.0"),
         (yaml.safe_dump({k: v for k, v in H100.items() if k != "compute_capability"}),
@@ -150,7 +152,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
+         "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-inf", "cc-nan", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
          "tflops-in-gflops", "fp8-below-bf16"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):

@@ -7,6 +7,7 @@ with it (``--target 8xmy-gpu.yaml``) names the same file. ``mha targets --schema
 """
 
 import contextlib
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -98,9 +99,8 @@ class TargetFile(Record):
             return capability
         if info.data.get("vendor", "NVIDIA") != "NVIDIA":
             raise ValueError(_NOT_NVIDIA.format(vendor=info.data["vendor"]))
-        whole = (
-            isinstance(capability, int | float) and not isinstance(capability, bool) and capability == int(capability)
-        )
+        number = isinstance(capability, int | float) and not isinstance(capability, bool) and math.isfinite(capability)
+        whole = number and capability == int(capability)  # inf and nan: the bound's own words
         if whole and 20 <= capability < 200:  # 2.0-19.9 written without its point
             raise ValueError(
                 f"{capability:g} is written without its point: give {capability / 10:.1f} (major.minor, as"
