@@ -158,3 +158,65 @@ def test_a_pool_too_small_preempts_only_requests_out_of_flight_and_every_request
     assert run.preemptions > 0 and run.requests == 300
     assert len(in_flight) == run.preemptions and not any(in_flight)
     assert all(0 < ttft <= e2e for ttft, e2e in zip(times.ttft, times.e2e, strict=True))
+
+
+class _ContextCost(_SequenceCost):
+    """``_SequenceCost`` on 3 stages, each stage's time also growing with the decodes' context (so that a wrong
+    context moves every figure), and ``per_decode`` tokens a decode (a speculative step's, in the budget)."""
+
+    pp = 3
+
+    def __init__(self, per_decode: int = 1) -> None:
+        self.per_decode = per_decode
+
+    def stage_seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> tuple[float, list[float]]:
+        tokens = decodes * self.per_decode + sum(size for size, _ in chunks)
+        stage = 1e-3 + 2e-6 * tokens + 1e-8 * decodes * context + 3e-9 * sum(s * (s + c) for s, c in chunks)
+        return self.host_s, [stage] * self.pp
+
+
+def _pipelined_cases():
+    from mha_cli.core.serve.workload import drawn_lengths
+
+    def limits(pool: int, budget: int, seqs: int = 48, **more) -> EngineLimits:
+        return EngineLimits("vllm", kv_blocks=pool, block_size=16, max_num_batched_tokens=budget, max_num_seqs=seqs,
+                            **more)  # fmt: skip
+
+    closed = Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64)
+    return {
+        "a pool too small: preemptions": (closed, limits(1_500, 2048), 1),
+        "a roomy pool at most 48 running": (closed, limits(40_000, 8192), 1),
+        "a bursty open loop": (
+            Workload(lengths=drawn_lengths(1024, 128, 300, range_ratio=0.9, seed=5), rate=30.0, burstiness=0.3, seed=5),
+            limits(40_000, 8192, seqs=256), 1,
+        ),
+        "prompts longer than the budget": (
+            Workload(lengths=drawn_lengths(1500, 40, 100, range_ratio=0.5, seed=6), max_concurrency=16),
+            limits(40_000, 512), 1,
+        ),
+        "a shared prefix cached": (
+            Workload(lengths=drawn_lengths(600, 80, 200, range_ratio=0.5, seed=7), max_concurrency=32, prefix_len=256),
+            limits(3_000, 2048, shares_prefix_blocks=True), 1,
+        ),
+        "drafts in a budget that truncates": (
+            Workload(lengths=drawn_lengths(300, 200, 200, range_ratio=0.5, seed=8), max_concurrency=48),
+            limits(40_000, 100, drafts_in_budget=True), 3,
+        ),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(_pipelined_cases()))
+def test_vllms_pipelined_groups_change_nothing(case):
+    """vLLM's pipelined loop with each batch's decoding requests advanced as a group (``core.serve.pipelined_groups``)
+    gives the run the exact step-by-step loop gives, to the bit: every request's times, every gap, each step and
+    preemption, on runs where the exact scheduler must take over (preemptions, a budget too small for everyone,
+    prompts in chunks, bursts of arrivals, a shared prefix, draft tokens in the budget)."""
+    workload, limits, per_decode = _pipelined_cases()[case]
+    fast, fast_times = simulate(workload, limits, _ContextCost(per_decode))
+    slow, slow_times = simulate(workload, limits, _ContextCost(per_decode), skip_repeated_steps=False)
+    assert fast.requests == slow.requests == len(workload.lengths)
+    assert (fast.steps, fast.preemptions) == (slow.steps, slow.preemptions)
+    assert fast_times == slow_times
+    assert fast.itl_ms == slow.itl_ms and fast.duration_s == slow.duration_s
+    if case.startswith("a pool too small"):
+        assert slow.preemptions > 0

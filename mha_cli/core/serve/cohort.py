@@ -12,7 +12,7 @@ a step the exact scheduler must run (the budget or the pool too small for everyo
 
 import heapq
 
-from mha_cli.core.serve.schedulers import EngineState
+from mha_cli.core.serve.schedulers import EngineState, vllm_admit
 
 
 class Cohort:
@@ -82,3 +82,27 @@ class Cohort:
         for request in list(self.joined):
             self.materialise(request)
         self.ending.clear()
+
+
+def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> list[tuple[int, int]] | None:
+    """vLLM's step over ``cohort`` and the ``loose`` requests (running, outside it: a prompt in chunks, a decode),
+    when every one's tokens fit the budget (a decode's draft tokens counted, as ``_vllm`` counts them) and the pool
+    holds their blocks, so that their order does not matter: their blocks taken, then the waiting requests
+    ``vllm_admit`` takes with the budget left. (request, tokens) of the loose and the admitted ones, the cohort's
+    members each one token; None, having changed nothing, when they do not all fit."""
+    computed, prompts, generated, held = state.computed, state.prompts, state.generated, state.held
+    needs = [(r, prompts[r] + generated[r] - computed[r]) for r in loose]
+    per_decode = state.decode_tokens
+    total = len(cohort) * per_decode + sum(
+        per_decode if tokens == 1 and computed[r] >= prompts[r] else tokens for r, tokens in needs
+    )  # fmt: skip
+    if total > state.budget:
+        return None
+    new_blocks = cohort.new_blocks()
+    if new_blocks + sum(max(0, state.blocks_for(computed[r] + t) - held[r]) for r, t in needs) > state.free_blocks:
+        return None
+    state.free_blocks -= new_blocks
+    state.evict_unreferenced()
+    for request, tokens in needs:
+        state.grow(request, computed[request] + tokens)
+    return needs + vllm_admit(state, state.budget - total)

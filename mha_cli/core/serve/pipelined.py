@@ -30,66 +30,10 @@ b / pp decodes each, a request's token comes every host + all stages' time of b 
 """
 
 from collections import deque
-from typing import Any, NamedTuple, Protocol
 
-from mha_cli.core.serve.recv_interval import RecvSkipper
+from mha_cli.core.serve.in_flight import Batch, SimulatedRun, StageClock
+from mha_cli.core.serve.pipelined_groups import Groups
 from mha_cli.core.serve.schedulers import EngineState, schedule
-from mha_cli.core.serve.step_cost import StepCost
-
-
-class SimulatedRun(Protocol):
-    """What the pipelined loop reads and drives of one simulation (``core.serve.simulate._Run``, which calls it: a
-    protocol, so that the two modules do not import each other)."""
-
-    prompts: list[int]
-    outputs: list[int]
-    limits: Any
-    """``simulate.EngineLimits``: the loop reads its ``engine``."""
-    cost: StepCost
-    state: EngineState
-    client: Any
-    """``simulate._Client``: the loop asks it to ``send``."""
-    now: float
-    finished: int
-    steps: int
-    last: list[float]
-    gaps: dict[float, int]
-    recv: RecvSkipper
-    """SGLang's receive interval: told of each batch sent."""
-
-    def admit(self) -> None: ...
-
-    def emit(self, request: int) -> bool: ...
-
-    def after_step(self, ended: list[int], keep_trace: bool) -> None: ...
-
-    def idle_until_next_event(self, why: str) -> None: ...
-
-
-class Batch(NamedTuple):
-    """One batch in flight: its decodes, its prefill chunks ((request, its tokens computed once the chunk is)) and
-    when its last stage ends it."""
-
-    decodes: list[int]
-    chunks: list[tuple[int, int]]
-    done: float
-    micro_batch: int = 0
-    """SGLang: the micro-batch it is (0 elsewhere)."""
-
-
-class StageClock:
-    """When each pipeline stage is next free: batches go through the stages in order, one at a time on each."""
-
-    def __init__(self, stages: int) -> None:
-        self.free = [0.0] * stages
-
-    def run(self, start: float, seconds: list[float]) -> float:
-        """A batch sent at ``start`` that takes ``seconds`` on each stage: when its last stage ends it."""
-        free, at = self.free, start
-        for stage, spent in enumerate(seconds):
-            at = max(at, free[stage]) + spent
-            free[stage] = at
-        return at
 
 
 class MicroBatches:
@@ -113,21 +57,29 @@ class MicroBatches:
         self.turn = (self.turn + 1) % self.depth
 
 
-def run_pipelined(run: SimulatedRun, keep_trace: bool) -> None:
-    """``run`` to its end with up to pp batches in flight (see the module docstring)."""
+def run_pipelined(run: SimulatedRun, keep_trace: bool, skip_repeated_steps: bool = True) -> None:
+    """``run`` to its end with up to pp batches in flight (see the module docstring). ``skip_repeated_steps``:
+    vLLM's decoding requests go as groups (``core.serve.pipelined_groups``) where the pool is not windowed."""
     state, cost, engine = run.state, run.cost, run.limits.engine
     depth = cost.pp
     clock = StageClock(depth)
     flight: deque[Batch] = deque()
     micro = MicroBatches(depth) if engine == "sglang" else None
+    groups = Groups(run) if skip_repeated_steps and engine == "vllm" and not run.windowed else None
     run.client.send(run.now)
     while run.finished < len(run.prompts):
         run.admit()
         if len(flight) < depth and (state.running or state.waiting):
-            decodes, chunks = _schedule_turn(run, micro)
-            sent = bool(decodes or chunks)
+            batch = groups.send(clock) if groups is not None else None
+            if batch is None:
+                if groups is not None:
+                    groups.leave(flight)
+                decodes, chunks = _schedule_turn(run, micro)
+                if decodes or chunks:
+                    batch = _launch(run, clock, decodes, chunks, 0 if micro is None else micro.turn)
+            sent = isinstance(batch, Batch)
             if sent:
-                flight.append(_launch(run, clock, decodes, chunks, 0 if micro is None else micro.turn))
+                flight.append(batch)
             if micro is not None:  # SGLang's loop moves on to the next micro-batch, run or not
                 micro.sent(flight[-1] if sent else Batch([], [], run.now, micro.turn), state)
             if sent and len(flight) < depth and flight[0].done > run.now:
@@ -137,7 +89,7 @@ def run_pipelined(run: SimulatedRun, keep_trace: bool) -> None:
             run.now = max(run.now, batch.done)
             if micro is not None:
                 micro.turn = batch.micro_batch  # its output processed, it is scheduled next
-            run.after_step(_land(run, batch), keep_trace)
+            run.after_step(_land(run, batch) if groups is None else groups.land(batch, _land), keep_trace)
             continue
         run.idle_until_next_event(
             f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"

@@ -32,10 +32,10 @@ from mha_cli.core.engine.window_blocks import (
 )
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
-from mha_cli.core.serve.cohort import Cohort
+from mha_cli.core.serve.cohort import Cohort, schedule_together
 from mha_cli.core.serve.offload import PrefixTiers
 from mha_cli.core.serve.recv_interval import RecvSkipper
-from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule, vllm_admit
+from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
@@ -418,21 +418,10 @@ class _Run:
         (their tokens exceed the budget, or the pool cannot hold them: a preemption): ``run`` then takes the exact
         path. The requests it ended."""
         state, cohort = self.state, self.cohort
-        computed, prompts, generated, held = state.computed, state.prompts, state.generated, state.held
-        needs = [(r, prompts[r] + generated[r] - computed[r]) for r in self.loose]
-        total = len(cohort) + sum(tokens for _, tokens in needs)
-        if total > state.budget:
+        computed, prompts = state.computed, state.prompts
+        needs = schedule_together(state, cohort, self.loose)
+        if needs is None:
             return None
-        blocks = cohort.new_blocks() + sum(
-            max(0, state.blocks_for(computed[r] + tokens) - held[r]) for r, tokens in needs
-        )  # fmt: skip
-        if blocks > state.free_blocks:
-            return None
-        state.free_blocks -= cohort.new_blocks()
-        state.evict_unreferenced()
-        for r, tokens in needs:
-            state.grow(r, computed[r] + tokens)
-        needs += vllm_admit(state, state.budget - total)
         if not needs and not len(cohort):
             return None  # nothing runs: the exact path says why
         decodes = [(r, t) for r, t in needs if t == 1 and computed[r] >= prompts[r]]
@@ -478,7 +467,7 @@ class _Run:
         if self.cost.pp > 1:  # up to pp batches in flight (core.serve.pipelined)
             from mha_cli.core.serve.pipelined import run_pipelined
 
-            run_pipelined(self, keep_trace)
+            run_pipelined(self, keep_trace, skip_repeated_steps)
             return
         state, engine = self.state, self.limits.engine
         by_cohort = skip_repeated_steps and engine == "vllm" and not self.windowed  # a cohort counts full blocks
