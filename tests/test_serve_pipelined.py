@@ -178,8 +178,8 @@ class _ContextCost(_SequenceCost):
 def _pipelined_cases():
     from mha_cli.core.serve.workload import drawn_lengths
 
-    def limits(pool: int, budget: int, seqs: int = 48, **more) -> EngineLimits:
-        return EngineLimits("vllm", kv_blocks=pool, block_size=16, max_num_batched_tokens=budget, max_num_seqs=seqs,
+    def limits(pool: int, budget: int, seqs: int = 48, block: int = 16, **more) -> EngineLimits:
+        return EngineLimits("vllm", kv_blocks=pool, block_size=block, max_num_batched_tokens=budget, max_num_seqs=seqs,
                             **more)  # fmt: skip
 
     closed = Workload(lengths=drawn_lengths(700, 120, 300, range_ratio=0.5, seed=4), max_concurrency=64)
@@ -198,6 +198,14 @@ def _pipelined_cases():
             Workload(lengths=drawn_lengths(600, 80, 200, range_ratio=0.5, seed=7), max_concurrency=32, prefix_len=256),
             limits(3_000, 2048, shares_prefix_blocks=True), 1,
         ),
+        "a prefix evicted while its requests decode": (  # review 314: a decode's new block caches it again
+            Workload(lengths=[(8, 4), (8, 11), (8, 4), (12, 4)], max_concurrency=2, prefix_len=8),
+            limits(5, 64, block=4, shares_prefix_blocks=True), 1,
+        ),
+        "prefixes in a host tier of two blocks": (  # review 314: a decode's new block stores its prefix back
+            Workload(lengths=[(40, 40), (44, 12), (40, 4)], max_concurrency=2, prefix_len=32, prefix_groups=2),
+            limits(400, 2048, prefix_caching=False, host_blocks=2, load_s_per_token=1e-6), 1,
+        ),
         "drafts in a budget that truncates": (
             Workload(lengths=drawn_lengths(300, 200, 200, range_ratio=0.5, seed=8), max_concurrency=48),
             limits(40_000, 100, drafts_in_budget=True), 3,
@@ -210,7 +218,8 @@ def test_vllms_pipelined_groups_change_nothing(case):
     """vLLM's pipelined loop with each batch's decoding requests advanced as a group (``core.serve.pipelined_groups``)
     gives the run the exact step-by-step loop gives, to the bit: every request's times, every gap, each step and
     preemption, on runs where the exact scheduler must take over (preemptions, a budget too small for everyone,
-    prompts in chunks, bursts of arrivals, a shared prefix, draft tokens in the budget)."""
+    prompts in chunks, bursts of arrivals, a shared prefix, one evicted while its requests decode, prefixes in a host
+    tier, draft tokens in the budget)."""
     workload, limits, per_decode = _pipelined_cases()[case]
     fast, fast_times = simulate(workload, limits, _ContextCost(per_decode))
     slow, slow_times = simulate(workload, limits, _ContextCost(per_decode), skip_repeated_steps=False)

@@ -89,7 +89,9 @@ def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> l
     when every one's tokens fit the budget (a decode's draft tokens counted, as ``_vllm`` counts them) and the pool
     holds their blocks, so that their order does not matter: their blocks taken, then the waiting requests
     ``vllm_admit`` takes with the budget left. (request, tokens) of the loose and the admitted ones, the cohort's
-    members each one token; None, having changed nothing, when they do not all fit."""
+    members each one token; None, having changed nothing, when they do not all fit, or when a member's new block
+    would change the prefix cache (``recaches_at_allocation``: the exact scheduler's ``grow`` does that, the cohort
+    counts blocks only)."""
     computed, prompts, generated, held = state.computed, state.prompts, state.generated, state.held
     needs = [(r, prompts[r] + generated[r] - computed[r]) for r in loose]
     per_decode = state.decode_tokens
@@ -99,6 +101,8 @@ def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> l
     if total > state.budget:
         return None
     new_blocks = cohort.new_blocks()
+    if new_blocks and recaches_at_allocation(state):
+        return None
     if new_blocks + sum(max(0, state.blocks_for(computed[r] + t) - held[r]) for r, t in needs) > state.free_blocks:
         return None
     state.free_blocks -= new_blocks
@@ -106,3 +110,12 @@ def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> l
     for request, tokens in needs:
         state.grow(request, computed[request] + tokens)
     return needs + vllm_admit(state, state.budget - total)
+
+
+def recaches_at_allocation(state: EngineState) -> bool:
+    """Whether a decoding request's new block can change the prefix cache: vLLM with a shared prefix caches at
+    allocation (``EngineState.cache_prefix`` from ``grow``), which stores the request's prefix back in a host tier,
+    or restores the one prefix's blocks evicted below its whole blocks."""
+    if not state.cache_at_allocation:
+        return False
+    return state.tiers is not None or state.prefix_cached < state.prefix_len // state.block_size * state.block_size
