@@ -538,3 +538,23 @@ def test_a_vocabulary_past_any_design_is_refused_at_its_option(cli):
     assert "--vocab: must be at most 100,000,000 (got 999999999999)" in result.output and "d_model" not in result.output
     at_bound = cli.run("recommend", "--params", "7B", "--vocab", "100000000")  # the bound: the budget's own refusal
     assert at_bound.exit_code == EXIT_BAD_INPUT and "or lower --vocab" in at_bound.output
+
+
+def test_a_width_whose_heads_no_node_splits_is_warned_of_with_the_nearest_that_8_devices_split(cli):
+    """Trial 311 #10: --d-model 4160 gave 65 heads of 64 (4160 / 64, MHA010-MHA011) and no word that tensor
+    parallelism splits 65 only over 5, 13 or 65 devices. The warning names the nearest width inside the aspect band
+    at this budget whose heads 8 split: 4096 (32 x 128), which recommend then designs without a warning (5120, the
+    next width up whose heads 8 split, is refused at 7B: 16 layers). 8320 at 70B: 8192. A round width says nothing,
+    nor does an odd count under the small-model budget (SmolLM2-135M's 9 heads of 64 at 576)."""
+    odd = cli.json("recommend", "--params", "7B", "--d-model", "4160", "--seq", "8192")
+    assert odd["model"]["n_heads"] == 65
+    assert odd["warnings"] == [
+        "--d-model 4160 gives 65 query heads of 64, an odd count: tensor parallelism splits them over 5 or 13 or 65"
+        " devices only, never 2, 4 or 8 (MHA024); --d-model 4096 gives 32 heads, which 8 devices split, inside the"
+        " aspect band at this budget"
+    ]
+    suggested = cli.json("recommend", "--params", "7B", "--d-model", "4096", "--seq", "8192")
+    assert suggested["model"]["n_heads"] == 32 and suggested["warnings"] == []
+    wide = cli.json("recommend", "--params", "70B", "--d-model", "8320")
+    assert wide["model"]["n_heads"] == 65 and "; --d-model 8192 gives 64 heads" in wide["warnings"][0]
+    assert cli.json("recommend", "--params", "135M", "--d-model", "576")["warnings"] == []

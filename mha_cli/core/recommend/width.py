@@ -39,6 +39,9 @@ class Shape(NamedTuple):
     budget: int
     """The budget the depth spends: total parameters, or active ones for an MoE request."""
     moe: MoeBudget | None
+    node_split_width: int | None = None
+    """Where --d-model gives an odd head count (no tp of 2, 4 or 8 splits it) at a budget past the small-model one:
+    the nearest width inside the aspect band whose heads 8 devices split (``odd_heads_warning``)."""
 
 
 def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBudget | None) -> ModelSpec | None:
@@ -195,7 +198,35 @@ def _fixed_width(
             f" {way}"
         )
     _record(ctx, model, frame, budget, (low, high, aspect_band(budget)[2]), moe, fixed=True)
-    return Shape(frame=frame, model=model, budget=budget, moe=moe)
+    split = None
+    if frame.n_heads % 2 and frame.n_heads > 1 and r.params >= C.SMALL_MODEL_PARAMS:
+        split = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES)
+    return Shape(frame=frame, model=model, budget=budget, moe=moe, node_split_width=split)
+
+
+NODE_DEVICES = 8
+"""The tensor-parallel degree of one node's GPUs, which a design's heads should split (``odd_heads_warning``)."""
+
+
+def odd_heads_warning(shape: Shape, d_model: int | None) -> list[str]:
+    """The warning for --d-model's odd head count (``Shape.node_split_width``): no tensor-parallel degree of 2, 4 or
+    8 splits the heads (MHA024), so the design never shards over a node's GPUs (Falcon-7B's 71 heads); the rules' own
+    widths give round counts, a width asked for may not (trial 311 #10: 4160 gave 65 heads, silently). Empty where
+    none is due (an even count, or one device holds the model: SmolLM2-135M's 9 heads)."""
+    heads, split = shape.frame.n_heads, shape.node_split_width
+    if split is None:
+        return []
+    divisors = " or ".join(str(d) for d in range(3, heads + 1) if heads % d == 0)
+    way = (
+        f"--d-model {split} gives {split // head_dim_for(split)} heads, which {NODE_DEVICES} devices split, inside"
+        " the aspect band at this budget"
+        if split != d_model
+        else f"no width inside the aspect band at this budget gives heads {NODE_DEVICES} devices split"
+    )
+    return [
+        f"--d-model {d_model} gives {heads} query heads of {shape.frame.head_dim}, an odd count: tensor parallelism"
+        f" splits them over {divisors} devices only, never 2, 4 or {NODE_DEVICES} (MHA024); {way}"
+    ]
 
 
 def _budgets_of_width(ctx: Context, moe: MoeBudget | None) -> str | None:
@@ -214,9 +245,11 @@ def _budgets_of_width(ctx: Context, moe: MoeBudget | None) -> str | None:
 
 
 def nearest_sane_width(
-    ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None, budget: int, band: tuple[int, int]
-) -> int:
-    """The ladder width nearest --d-model whose budget-filling depth sits inside the aspect band."""
+    ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None, budget: int, band: tuple[int, int],
+    heads_split_by: int = 1,
+) -> int:  # fmt: skip
+    """The ladder width nearest --d-model whose budget-filling depth sits inside the aspect band (and whose heads
+    ``heads_split_by`` divides); --d-model itself where none does."""
     r = ctx.request
     assert r.d_model is not None
     low, high = band
@@ -225,7 +258,7 @@ def nearest_sane_width(
             d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small,
             query_width_multiple=query_width_multiple(moe, r.variant),
         )  # fmt: skip
-        if r.tp is not None and frame.n_heads % r.tp:
+        if (r.tp is not None and frame.n_heads % r.tp) or frame.n_heads % heads_split_by:
             continue
         variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         model = solve_at(ctx, frame, variant, n_kv, moe)
