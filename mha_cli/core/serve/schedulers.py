@@ -574,10 +574,11 @@ def _sglang(state: EngineState) -> Plan:
             if tokens > 0 and state.grow(request, state.computed[request] + tokens):
                 chunks.append((request, tokens))
                 budget -= tokens
-    reserved = sum(
+    admits = state.waiting and budget > 0 and len(state.running) < state.max_seqs
+    reserved = sum(  # the running requests' reserve, O(running): summed only where one may be admitted
         min(state.outputs[r] - state.generated[r], SGLANG_CLIP_MAX_NEW_TOKENS) * state.new_token_ratio
         for r in state.running
-    )
+    ) if admits else 0.0  # fmt: skip
     room = state.free_blocks * state.block_size - reserved
     while state.waiting and budget > 0 and len(state.running) < state.max_seqs:
         request = state.waiting[0]
@@ -619,8 +620,10 @@ def _trtllm(state: EngineState) -> Plan:
     for request in decodes:
         state.grow(request, state.computed[request] + 1)
     budget -= len(decodes) * state.decode_tokens
-    reserved = sum(state.blocks_for(state.prompts[r] + state.outputs[r]) - state.held[r] for r in state.running)
     chunks: list[tuple[int, int]] = []
+    if not state.waiting or len(state.running) >= state.max_seqs:
+        return decodes, chunks  # none to admit: the running requests' reserve, O(running), is not summed
+    reserved = sum(state.blocks_for(state.prompts[r] + state.outputs[r]) - state.held[r] for r in state.running)
     while state.waiting and len(state.running) < state.max_seqs:
         request = state.waiting[0]
         whole = state.blocks_for(state.prompts[request] + state.outputs[request])
