@@ -497,3 +497,15 @@ def test_counts_read_as_counts(cli):
     pinned = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "1048576",
                      "--closed-form")  # fmt: skip
     assert "1,048,576 user(s)" in " ".join(pinned.output.split())
+
+
+def test_a_search_past_the_trained_context_says_so_as_a_pinned_plan_does(cli):
+    """Trial 313 #11: a search at --isl past the model's context said nothing where the pinned plan (--tp) notes it;
+    both now carry the one note (llama-3-8b: 8,192 tokens; 9,000 + 100 asked)."""
+    note = "isl + osl (9,100) exceed the 8,192 tokens llama-3-8b was trained for"
+    flags = ("--isl", "9000", "--osl", "100", "--closed-form")
+    found = cli.json("plan", "llama-3-8b", "--target", "2xh100", *flags)
+    pinned = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--tp", "2", *flags)
+    assert found["layouts"].count(note) == 1 and pinned["notes"].count(note) == 1
+    inside = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--isl", "8000", "--osl", "100", "--closed-form")
+    assert not any("was trained for" in line for line in inside["layouts"])

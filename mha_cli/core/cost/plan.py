@@ -482,9 +482,9 @@ class LayoutPlans:
                 f"--isl + --osl ({context:,}) exceed the {model.embeddings.positions:,} learned positions of"
                 f" {model.name}: no engine serves past them"
             )
-        if model.context_length and context > model.context_length:
-            prediction.notes.append(f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name}"
-                                    " was trained for")  # fmt: skip
+        past = trained_context_note(model, context)
+        if past is not None:
+            prediction.notes.append(past)
         if self.experts is not None and self.experts.dp_attention:
             prediction.notes.append(
                 f"DP attention: each of the {replicas} data-parallel ranks holds the attention weights whole and caches"
@@ -831,3 +831,11 @@ WARM_PROMPTS_PER_PREFIX = 20
 """Requests per shared prefix that leave 95% of them warm (the first of each is cold)."""
 SWEEP_PROMPTS_PER_USER = 3
 SWEEP_MIN_PROMPTS = 32
+
+
+def trained_context_note(model: ModelSpec, context: int) -> str | None:
+    """That a request's ``context`` (isl + osl) is past what ``model`` was trained for, where it is: said by a
+    pinned plan and a search alike (trial 313 #11: the search said nothing); None otherwise."""
+    if not model.context_length or context <= model.context_length:
+        return None
+    return f"isl + osl ({context:,}) exceed the {model.context_length:,} tokens {model.name} was trained for"
