@@ -562,3 +562,15 @@ def test_the_budgets_a_width_is_said_to_reach_are_met(d_model, params, vocab):
     if d_model == 1024:  # 13 to 66 layers: 198.x M to 986.x M, printed inward
         assert "reaches at most 986M with 66 layers" in str(refused.value)
         assert "use --params from 199M to 985M" in str(refused.value)
+
+
+def test_a_depth_inside_the_aspect_band_within_the_budget_tolerance_is_preferred(cli):
+    """Trial 311 #5: 150B gave d_model 8192 x 172 layers (aspect 48, the ideal depth at 8192 being 80) because 12288's
+    budget-filling depth, 76, puts d_model / n_layers at 161.7, just past the band's 160. 78 layers at 12288 (157.5,
+    154B: +2.9%, within the 5%) is inside it and nearer public practice (GPT-3 175B: 12288 x 96): MHA002 now takes the
+    band's depth where the tolerance allows. 175B, whose filling depth is inside, is unchanged (12288 x 88)."""
+    wide = cli.json("recommend", "--params", "150B")
+    assert (wide["model"]["d_model"], wide["model"]["n_layers"]) == (12288, 78)
+    assert 40 <= 12288 / 78 <= 160 and 0 < wide["budget_deviation"] <= 0.05
+    kept = cli.json("recommend", "--params", "175B")
+    assert (kept["model"]["d_model"], kept["model"]["n_layers"]) == (12288, 88)

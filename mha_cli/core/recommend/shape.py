@@ -187,9 +187,13 @@ class Frame(NamedTuple):
         return make
 
 
-def solve_layers(budget: int, make: ModelMaker, *, active: bool = False) -> ModelSpec | None:
+def solve_layers(
+    budget: int, make: ModelMaker, *, active: bool = False, depths: tuple[float, float] | None = None
+) -> ModelSpec | None:
     """MHA002: the model at the depth (2 to MHA094's maximum) whose total (``active``: active) parameter count is
-    nearest the budget, even preferred, within tolerance; None when no depth at this width lands within it."""
+    nearest the budget, even preferred, within tolerance; None when no depth at this width lands within it.
+    ``depths``: the (fewest, most) layers of MHA005's aspect band at this width, preferred where a depth inside it
+    is within tolerance too (150B at 12288: 78 layers, +2.6%, where 76 fall just outside the band; trial 311 #5)."""
 
     def count(layers: int) -> int:
         params = count_params(make(layers))
@@ -202,11 +206,17 @@ def solve_layers(budget: int, make: ModelMaker, *, active: bool = False) -> Mode
     if exact < MIN_LAYERS - 0.5:
         return None
     even = min(C.MAX_LAYERS, max(MIN_LAYERS, 2 * round(exact / 2)))
-    for layers in (even, min(C.MAX_LAYERS, max(MIN_LAYERS, round(exact)))):
-        total = fixed + layers * per_layer
-        if abs(total - budget) <= C.BUDGET_TOLERANCE * budget:
-            return make(layers)
-    return None
+    tried = [even, min(C.MAX_LAYERS, max(MIN_LAYERS, round(exact)))]
+    within = [n for n in tried if abs(fixed + n * per_layer - budget) <= C.BUDGET_TOLERANCE * budget]
+    if depths is not None and within and not depths[0] <= within[0] <= depths[1]:
+        fewest, most = max(MIN_LAYERS, math.ceil(depths[0])), min(C.MAX_LAYERS, math.floor(depths[1]))
+        if fewest <= most:
+            inside = min(max(round(exact), fewest), most)  # the band's depth nearest the budget's
+            nearest_even = [n for n in (inside - inside % 2, inside + inside % 2) if fewest <= n <= most]
+            for layers in [*nearest_even, inside]:
+                if abs(fixed + layers * per_layer - budget) <= C.BUDGET_TOLERANCE * budget:
+                    return make(layers)
+    return make(within[0]) if within else None
 
 
 def depth_miss(model: ModelSpec, depth_factor: float = 1.0) -> float:

@@ -47,7 +47,9 @@ class Shape(NamedTuple):
 def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBudget | None) -> ModelSpec | None:
     """The model at ``frame`` with this attention whose depth spends the budget (MoE: both budgets)."""
     if moe is None:
-        return solve_layers(ctx.request.params, frame.maker(variant, n_kv))
+        low, high, _ = aspect_band(ctx.request.params)
+        band_depths = (frame.d_model / high, frame.d_model / low)
+        return solve_layers(ctx.request.params, frame.maker(variant, n_kv), depths=band_depths)
     return solve_moe(moe, lambda block: frame._replace(moe=block).maker(variant, n_kv))
 
 

@@ -146,8 +146,10 @@ RULES: tuple[Rule, ...] = (
         id="MHA002", name="layers-fill-budget", topic="shape", severity="info", scope="recommend",
         condition="Always.",
         action=f"At a width, choose n_layers so the total (MoE: active) parameter count is nearest the budget, "
-        f"preferring an even count; the total must land within +-{BUDGET_TOLERANCE:.0%} of the budget. The "
-        "trade-off step re-solves it for each attention candidate, so the budget stays spent.",
+        f"preferring an even count; the total must land within +-{BUDGET_TOLERANCE:.0%} of the budget. Where that "
+        "depth falls outside MHA005's aspect band but one inside it is within the tolerance too, the one inside "
+        "(dense: 150B at 12288 is 78 layers, +2.9%, not 76 just outside). The trade-off step re-solves it for each "
+        "attention candidate, so the budget stays spent.",
         rationale="Depth is the knob that spends the budget once width, heads and MLP ratio are set; an even depth "
         "splits evenly into pipeline stages.",
         reference="Llama 3 8B: 32 layers at 4096; Llama 3 70B: 80 layers at 8192.",
