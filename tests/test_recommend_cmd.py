@@ -544,17 +544,30 @@ def test_a_width_whose_heads_no_node_splits_is_warned_of_with_the_nearest_that_8
     """Trial 311 #10: --d-model 4160 gave 65 heads of 64 (4160 / 64, MHA010-MHA011) and no word that tensor
     parallelism splits 65 only over 5, 13 or 65 devices. The warning names the nearest width inside the aspect band
     at this budget whose heads 8 split: 4096 (32 x 128), which recommend then designs without a warning (5120, the
-    next width up whose heads 8 split, is refused at 7B: 16 layers). 8320 at 70B: 8192. A round width says nothing,
-    nor does an odd count under the small-model budget (SmolLM2-135M's 9 heads of 64 at 576)."""
+    next width up whose heads 8 split, is refused at 7B: 16 layers). Review 315: an even count 8 does not split is
+    warned too (7424 at 70B: 58 heads, over 2 only), and under a --tp that no such width's heads take the nearest is
+    named with the tp to change. A width 8 splits says nothing, nor does any count under the small-model budget
+    (SmolLM2-135M's 9 heads of 64 at 576)."""
     odd = cli.json("recommend", "--params", "7B", "--d-model", "4160", "--seq", "8192")
     assert odd["model"]["n_heads"] == 65
     assert odd["warnings"] == [
-        "--d-model 4160 gives 65 query heads of 64, an odd count: tensor parallelism splits them over 5 or 13 or 65"
-        " devices only, never 2, 4 or 8 (MHA024); --d-model 4096 gives 32 heads, which 8 devices split, inside the"
-        " aspect band at this budget"
+        "--d-model 4160 gives 65 query heads of 64: tensor parallelism splits them over 5, 13 or 65 devices only,"
+        " never 2, 4 or 8 (MHA024); --d-model 4096 gives 32 heads, which 8 devices split, inside the aspect band at"
+        " this budget"
     ]
     suggested = cli.json("recommend", "--params", "7B", "--d-model", "4096", "--seq", "8192")
     assert suggested["model"]["n_heads"] == 32 and suggested["warnings"] == []
+    even = cli.json("recommend", "--params", "70B", "--d-model", "7424")
+    assert even["model"]["n_heads"] == 58
+    assert "splits them over 2, 29 or 58 devices only, never 4 or 8 (MHA024); --d-model 7168 gives 56" in (
+        even["warnings"][0]
+    )  # fmt: skip
+    assert cli.json("recommend", "--params", "70B", "--d-model", "7168")["warnings"] == []
+    pinned = cli.json("recommend", "--params", "7B", "--d-model", "4160", "--tp", "5")
+    assert pinned["warnings"][0].endswith(
+        "none whose heads both --tp 5 and 8 devices split is inside the band; --d-model 4096 gives 32 heads, which 8"
+        " devices split, inside the aspect band, with a --tp that divides them"
+    )
     wide = cli.json("recommend", "--params", "70B", "--d-model", "8320")
     assert wide["model"]["n_heads"] == 65 and "; --d-model 8192 gives 64 heads" in wide["warnings"][0]
     assert cli.json("recommend", "--params", "135M", "--d-model", "576")["warnings"] == []

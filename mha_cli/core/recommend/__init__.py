@@ -40,7 +40,7 @@ from mha_cli.core.recommend.result import (
 )
 from mha_cli.core.recommend.shape import build_model, head_dim_for, ideal_depth, mlp_width, vocab_for
 from mha_cli.core.recommend.tradeoff import Option, trade_off
-from mha_cli.core.recommend.width import choose_shape, odd_heads_warning
+from mha_cli.core.recommend.width import choose_shape, node_split_warning
 from mha_cli.core.roofline import estimate_roofline
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
@@ -233,7 +233,8 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
         latency=latency,
         fits=memory.fits if memory else None,
         ways_out=ways_out,
-        warnings=_warnings(ctx, request, chosen.tp, chosen.model) + odd_heads_warning(shape, request.d_model),
+        warnings=_warnings(ctx, request, chosen.tp, chosen.model)
+        + node_split_warning(shape, request.d_model, request.tp),
         init=init,
         qkv_bias=False,
         o_bias=False,

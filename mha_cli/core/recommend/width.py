@@ -39,9 +39,10 @@ class Shape(NamedTuple):
     budget: int
     """The budget the depth spends: total parameters, or active ones for an MoE request."""
     moe: MoeBudget | None
-    node_split_width: int | None = None
-    """Where --d-model gives an odd head count (no tp of 2, 4 or 8 splits it) at a budget past the small-model one:
-    the nearest width inside the aspect band whose heads 8 devices split (``odd_heads_warning``)."""
+    node_split: tuple[int, int] | None = None
+    """Where --d-model's heads are a count 8 devices do not split, at or past the small-model budget: (the nearest
+    width inside the aspect band whose heads 8 devices split, its heads), --d-model's own where none is
+    (``node_split_warning``)."""
 
 
 def solve_at(ctx: Context, frame: Frame, variant: Variant, n_kv: int, moe: MoeBudget | None) -> ModelSpec | None:
@@ -201,34 +202,48 @@ def _fixed_width(
         )
     _record(ctx, model, frame, budget, (low, high, aspect_band(budget)[2]), moe, fixed=True)
     split = None
-    if frame.n_heads % 2 and frame.n_heads > 1 and r.params >= C.SMALL_MODEL_PARAMS:
-        split = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES)
-    return Shape(frame=frame, model=model, budget=budget, moe=moe, node_split_width=split)
+    if frame.n_heads % NODE_DEVICES and r.params >= C.SMALL_MODEL_PARAMS:
+        width = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES)
+        if width == r.d_model and r.tp is not None:  # none that --tp splits too: the nearest whatever the tp
+            width = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES, keep_tp=False)
+        split = (width, frame._replace(d_model=width, head_dim=head_dim_for(width)).n_heads)
+    return Shape(frame=frame, model=model, budget=budget, moe=moe, node_split=split)
 
 
 NODE_DEVICES = 8
 """The tensor-parallel degree of one node's GPUs, which a design's heads should split (``odd_heads_warning``)."""
 
 
-def odd_heads_warning(shape: Shape, d_model: int | None) -> list[str]:
-    """The warning for --d-model's odd head count (``Shape.node_split_width``): no tensor-parallel degree of 2, 4 or
-    8 splits the heads (MHA024), so the design never shards over a node's GPUs (Falcon-7B's 71 heads); the rules' own
-    widths give round counts, a width asked for may not (trial 311 #10: 4160 gave 65 heads, silently). Empty where
-    none is due (an even count, or one device holds the model: SmolLM2-135M's 9 heads)."""
-    heads, split = shape.frame.n_heads, shape.node_split_width
-    if split is None:
+def node_split_warning(shape: Shape, d_model: int | None, tp: int | None) -> list[str]:
+    """The warning for --d-model's heads where 8 devices do not split them (``Shape.node_split``): tensor parallelism
+    splits only their divisors (MHA024), so the design never shards over a node's GPUs (Falcon-7B's 71 heads; 58
+    heads split over 2 only); the rules' own widths give round counts, a width asked for may not (trial 311 #10: 4160
+    gave 65 heads, silently). Empty where none is due (a count 8 splits, or one device holds the model:
+    SmolLM2-135M's 9 heads)."""
+    if shape.node_split is None or d_model is None:
         return []
-    divisors = " or ".join(str(d) for d in range(3, heads + 1) if heads % d == 0)
-    way = (
-        f"--d-model {split} gives {split // head_dim_for(split)} heads, which {NODE_DEVICES} devices split, inside"
-        " the aspect band at this budget"
-        if split != d_model
-        else f"no width inside the aspect band at this budget gives heads {NODE_DEVICES} devices split"
-    )
+    heads, (width, split_heads) = shape.frame.n_heads, shape.node_split
+    degrees = [d for d in range(2, heads + 1) if heads % d == 0]
+    never = [d for d in (2, 4, NODE_DEVICES) if heads % d]
+    if width == d_model:
+        way = f"no width inside the aspect band at this budget gives heads {NODE_DEVICES} devices split"
+    else:
+        way = f"--d-model {width} gives {split_heads} heads, which {NODE_DEVICES} devices split, inside the aspect band"
+        if tp is not None and split_heads % tp:
+            way = f"none whose heads both --tp {tp} and {NODE_DEVICES} devices split is inside the band; {way}, with a --tp that divides them"
+        else:
+            way += " at this budget"
+    splits = f"over {_either(degrees)} devices only" if degrees else "over no devices"
     return [
-        f"--d-model {d_model} gives {heads} query heads of {shape.frame.head_dim}, an odd count: tensor parallelism"
-        f" splits them over {divisors} devices only, never 2, 4 or {NODE_DEVICES} (MHA024); {way}"
+        f"--d-model {d_model} gives {heads} query heads of {shape.frame.head_dim}: tensor parallelism splits them"
+        f" {splits}, never {_either(never)} (MHA024); {way}"
     ]
+
+
+def _either(numbers: list[int]) -> str:
+    """``3, 5 or 9``."""
+    words = [f"{n:,}" for n in numbers]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def _budgets_of_width(ctx: Context, moe: MoeBudget | None) -> str | None:
@@ -248,10 +263,10 @@ def _budgets_of_width(ctx: Context, moe: MoeBudget | None) -> str | None:
 
 def nearest_sane_width(
     ctx: Context, vocab: int, tied: bool, moe: MoeBudget | None, budget: int, band: tuple[int, int],
-    heads_split_by: int = 1,
+    heads_split_by: int = 1, keep_tp: bool = True,
 ) -> int:  # fmt: skip
     """The ladder width nearest --d-model whose budget-filling depth sits inside the aspect band (and whose heads
-    ``heads_split_by`` divides); --d-model itself where none does."""
+    ``heads_split_by`` divides, and --tp unless not ``keep_tp``); --d-model itself where none does."""
     r = ctx.request
     assert r.d_model is not None
     low, high = band
@@ -260,7 +275,7 @@ def nearest_sane_width(
             d_model=d_model, head_dim=head_dim_for(d_model), vocab=vocab, tied=tied, small=ctx.small,
             query_width_multiple=query_width_multiple(moe, r.variant),
         )  # fmt: skip
-        if (r.tp is not None and frame.n_heads % r.tp) or frame.n_heads % heads_split_by:
+        if (keep_tp and r.tp is not None and frame.n_heads % r.tp) or frame.n_heads % heads_split_by:
             continue
         variant, n_kv = provisional_attention(frame.n_heads, r.variant, ctx.small)
         model = solve_at(ctx, frame, variant, n_kv, moe)

@@ -253,8 +253,8 @@ RULES: tuple[Rule, ...] = (
         id="MHA011", name="heads-from-width", topic="heads", severity="info", scope="recommend",
         condition="Always.",
         action="n_heads = d_model / head_dim, so the concatenated heads are exactly as wide as the residual stream. A "
-        "--d-model whose heads are an odd count (past the small-model budget) is warned of, with the nearest width "
-        "inside the aspect band whose heads 8 devices split: no tensor parallelism of 2, 4 or 8 splits an odd count.",
+        "--d-model whose heads 8 devices do not split (at or past the small-model budget) is warned of, with the "
+        "degrees that do split them and the nearest width inside the aspect band whose heads 8 devices split.",
         rationale="Keeps the output projection square and the parameter count of attention at 4 d_model^2 for MHA.",
         reference="Vaswani et al. 2017; Llama 3 8B (32 x 128 = 4096), 70B (64 x 128 = 8192).",
     ),

@@ -574,7 +574,7 @@ def _sglang(state: EngineState) -> Plan:
             if tokens > 0 and state.grow(request, state.computed[request] + tokens):
                 chunks.append((request, tokens))
                 budget -= tokens
-    admits = state.waiting and budget > 0 and len(state.running) < state.max_seqs
+    admits = state.waiting and budget > 0 and len(state.running) < state.max_seqs  # the loop's condition, below
     reserved = sum(  # the running requests' reserve, O(running): summed only where one may be admitted
         min(state.outputs[r] - state.generated[r], SGLANG_CLIP_MAX_NEW_TOKENS) * state.new_token_ratio
         for r in state.running
@@ -621,7 +621,7 @@ def _trtllm(state: EngineState) -> Plan:
         state.grow(request, state.computed[request] + 1)
     budget -= len(decodes) * state.decode_tokens
     chunks: list[tuple[int, int]] = []
-    if not state.waiting or len(state.running) >= state.max_seqs:
+    if not state.waiting or len(state.running) >= state.max_seqs:  # the admission loop's condition, negated
         return decodes, chunks  # none to admit: the running requests' reserve, O(running), is not summed
     reserved = sum(state.blocks_for(state.prompts[r] + state.outputs[r]) - state.held[r] for r in state.running)
     while state.waiting and len(state.running) < state.max_seqs:
