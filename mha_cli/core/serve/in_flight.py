@@ -68,3 +68,32 @@ class StageClock:
             at = max(at, free[stage]) + spent
             free[stage] = at
         return at
+
+
+def send_batch(
+    run: SimulatedRun, clock: StageClock, rows: int, context: int, decodes: list[int], chunks: list[tuple[int, int]],
+    *, micro_batch: int = 0, cohort: Cohort | None = None, since: float = 0.0,
+) -> Batch:  # fmt: skip
+    """Send one scheduled batch of ``rows`` decodes at mean ``context`` (those of ``decodes`` and a group's) and
+    prefill ``chunks``: the host's part on the engine's thread, then the stages; the tokens of ``decodes`` and
+    ``chunks`` counted as computed (vLLM's ``_update_after_schedule``), and those now waiting for a sample marked
+    busy (a group's members are its ``Cohort``'s to count)."""
+    state = run.state
+    computed = state.computed
+    if rows and not chunks:
+        host, stages = run.cost.decode_stages(rows, context)
+    else:
+        host, stages = run.cost.stage_seconds(rows, context, [(tokens, computed[r]) for r, tokens in chunks])
+    run.now += host + state.take_load()
+    run.steps += 1
+    run.recv.step(prompt=bool(chunks))
+    for request in decodes:
+        computed[request] += 1
+    state.busy.update(decodes)
+    reached = []
+    for request, tokens in chunks:
+        computed[request] += tokens
+        reached.append((request, computed[request]))
+        if computed[request] >= state.known(request):
+            state.busy.add(request)
+    return Batch(decodes, reached, clock.run(run.now, stages), micro_batch, cohort, since)

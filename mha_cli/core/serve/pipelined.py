@@ -31,7 +31,7 @@ b / pp decodes each, a request's token comes every host + all stages' time of b 
 
 from collections import deque
 
-from mha_cli.core.serve.in_flight import Batch, SimulatedRun, StageClock
+from mha_cli.core.serve.in_flight import Batch, SimulatedRun, StageClock, send_batch
 from mha_cli.core.serve.pipelined_groups import Groups
 from mha_cli.core.serve.schedulers import EngineState, schedule
 
@@ -113,29 +113,10 @@ def _schedule_turn(run: SimulatedRun, micro: MicroBatches | None) -> tuple[list[
 def _launch(
     run: SimulatedRun, clock: StageClock, decodes: list[int], chunks: list[tuple[int, int]], micro_batch: int
 ) -> Batch:
-    """Send one scheduled batch: the host's part on the engine's thread, then the stages; its requests' tokens
-    counted as computed (vLLM's ``_update_after_schedule``), and those now waiting for a sample marked busy."""
-    state = run.state
-    computed = state.computed
+    """Send one scheduled batch (``in_flight.send_batch``), its decodes at their mean context."""
+    computed = run.state.computed
     context = sum(computed[r] for r in decodes) // len(decodes) if decodes else 0
-    shapes = [(tokens, computed[r]) for r, tokens in chunks]
-    if decodes and not chunks:
-        host, stages = run.cost.decode_stages(len(decodes), context)
-    else:
-        host, stages = run.cost.stage_seconds(len(decodes), context, shapes)
-    run.now += host + state.take_load()
-    run.steps += 1
-    run.recv.step(prompt=bool(chunks))
-    for request in decodes:
-        computed[request] += 1
-    state.busy.update(decodes)
-    reached = []
-    for request, tokens in chunks:
-        computed[request] += tokens
-        reached.append((request, computed[request]))
-        if computed[request] >= state.known(request):
-            state.busy.add(request)
-    return Batch(decodes, reached, clock.run(run.now, stages), micro_batch)
+    return send_batch(run, clock, len(decodes), context, decodes, chunks, micro_batch=micro_batch)
 
 
 def _land(run: SimulatedRun, batch: Batch) -> list[int]:

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 
 from mha_cli.core.serve.cohort import Cohort, schedule_together
-from mha_cli.core.serve.in_flight import Batch, SimulatedRun, StageClock
+from mha_cli.core.serve.in_flight import Batch, SimulatedRun, StageClock, send_batch
 
 NOTHING_TO_SEND = "nothing to send"
 """What ``Groups.send`` returns for a turn with no request free to run and none admitted (nothing changed)."""
@@ -57,27 +57,12 @@ class Groups:
         chunks = [(r, tokens) for r, tokens in needs if not (tokens == 1 and computed[r] >= prompts[r])]
         rows = len(cohort) + len(decodes)
         context = (cohort.context_sum() + sum(computed[r] for r in decodes)) // rows if rows else 0
-        if rows and not chunks:
-            host, stages = run.cost.decode_stages(rows, context)
-        else:
-            host, stages = run.cost.stage_seconds(rows, context, [(tokens, computed[r]) for r, tokens in chunks])
-        run.now += host + state.take_load()
-        run.steps += 1
-        run.recv.step(prompt=bool(chunks))
-        for request in decodes:
-            computed[request] += 1
-        state.busy.update(decodes)
-        reached, loose = [], []
-        for request, tokens in chunks:
-            computed[request] += tokens
-            reached.append((request, computed[request]))
-            if computed[request] >= state.known(request):
-                state.busy.add(request)
-            else:
-                loose.append(request)  # its next chunk may go in the next batch
-        self.loose, self.landed = loose, None
         group = cohort if len(cohort) else None
-        return Batch(decodes, reached, clock.run(run.now, stages), 0, group, self.landed_at)
+        batch = send_batch(run, clock, rows, context, decodes, chunks, cohort=group, since=self.landed_at)
+        # a prompt whose chunk did not end it is free: its next chunk may go in the next batch
+        self.loose = [r for r, reached in batch.chunks if reached < state.known(r)]
+        self.landed = None
+        return batch
 
     def land(self, batch: Batch, land_exact: Callable[[SimulatedRun, Batch], list[int]]) -> list[int]:
         """The engine takes ``batch``'s output now: its group's members sample a token each; its other requests
