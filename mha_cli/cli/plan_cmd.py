@@ -603,8 +603,9 @@ def plan(
             found.layouts.append(resolved.node_note)
         from mha_cli.core.cost.plan import trained_context_note
 
-        if trained_context_note(loaded.model, isl + osl) is not None:
-            found.layouts.append(trained_context_note(loaded.model, isl + osl))
+        past = trained_context_note(loaded.model, isl + osl)
+        if past is not None:
+            found.layouts.append(past)
         if stand_in:
             found.layouts.append(stand_in)
         if long_requests:

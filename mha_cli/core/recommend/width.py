@@ -202,7 +202,7 @@ def _fixed_width(
         )
     _record(ctx, model, frame, budget, (low, high, aspect_band(budget)[2]), moe, fixed=True)
     split = None
-    if frame.n_heads % NODE_DEVICES and r.params >= C.SMALL_MODEL_PARAMS:
+    if frame.n_heads % NODE_DEVICES and frame.n_heads > 1 and r.params >= C.SMALL_MODEL_PARAMS:
         width = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES)
         if width == r.d_model and r.tp is not None:  # none that --tp splits too: the nearest whatever the tp
             width = nearest_sane_width(ctx, vocab, tied, moe, budget, band, heads_split_by=NODE_DEVICES, keep_tp=False)
@@ -211,7 +211,7 @@ def _fixed_width(
 
 
 NODE_DEVICES = 8
-"""The tensor-parallel degree of one node's GPUs, which a design's heads should split (``odd_heads_warning``)."""
+"""The tensor-parallel degree of one node's GPUs, which a design's heads should split (``node_split_warning``)."""
 
 
 def node_split_warning(shape: Shape, d_model: int | None, tp: int | None) -> list[str]:
@@ -230,13 +230,13 @@ def node_split_warning(shape: Shape, d_model: int | None, tp: int | None) -> lis
     else:
         way = f"--d-model {width} gives {split_heads} heads, which {NODE_DEVICES} devices split, inside the aspect band"
         if tp is not None and split_heads % tp:
-            way = f"none whose heads both --tp {tp} and {NODE_DEVICES} devices split is inside the band; {way}, with a --tp that divides them"
+            both = f"none whose heads both --tp {tp} and {NODE_DEVICES} devices split is inside the band"
+            way = f"{both}; {way}, with a --tp that divides them"
         else:
             way += " at this budget"
-    splits = f"over {_either(degrees)} devices only" if degrees else "over no devices"
     return [
         f"--d-model {d_model} gives {heads} query heads of {shape.frame.head_dim}: tensor parallelism splits them"
-        f" {splits}, never {_either(never)} (MHA024); {way}"
+        f" over {_either(degrees)} devices only, never {_either(never)} (MHA024); {way}"
     ]
 
 
