@@ -479,9 +479,10 @@ class _DraftingCost:
 
 
 def test_the_cohort_counts_a_decodes_drafts_in_the_budget():
-    """vLLM V1 takes a decode's draft tokens out of the step's budget (``_vllm``): 48 users decoding 3 tokens a
-    step fill a 100-token budget at 33, so the exact scheduler runs the others in the next step. The cohort counted
-    one token a member and ran all 48 at once: 1,912 steps where the exact run takes 2,002, 4.38 s against 4.56."""
+    """vLLM V1 takes a decode's draft tokens out of the step's budget (``_vllm``): with 3 tokens a decode (two drafts
+    and its own) a 100-token budget holds at most 34 decodes a step (33 x 3 = 99; the 34th takes the last token), fewer
+    beside a prompt's chunk. The cohort counted one token a member, so it ran more of its 48 users in a step than the
+    budget holds: 1,912 steps where the exact run takes 2,002, 4.38 s against 4.56."""
     workload = Workload(lengths=drawn_lengths(300, 200, 200, range_ratio=0.5, seed=8), max_concurrency=48)
     limits = EngineLimits(
         "vllm", kv_blocks=40_000, block_size=16, max_num_batched_tokens=100, max_num_seqs=48, drafts_in_budget=True
