@@ -69,7 +69,7 @@ def case(seed: int) -> tuple[Workload, EngineLimits, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=200)
     seeds = parser.parse_args().seeds
     runs: dict[int, int] = {}
