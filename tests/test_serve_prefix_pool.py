@@ -244,3 +244,55 @@ def test_several_prefixes_account_for_every_block_at_every_step(monkeypatch, eng
     assert state.tiers is not None and run.preemptions > 0 and run.prefix_cache_hit_rate > 0.3
     assert broken == []
     assert state.free_blocks == state.total_blocks == 300 and state.shared_held == 0 and not any(state.held)
+
+
+class ContextCost:
+    """1 ms a step, 2 us a token, 13 ns a decode per token of its context: a step's time follows who runs in it."""
+
+    pp = 1
+
+    def seconds(self, decodes: int, context: int, chunks: list[tuple[int, int]]) -> float:
+        return 1e-3 + 2e-6 * (decodes + sum(size for size, _ in chunks)) + 1.3e-8 * decodes * context
+
+    def decode_seconds(self, rows: int, context: int) -> float:
+        return self.seconds(rows, context, [])
+
+
+TIGHT_PREFIX_RUNS = [
+    # a prompt's chunk computes a prefix block whose cached twin another request's allocation evicts in the step:
+    # once computed, the chunk's copy is cached (``_Run.one_step``); the cohort skipped that (33 preemptions, 569 steps)
+    pytest.param(
+        [(64, 4), (49, 32), (49, 30), (49, 69), (48, 73), (48, 47), (48, 55), (48, 49), (48, 5), (64, 56), (49, 64),
+         (64, 52), (48, 7), (48, 67), (48, 40), (48, 21), (48, 13), (64, 53), (48, 38), (64, 54), (48, 48), (48, 21),
+         (49, 17), (49, 57), (64, 25), (64, 36), (64, 30), (48, 20), (48, 66), (49, 71), (64, 80), (48, 69)],
+        11, 64, False, 571, 40, id="chunk-caches-once-computed",
+    ),
+    # a decode inside its last block allocates nothing (``_vllm``), so it cannot cache again the prefix blocks an
+    # eviction took; the cohort grew every loose request, and so brought them back (373 steps became 380)
+    pytest.param(
+        [(48, 51), (49, 72), (49, 51), (48, 33), (48, 58), (48, 21), (49, 23), (49, 76), (48, 17), (48, 57),
+         (49, 29), (48, 48), (64, 18), (48, 17), (48, 20), (48, 8), (49, 42), (48, 5)],
+        8, 512, True, 373, 20, id="decode-inside-a-block-allocates-nothing",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lengths", "blocks", "budget", "whole", "steps", "preemptions"), TIGHT_PREFIX_RUNS)
+def test_the_cohort_gives_the_exact_run_where_prefix_blocks_are_evicted(lengths, blocks, budget, whole, steps,
+                                                                       preemptions):  # fmt: skip
+    """A 48-token prefix (3 blocks of 16) in a pool hardly larger than the longest request, 4 users, vLLM sharing the
+    prefix's blocks: they are evicted and cached again, requests preempted. The pp 1 cohort (``core.serve.cohort``)
+    must give the exact step-by-step run: its steps, preemptions, hit rate and every request's times. Two cases
+    ``benchmarks/cohort_fuzz.py`` found (seeds 130 and 41), one for each way the cohort parted from the exact loop."""
+    workload = Workload(lengths, max_concurrency=4, prefix_len=48)
+    limits = EngineLimits(
+        "vllm", kv_blocks=blocks, block_size=16, max_num_batched_tokens=budget, max_num_seqs=64,
+        shares_prefix_blocks=True, whole_prompt_admission=whole, counts_lookups_at_admission=whole,
+    )  # fmt: skip
+    fast, fast_times = simulate(workload, limits, ContextCost())  # type: ignore[arg-type]
+    exact, exact_times = simulate(workload, limits, ContextCost(), skip_repeated_steps=False)  # type: ignore[arg-type]
+    assert (exact.steps, exact.preemptions) == (steps, preemptions)
+    assert (fast.steps, fast.preemptions) == (steps, preemptions)
+    assert fast.prefix_cache_hit_rate == exact.prefix_cache_hit_rate
+    assert fast_times.ttft == pytest.approx(exact_times.ttft, rel=1e-9)
+    assert fast_times.e2e == pytest.approx(exact_times.e2e, rel=1e-9)

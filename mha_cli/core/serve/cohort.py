@@ -107,7 +107,10 @@ def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> l
         return None
     state.free_blocks -= new_blocks
     state.evict_unreferenced()
+    size = state.block_size
     for request, tokens in needs:
+        if tokens == 1 and computed[request] >= prompts[request] and computed[request] % size:
+            continue  # a decode inside its last block: ``_vllm`` takes no block and allocates nothing
         state.grow(request, computed[request] + tokens)
     return needs + vllm_admit(state, state.budget - total)
 

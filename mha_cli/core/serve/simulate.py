@@ -439,7 +439,10 @@ class _Run:
             self.last[request] = self.now
         loose = []
         for request, tokens in needs:
+            decode = tokens == 1 and computed[request] >= prompts[request]
             computed[request] += tokens
+            if not decode:  # computed, a chunk's prefix blocks are cached, as ``one_step`` caches them
+                state.cache_prefix(computed[request], request)
             if computed[request] < state.known(request):
                 loose.append(request)  # a prompt still in chunks
             elif self.emit(request):
