@@ -14,6 +14,8 @@ in one class:
 - not built: transformers could not build the tiny model.
 
 Run: `python benchmarks/weights_sweep.py [--json] [--only TYPE ...]` (about a minute; nothing is downloaded).
+``sweep_one(model_type, activation)`` judges the config with its MLP's activation swapped: a family's modeling code
+builds one MLP whatever the activation (tests/test_family_sweep.py swaps it on twelve families).
 """
 
 from __future__ import annotations
@@ -47,14 +49,24 @@ class Row:
     detail: str = ""
 
 
-def _reference_weights(model_type: str):
-    """(config, transformers' parameter count) of the family's tiny config, built on the meta device."""
+ACTIVATION_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
+"""Where config classes keep their MLP's activation."""
+
+
+def _reference_weights(model_type: str, activation: str | None = None):
+    """(config, transformers' parameter count) of the family's tiny config, built on the meta device; ``activation``:
+    its MLP's activation set to that (a Llama with gelu still builds gate, up and down)."""
     import torch
     from transformers import AutoModelForCausalLM
 
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
         config = _tiny_config(model_type)
+        if activation is not None:
+            field = next((name for name in ACTIVATION_FIELDS if hasattr(config, name)), None)
+            if field is None:
+                raise ValueError(f"{model_type}: its config has none of {', '.join(ACTIVATION_FIELDS)}")
+            setattr(config, field, activation)
         with torch.device("meta"):
             return config, sum(p.numel() for p in AutoModelForCausalLM.from_config(config).parameters())
 
@@ -68,9 +80,11 @@ def said_uncounted(imported) -> str | None:
     return said[0] if said else None
 
 
-def sweep_one(model_type: str) -> Row:
+def sweep_one(model_type: str, activation: str | None = None) -> Row:
+    """The family's tiny config judged (``activation``: with its MLP's activation set to that, see
+    ``_reference_weights``)."""
     try:
-        config, reference = _reference_weights(model_type)
+        config, reference = _reference_weights(model_type, activation)
     except Exception as exc:  # transformers could not build it: not a figure of ours to judge
         return Row(model_type, "not built", detail=failure(exc))
     try:

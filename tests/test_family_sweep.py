@@ -141,6 +141,33 @@ def test_no_family_is_weighed_differently_without_saying_so():
     assert all(r.detail and "\n" not in r.detail for r in rows if r.verdict in ("refused", "different, said"))
 
 
+ACTIVATION_SWAPS = [
+    ("llama", "gelu"), ("llama", "relu"), ("qwen3", "gelu"), ("mixtral", "gelu"), ("deepseek_v3", "gelu"),
+    ("gpt_oss", "relu"), ("minimax_m2", "gelu"), ("qwen3_next", "gelu"), ("arcee", "silu"), ("nemotron", "silu"),
+    ("jais2", "silu"), ("apertus", "silu"),
+]  # fmt: skip
+"""(family, an activation of the other MLP kind than its class default's): gated families first, then plain ones."""
+
+
+@pytest.mark.parametrize(("model_type", "activation"), ACTIVATION_SWAPS)
+def test_a_family_s_mlp_is_the_one_its_modeling_code_builds_whatever_activation_the_config_names(
+    model_type, activation
+):
+    """transformers' LlamaMLP builds gate, up and down whatever ``hidden_act`` says (a gelu Llama is a GeGLU), and
+    Arcee's MLP is up and down even with silu: a Llama-3.3-70B config.json with ``hidden_act: gelu`` was priced with a
+    plain MLP, 51,763,224,576 weights for 70,553,706,496, exit 0 (trial 316)."""
+    assert weights_sweep.sweep_one(model_type, activation).verdict == "exact"
+
+
+def test_the_activation_swap_is_caught_when_the_mlp_kind_follows_the_config_s_activation(monkeypatch):
+    """The control: with the family's class default not consulted (the rule before trial 316), a gelu Llama is
+    weighed without its gate matrices and nothing says so."""
+    import mha_cli.core.hf_import as hf_import
+
+    monkeypatch.setattr(hf_import, "_class_activation", lambda r, keys: None)
+    assert weights_sweep.sweep_one("llama", "gelu").verdict == "different, unsaid"
+
+
 def test_every_field_of_a_registered_family_is_read_or_listed_with_the_value_mha_builds():
     """A registered family's tiny config (every field of its config class, at the class defaults) imports with each
     field either read or in its record's ``left_unread``, so a config setting one of them to a value mha does not

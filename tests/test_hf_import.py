@@ -261,3 +261,15 @@ def test_experts_no_layer_uses_are_not_built_but_an_mtp_layer_can_use_them(first
     assert (imported.model.block.moe is not None) == moe_kept
     said = [a for a in imported.assumptions if "256 routed experts declared, every layer dense" in a]
     assert len(said) == (0 if moe_kept else 1)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu", "relu"])
+def test_a_llama_keeps_its_gate_whatever_its_activation(activation):
+    """transformers' LlamaMLP builds gate_proj, up_proj and down_proj and applies ``hidden_act`` to the gate: a
+    Llama-3.1-70B with gelu or relu weighs what the silu one does, 70,553,706,496 (the plain-MLP reading dropped 80
+    layers x 8,192 x 28,672 = 18,790,481,920 gate weights, exit 0: trial 316), with the activation it names."""
+    config = json.loads(reference_hf_config("llama-3.1-70b").read_text())
+    imported = import_hf_config({**config, "hidden_act": activation}, name="llama-3.1-70b")
+    assert count_params(imported.model).total == 70_553_706_496
+    assert imported.model.block.mlp == "gated"
+    assert (imported.model.block.activation or "silu") == activation

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from mha_cli.core.hf_import import UNREAD_FIELDS
+from tests.conftest import HF_FIXTURES
 
 BASE = {"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 1000}  # fmt: skip
@@ -170,3 +171,19 @@ def test_moe_fields_a_class_does_not_take_are_not_read():
     assert any(note.startswith("not read: shared_expert_intermediate_size") for note in shared.assumptions)
     deepseek = json.loads(reference_hf_config("deepseek-v3").read_text())  # its class takes both: read as before
     assert import_hf_config(deepseek).model.block.moe.n_dense_layers == 3
+
+
+@pytest.mark.parametrize("fixture", ["deepseek-v3", "kimi-k2-instruct", "glm-5", "kimi-linear-48b-a3b"])
+def test_a_moe_layer_freq_other_than_1_is_refused_on_deepseek_s_code(cli, tmp_path, fixture):
+    """vLLM's DeepSeek layers are MoE where ``layer_idx % moe_layer_freq == 0``; transformers' classes do not read the
+    field. The published configs carry 1 and are priced; 2 (every other layer dense in the engine) was priced as 1,
+    exit 0 (trial 316): it is refused by name."""
+    config = json.loads((HF_FIXTURES / f"{fixture}.json").read_text())
+    assert config["moe_layer_freq"] == 1
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert cli.run("kv", str(path)).exit_code == 0
+    path.write_text(json.dumps({**config, "moe_layer_freq": 2}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "moe_layer_freq = 2 (mha builds 1)" in result.stderr and len(result.stderr.strip().splitlines()) == 1

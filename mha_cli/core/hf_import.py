@@ -59,7 +59,7 @@ from mha_cli.core.vision_config import read_vision_tower, vision_tower_listed
 
 _GATED_ACTIVATIONS = {"silu", "swiglu", "gelu_pytorch_tanh", "geglu"}
 _ACTIVATIONS: dict[str, Activation] = {
-    "silu": "silu", "swish": "silu", "swiglu": "silu", "gelu": "gelu",
+    "silu": "silu", "swish": "silu", "swiglu": "silu", "gelu": "gelu", "relu": "relu",
     "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu2": "relu2",
     "xielu": "xielu",
 }  # fmt: skip
@@ -182,8 +182,12 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     activation_keys = (*spelled.get("activation", ()), "hidden_act", "hidden_activation", "activation_function")
     activation = r.get(*activation_keys)
     if "mlp" not in layout:
-        layout["mlp"] = "gated" if str(activation or "silu") in _GATED_ACTIVATIONS else "plain"
-        if activation is None:
+        # a known family's modeling code builds one MLP whatever the config's activation (LlamaMLP: gate, up, down
+        # with a gelu too): its class default activation says which (trial 316); the config's, for any other
+        kind_of = _class_activation(r, activation_keys) if known is not None else None
+        kind_of = activation if kind_of is None else kind_of
+        layout["mlp"] = "gated" if str(kind_of or "silu") in _GATED_ACTIVATIONS else "plain"
+        if kind_of is None:
             r.assumptions.append("hidden_act absent: gated (SwiGLU) MLP")
     if "activation" not in layout and _ACTIVATIONS.get(str(activation)) is not None:
         default = "silu" if layout["mlp"] == "gated" else "gelu"  # the MLP kind's own: left out of the spec
@@ -458,6 +462,12 @@ def _mla(r: ConfigReader) -> dict[str, Any] | None:
         "q_lora_rank": r.get("q_lora_rank"),
         "rope_interleave": r.get("rope_interleave") is not False,  # DeepSeek-V2 always, V3 by default
     }
+
+
+def _class_activation(r: ConfigReader, keys: tuple[str, ...]) -> str | None:
+    """The family's config class default for the first of ``keys`` it has one for (``FIELD_DEFAULTS``, the family's
+    own ``defaults``), or None."""
+    return next((str(r.defaults[key]) for key in keys if r.defaults.get(key) is not None), None)
 
 
 def _dense_width(r: ConfigReader, fam: Family, n_layers: int) -> Any:

@@ -38,10 +38,13 @@ class _AnyValue:
 ANY_VALUE: Any = _AnyValue()
 """In ``Family.left_unread``: a field no figure depends on, whatever its value (MLA's unused ``head_dim``)."""
 MLA_UNREAD: Mapping[str, Any] = MappingProxyType(
-    {"num_key_value_heads": ANY_VALUE, "head_dim": ANY_VALUE, "qk_head_dim": ANY_VALUE}
+    {"num_key_value_heads": ANY_VALUE, "head_dim": ANY_VALUE, "qk_head_dim": ANY_VALUE, "moe_layer_freq": 1}
 )
-"""``Family.left_unread`` of the MLA families: their config classes carry a KV head count and head widths that MLA
-attention does not use (its K and V come from the latent; ``qk_head_dim`` is derived)."""
+"""``Family.left_unread`` of the MLA families (DeepSeek's and those built on its code): their config classes carry a KV
+head count and head widths that MLA attention does not use (its K and V come from the latent; ``qk_head_dim`` is
+derived). Their remote code and vLLM (``DeepseekV2DecoderLayer``: ``layer_idx % moe_layer_freq == 0``) read
+``moe_layer_freq``, transformers' classes do not: every checkpoint has 1, which both build; another is refused, as the
+engine's layers and transformers' would differ (trial 316)."""
 
 WINDOW_FIELDS = frozenset({"sliding_window", "attention_chunk_size", "use_sliding_window"})
 """config.json fields that window attention (a local window, chunks, Qwen's switch of the window), read for a family
