@@ -222,3 +222,23 @@ def test_the_converter_leaves_its_input_unchanged():
     state_dict = {"l.qkv.weight": weight}
     to_mha_state_dict(state_dict, WeightLayout(fused=(QKV,)), SPEC)
     assert list(state_dict) == ["l.qkv.weight"] and state_dict["l.qkv.weight"] is weight
+
+
+@pytest.mark.parametrize(("model_type", "activation"), [("llama", "gelu"), ("llama", "relu"), ("arcee", "silu")])
+def test_a_family_with_another_activation_gives_transformers_logits(model_type, activation):
+    """A Llama with gelu is a GeGLU (gate, up, down), an Arcee with silu keeps its ungated MLP: the decoder built from
+    the imported spec loads transformers' weights and gives its logits; built with silu in the gelu Llama's place
+    (the control), it does not."""
+    sweep = _family_sweep()
+    config = sweep._tiny_config(model_type)
+    config.hidden_act = activation
+    reference = sweep.tiny_model(config)
+    spec = import_hf_config(config.to_dict(), name=model_type).model
+    ours = build_model(spec, dtype=torch.float32).eval()
+    load_transformers_state_dict(ours, reference.state_dict())
+    assert _prefill_error(reference, ours) < TOLERANCE
+    if activation == "gelu":
+        silu = spec.model_copy(update={"block": spec.block.model_copy(update={"activation": None})})
+        control = build_model(silu, dtype=torch.float32)
+        load_transformers_state_dict(control.eval(), reference.state_dict())
+        assert _prefill_error(reference, control) > 1e-3
