@@ -118,6 +118,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     sliding_in_flight_batches,
     without_hybrid_manager,
 )
+from mha_cli.core.engine.vllm_v0_log import v0_cache_lines
 from mha_cli.core.engine.window_blocks import (
     NULL_BLOCKS,
     admission_blocks,
@@ -729,9 +730,10 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
     longest = (lambda: max(0, available) // kv.bytes_per_token_per_rank) if kv.bytes_per_token_per_rank else (lambda: 0)
     refusal = _vllm_refusal(available, per_sequence, longest, kv.seq_len)
-    log_lines = [refusal] if refusal else [
-        f"# GPU blocks: {blocks}", f"Maximum concurrency for {kv.seq_len} tokens per request: {concurrency:.2f}x"
-    ]  # fmt: skip
+    block_bytes = kv.bytes_per_token_per_rank * settings.block_size
+    log_lines = [refusal] if refusal else v0_cache_lines(
+        settings.engine_version, inputs.target.vendor, blocks, block_bytes, kv.seq_len, concurrency
+    )  # fmt: skip
     notes = ["vLLM V0: no hybrid allocator, every layer holds every token of a request (sliding windows unused)"]
     if kv.n_state_layers:
         notes.append("vLLM V0 holds Mamba states in a cache of its own, outside this pool: not modelled")
