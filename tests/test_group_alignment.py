@@ -103,7 +103,11 @@ def test_fp8_experts_whose_width_on_a_rank_is_not_whole_blocks():
     # 8 DP-attention ranks at tp 1 sharing the experts split by width: 192 a rank (review 267 #3)
     spread = ExpertLayout(8, dp_attention=True)
     assert group_straddle_refusal(qwen, "fp8-block", None, 1, "sglang", None, spread).endswith(
-        "fewer ranks sharing the experts, or --expert-parallel (whole experts a rank), keep them whole"
+        "fewer ranks sharing the experts, or expert parallelism (whole experts a rank: mha plan --expert-parallel),"
+        " keep them whole"
+    )
+    assert group_straddle_refusal(qwen, "fp8-block", None, 8, "sglang").endswith(
+        ": --tp 4, or expert parallelism (whole experts a rank: mha plan --expert-parallel), keeps them whole"
     )
     whole = ExpertLayout(8, whole=True, dp_attention=True)
     assert group_straddle_refusal(qwen, "fp8-block", None, 1, "sglang", None, whole) is None

@@ -115,12 +115,15 @@ def group_straddle_refusal(
         f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
         f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks)"
     )
+    whole_experts = "expert parallelism (whole experts a rank: mha plan --expert-parallel)"
     if part.startswith("experts'") and experts is not None and experts.ranks != tp:  # spread over the DP ranks
-        return f"{said}: fewer ranks sharing the experts, or --expert-parallel (whole experts a rank), keep them whole"
+        return f"{said}: fewer ranks sharing the experts, or {whole_experts}, keep them whole"
     fewer = next(
         t for t in range(tp - 1, 0, -1)
         if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t, rules, None) is None
     )  # fmt: skip
+    if part.startswith("experts'"):  # trial 316 #10: the usual way out at this tp
+        return f"{said}: --tp {fewer}, or {whole_experts}, keeps them whole"
     return f"{said}: --tp {fewer} keeps them whole"
 
 
