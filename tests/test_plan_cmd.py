@@ -29,6 +29,7 @@ def test_plan_json_has_the_documented_keys_and_obeys_its_bounds(cli):
         "expert_parallel": False,
         "dp_attention": False,
         "moe_a2a_backend": None,
+        "shares_experts": False,
     }
     assert result["profile"]["name"] == "h100-sxm-prior" and result["profile"]["kind"] == "prior"
     for key in ("ttft_ms", "itl_ms", "e2e_ms"):
@@ -51,6 +52,7 @@ def test_replicas_split_the_users_and_multiply_the_throughput(cli):
         "expert_parallel": False,
         "dp_attention": False,
         "moe_a2a_backend": None,
+        "shares_experts": False,
     }
     assert two["itl_ms"] == pytest.approx(one["itl_ms"])
     assert two["output_tokens_per_s"] == pytest.approx(2 * one["output_tokens_per_s"])
@@ -69,6 +71,7 @@ def test_pipeline_stages_add_sends_and_keep_the_bound(cli):
         "expert_parallel": False,
         "dp_attention": False,
         "moe_a2a_backend": None,
+        "shares_experts": False,
     }
     assert pp["itl_ms"] >= pp["bounds"]["itl_ms"]
     assert pp["itl_ms"] > tp["itl_ms"]  # at one user, stages run in turn: no overlap to win, sends to pay
@@ -185,3 +188,18 @@ def test_a_pinned_plan_gives_its_launch_lines_as_a_search_gives_its_picks(cli):
     assert "--tensor-parallel-size 1" in pinned["launch"]["vllm"] and "--max-model-len 1280" in pinned["launch"]["vllm"]
     text = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form").stdout.split())
     assert "vllm: vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1" in text
+
+
+def test_the_json_says_when_replicas_are_one_server_s_attention_ranks(cli):
+    """DeepSeek-V3 at tp 2 x pp 2 on 8 GPUs with expert parallelism: the 2 replicas share the routed experts (whole,
+    over 4 ranks), so SGLang runs them as one server's attention ranks (``--attn-dp-size 2``); the JSON said
+    ``dp_attention: false`` and nothing else (trial 318), it now says ``shares_experts: true``."""
+    args = ["plan", "deepseek-v3", "--target", "8xh200", "--engine", "sglang", "--tp", "2", "--pp", "2",
+            "--closed-form"]  # fmt: skip
+    shared = cli.json(*args, "--expert-parallel")
+    assert shared["deployment"]["expert_ranks"] == 4 and shared["deployment"]["shares_experts"] is True
+    assert shared["deployment"]["dp_attention"] is False  # the all-to-all recipe runs at pp 1 only
+    assert "--attn-dp-size 2" in shared["launch"]["sglang"]
+    dense = cli.json("plan", "llama-3.1-70b", *args[2:])  # replicas of a dense model share nothing
+    assert dense["deployment"]["replicas"] == 2 and dense["deployment"]["shares_experts"] is False
+    assert "--attn-dp-size" not in dense["launch"]["sglang"]

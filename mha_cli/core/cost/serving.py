@@ -40,7 +40,7 @@ decode steps of the whole batch. Every figure also comes out on the profile's ce
 no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
@@ -97,7 +97,8 @@ class Deployment(Record):
     """MoE: DP attention with expert parallelism (``core.dp_attention``), the engines' DeepSeek recipe: the replicas
     are data-parallel attention ranks, each caching its own requests, the experts whole over all GPUs and reached by
     all-to-all. Replicas sharing width-split experts (``expert_ranks`` > tp without it) also run attention apart
-    (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather."""
+    (SGLang launches them with ``--enable-dp-attention``), their MoE tensor-parallel over all ranks by all-gather: the
+    JSON says so in ``shares_experts``."""
     moe_a2a_backend: MoeA2aBackend | None = None
     """DP attention: how the ranks' tokens reach the experts (``none``: gathered to all and reduce-scattered back;
     ``deepep``: DeepEP's all-to-all); None without DP attention."""
@@ -105,9 +106,12 @@ class Deployment(Record):
     """MoE: replicas asked as separate servers, each with every expert (``DeploymentSpec.separate_servers``), where
     the engine would have its replicas share them."""
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def shares_experts(self) -> bool:
-        """MoE replicas that share the routed experts (``expert_ranks`` > tp): one server's attention ranks."""
+        """MoE replicas that share the routed experts (``expert_ranks`` > tp): one server's data-parallel attention
+        ranks (SGLang's ``--attn-dp-size``, vLLM's ``--data-parallel-size`` with ``--enable-expert-parallel``), with
+        or without ``dp_attention``'s all-to-all recipe (trial 318: the JSON said neither)."""
         return self.replicas > 1 and self.expert_ranks is not None and self.expert_ranks > self.tp
 
     @property
