@@ -164,7 +164,7 @@ def test_the_activation_swap_is_caught_when_the_mlp_kind_follows_the_config_s_ac
     weighed without its gate matrices and nothing says so."""
     import mha_cli.core.hf_import as hf_import
 
-    monkeypatch.setattr(hf_import, "_class_activation", lambda r, keys: None)
+    monkeypatch.setattr(hf_import, "_class_activation", lambda r, known, keys: None)
     assert weights_sweep.sweep_one("llama", "gelu").verdict == "different, unsaid"
 
 

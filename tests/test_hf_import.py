@@ -273,3 +273,15 @@ def test_a_llama_keeps_its_gate_whatever_its_activation(activation):
     assert count_params(imported.model).total == 70_553_706_496
     assert imported.model.block.mlp == "gated"
     assert (imported.model.block.activation or "silu") == activation
+
+
+def test_a_family_found_by_its_architectures_keeps_its_mlp_and_a_null_activation_is_said():
+    """A Llama-3.1-70B whose model_type mha does not know, found by ``architectures: LlamaForCausalLM``, with gelu:
+    vLLM serves it with its LlamaMLP (gate, up, down), 70,553,706,496 weights; the family's config class is not read
+    there, and the plain-MLP reading came back (review 317 #1). A null hidden_act is said, not silently built."""
+    config = json.loads(reference_hf_config("llama-3.1-70b").read_text())
+    renamed = {**config, "model_type": "my_llama", "architectures": ["LlamaForCausalLM"], "hidden_act": "gelu"}
+    imported = import_hf_config(renamed, name="my-llama")
+    assert count_params(imported.model).total == 70_553_706_496 and imported.model.block.mlp == "gated"
+    nulled = import_hf_config({**config, "hidden_act": None}, name="llama-3.1-70b")
+    assert "hidden_act null: the gated MLP's own activation built (review 317)" in nulled.assumptions

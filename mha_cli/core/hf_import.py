@@ -184,11 +184,14 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if "mlp" not in layout:
         # a known family's modeling code builds one MLP whatever the config's activation (LlamaMLP: gate, up, down
         # with a gelu too): its class default activation says which (trial 316); the config's, for any other
-        kind_of = _class_activation(r, activation_keys) if known is not None else None
+        kind_of = _class_activation(r, known, activation_keys) if known is not None else None
         kind_of = activation if kind_of is None else kind_of
         layout["mlp"] = "gated" if str(kind_of or "silu") in _GATED_ACTIVATIONS else "plain"
         if kind_of is None:
             r.assumptions.append("hidden_act absent: gated (SwiGLU) MLP")
+    nulled = next((key for key in activation_keys if key in r.config and r.config[key] is None), None)
+    if activation is None and nulled is not None and not mlp_free:  # neither transformers nor vLLM builds a null one
+        r.assumptions.append(f"{nulled} null: the {layout.get('mlp', 'gated')} MLP's own activation built (review 317)")
     if "activation" not in layout and _ACTIVATIONS.get(str(activation)) is not None:
         default = "silu" if layout["mlp"] == "gated" else "gelu"  # the MLP kind's own: left out of the spec
         if _ACTIVATIONS[str(activation)] != default:
@@ -464,10 +467,12 @@ def _mla(r: ConfigReader) -> dict[str, Any] | None:
     }
 
 
-def _class_activation(r: ConfigReader, keys: tuple[str, ...]) -> str | None:
-    """The family's config class default for the first of ``keys`` it has one for (``FIELD_DEFAULTS``, the family's
-    own ``defaults``), or None."""
-    return next((str(r.defaults[key]) for key in keys if r.defaults.get(key) is not None), None)
+def _class_activation(r: ConfigReader, known: Family, keys: tuple[str, ...]) -> str | None:
+    """The family's config class default for the first of ``keys`` it has one for (the reader's defaults: the
+    family's own ``defaults`` and ``FIELD_DEFAULTS``), or None. A family found by its architectures (its config class
+    not read, review 317 #1) still builds its own MLP: its model types' table entries."""
+    tables = (r.defaults, known.defaults, *(FIELD_DEFAULTS.get(model_type, {}) for model_type in known.model_types))
+    return next((str(table[key]) for table in tables for key in keys if table.get(key) is not None), None)
 
 
 def _dense_width(r: ConfigReader, fam: Family, n_layers: int) -> Any:
