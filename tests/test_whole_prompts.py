@@ -57,3 +57,7 @@ def test_a_prompt_over_the_budget_is_priced_chunked_and_said(cli):
     refused = cli.run("plan", "llama-3-8b", "--target", "h100", "--engine", "trtllm", "--tp", "1", "--isl", "12000",
                       "--osl", "256", "--concurrency", "8")  # fmt: skip
     assert refused.exit_code == 2 and "every prompt must fit max_num_tokens (8,192)" in refused.output
+    assert "give --max-num-batched-tokens 12000 (trtllm-serve's --max_num_tokens)" in refused.output  # trial 318 #2
+    fits = cli.json("plan", "llama-3-8b", "--target", "h100", "--engine", "trtllm", "--tp", "1", "--isl", "12000",
+                    "--osl", "256", "--concurrency", "8", "--max-num-batched-tokens", "12000")  # fmt: skip
+    assert "--max_num_tokens 12000" in fits["launch"]["trtllm"]

@@ -602,10 +602,12 @@ def simulate(
             f"a request of {longest:,} tokens does not fit the replica's KV pool of {pool:,} tokens: shorten it or"
             " give the engine more memory"
         )
-    if limits.engine == "trtllm" and max(p for p, _ in workload.lengths) > limits.max_num_batched_tokens:
-        raise BadInputError(
+    longest_prompt = max(p for p, _ in workload.lengths)
+    if limits.engine == "trtllm" and longest_prompt > limits.max_num_batched_tokens:
+        raise BadInputError(  # the way out named: trial 318 #2
             "TensorRT-LLM runs a prompt whole (context chunking is off by default): every prompt must fit"
-            f" max_num_tokens ({limits.max_num_batched_tokens:,})"
+            f" max_num_tokens ({limits.max_num_batched_tokens:,}): give --max-num-batched-tokens {longest_prompt}"
+            " (trtllm-serve's --max_num_tokens)"
         )
     if limits.recv_interval > 1 and limits.engine != "sglang":
         raise ValueError(f"a receive interval is SGLang's scheduler's, not {limits.engine}'s")
