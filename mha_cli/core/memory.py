@@ -26,6 +26,7 @@ from mha_cli.core.dp_attention import (
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.group_alignment import group_straddle_refusal
+from mha_cli.core.engine.mla_latent_release import mla_before_latent_refusal
 from mha_cli.core.engine.mxfp4_moe import Mxfp4Kernel, kernel_padding, vllm_expert_kernel
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engine
@@ -335,6 +336,9 @@ def plan_memory(
     last = settings.release  # the generation's last (major, minor) where no release is typed; None: the latest
     release = settings.engine_version or (None if last is None else f"{last[0]}.{last[1]}")
     refuse_rocm_nvfp4(model, deployment, weight_dtype, engine=settings.engine, vendor=device.vendor, release=release)
+    unlatent = mla_before_latent_refusal(settings.engine_version, model) if settings.engine == "vllm" else None
+    if unlatent is not None:
+        raise BadInputError(unlatent)
     scheme = stored_scheme(deployment, weight_dtype)  # a format vLLM refuses on this GPU: core.engine.quant_capability
     release_priced = release_key_priced(chosen)  # the one typed, else the generation's last: the rules' release
     refuse_weights_on_gpu(settings.engine, weight_dtype, scheme, device.vendor, device.compute_capability,
