@@ -227,7 +227,7 @@ def test_every_line_of_every_generation_checks_against_the_table(engine):
         for engine_name in ("vllm", "sglang"):
             if engine_name not in lines:
                 assert any(engine_name in note for note in notes), (engine, case, notes)
-    assert written >= 6, engine
+    assert written >= 5, engine  # vLLM before 0.7.1 refuses DeepSeek's MLA (core.engine.mla_latent_release)
 
 
 def test_the_lines_take_each_releases_form_for_dp_attention():

@@ -68,6 +68,13 @@ PUBLISHED: dict[SpeculativeMethod, tuple[PublishedAcceptance, ...]] = {
             "https://arxiv.org/abs/2412.19437",
         ),
         PublishedAcceptance(
+            3,
+            2.46,
+            "DeepSeek-V3.2-Exp's MTP layer as SGLang's EAGLE, 3 steps, 8 x B200, ShareGPT ('Accept length: 2.46')",
+            "https://github.com/sgl-project/sgl-cookbook/blob/7b5bd9c05e3d86da5161ac2be9b91c19a34bf49d/docs/"
+            "autoregressive/DeepSeek/DeepSeek-V3_2.md#L482",
+        ),  # trial 318 #7: k = 3 was carried from k = 1's 0.875 a position, T = 3.31
+        PublishedAcceptance(
             7,
             3.20,
             "DeepSeek-V3-0324's original MTP layer reused for k = 7, MT-bench/HumanEval/GSM8K, temperature 0",
@@ -117,14 +124,15 @@ def rate_for(length: float, k: int) -> float:
 
 def default_acceptance(method: SpeculativeMethod, k: int) -> tuple[float, str]:
     """(T, where it comes from) for ``method`` at ``k``: the published figure at that k, else the nearest one's
-    per-position rate (``rate_for``) carried to k; ``BadInputError`` when none is published."""
+    per-position rate (``rate_for``) carried to k (between two as near, the larger k's, whose rate is the lower);
+    ``BadInputError`` when none is published."""
     points = PUBLISHED[method]
     if not points:
         raise BadInputError(
             f"no published acceptance length ships for {method}: give --acceptance-length T (mean tokens per target"
             " step, from your own run's spec-decode metrics)"
         )
-    nearest = min(points, key=lambda point: (abs(point.k - k), point.k))
+    nearest = min(points, key=lambda point: (abs(point.k - k), -point.k))  # a tie: the longer chain's lower rate
     if nearest.k == k:
         return nearest.length, f"{nearest.what} ({nearest.url})"
     rate = rate_for(nearest.length, nearest.k)
