@@ -145,6 +145,18 @@ def test_acceptance_defaults_come_from_published_figures():
         default_acceptance("draft_model", 4)
 
 
+def test_mtp_at_three_drafts_is_the_measured_length_and_longer_chains_never_accept_fewer():
+    """SGLang's cookbook measured T = 2.46 for DeepSeek-V3.2-Exp's MTP layer at 3 steps; k = 1's 0.875 a position
+    carried to k = 3 gave 3.31 (trial 318 #7). Between published points the default never falls as k grows (k = 2
+    sits between k = 1 and 3 and takes k = 3's lower rate)."""
+    length, source = default_acceptance("mtp", 3)
+    assert length == 2.46 and "sgl-cookbook" in source
+    assert chain_length(0.875, 3) == pytest.approx(3.3105, abs=1e-4)  # the old default, now not used at k = 3
+    lengths = [default_acceptance("mtp", k)[0] for k in range(1, 9)]
+    assert lengths == sorted(lengths)
+    assert lengths[1] == pytest.approx(chain_length(rate_for(2.46, 3), 2))
+
+
 def _case(model_name: str, spec, users: int, tp: int = 1) -> ServingCase:
     model = load_source(model_name).model
     return ServingCase(model=model, isl=1024, osl=256, concurrency=users, tp=tp, speculative=spec)
