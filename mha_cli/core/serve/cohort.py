@@ -110,7 +110,8 @@ def schedule_together(state: EngineState, cohort: Cohort, loose: list[int]) -> l
     size = state.block_size
     for request, tokens in needs:
         if tokens == 1 and computed[request] >= prompts[request] and computed[request] % size:
-            continue  # a decode inside its last block: ``_vllm`` takes no block and allocates nothing
+            continue  # a decode inside its last block: ``_vllm`` skips it (vLLM's allocate_slots takes no block there
+            # and caches none of the prefix's, cached already: review 317 #3)
         state.grow(request, computed[request] + tokens)
     return needs + vllm_admit(state, state.budget - total)
 
