@@ -62,6 +62,7 @@ def test_dp_8_caches_its_own_requests_and_fits_where_tp_8_does_not(cli):
     assert dp["deployment"] == {
         "tp": 1, "pp": 1, "replicas": 8, "gpus": 8, "expert_ranks": 8, "expert_parallel": True, "dp_attention": True,
         "moe_a2a_backend": "none",  # no --moe-a2a-backend: the engines' default gather and scatter
+        "shares_experts": True,
     }  # fmt: skip
     memory = dp["memory"]
     # 32 / 8 = 4 requests per rank, each 131,072 tokens x 61 layers x 576 B (the fp8 latent and rope key)

@@ -126,8 +126,8 @@ def test_kv_says_the_engine_stops_for_a_cache_it_refuses_on_that_gpu(cli):
 
 
 @pytest.mark.parametrize(
-    ("release", "noted"), [("0.6.6", True), ("0.10.0", True), ("0.20.0", True), ("0.21.0", False), (None, False)]
-)  # 0.6.6: V0's plan says it too (review 308 #4)
+    ("release", "noted"), [("0.7.3", True), ("0.10.0", True), ("0.20.0", True), ("0.21.0", False), (None, False)]
+)  # 0.7.3: V0's plan says it too (review 308 #4); before 0.7.1 no MLA latent is cached (test_mla_latent_release.py)
 def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli, release, noted):
     """Trial 307 #1: Kimi-K2's fp8 latent on vLLM 0.10 was priced (35,136 B a token, per the fp8 bytes: 61 layers x
     576) with nothing said, where the MLA backends before 0.21.0 were never read for an fp8 cache."""

@@ -91,7 +91,8 @@ def ways_out(
     kv: KvFootprint,
     total_params: int,
 ) -> list[str]:
-    """What would make ``plan`` fit, most general first; empty when it fits. Under DP attention (``--dp``) only the
+    """What would make ``plan`` fit; empty when it fits. Weights that do not fit: more devices first, then lighter
+    weights; a cache short: the changes on the devices at hand first, more devices after. Under DP attention (``--dp``) only the
     ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
@@ -101,11 +102,13 @@ def ways_out(
     keeps_ranks = deployment.dp is not None or one_machine(target)
     devices = None if keeps_ranks else devices_that_fit(model, target, deployment, total_params)
     ways = []
+    more_devices = None
     if devices:
         # --tp too when the plan's tp was set apart from the device count, or the new target would not change it.
         tp_flag = f" --tp {devices}" if plan.tp != plan.n_devices else ""
-        ways.append(f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)")
+        more_devices = f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)"
     if not plan.weights_fit:
+        ways += [more_devices] if more_devices else []
         knob = _engine_knob_that_fits(model, target, deployment, plan, kv)  # a share set low: raising it suffices
         ways += [knob] if knob else []
         for dtype in smaller_weight_dtypes(target, deployment):  # none the device lacks (fp8 on a T4, int4 on a V100)
@@ -154,6 +157,8 @@ def ways_out(
     dp_attention = None if one_machine(target) else _dp_attention_that_fits(model, target, deployment, plan)
     if dp_attention and dp_attention.ranks not in named:  # the same ranks are named once
         ways.append(dp_attention.text)
+    if more_devices:  # the cache short, the devices at hand first (trial 318 #12: 4x the GPUs came before --tp 4)
+        ways.append(more_devices)
     seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
