@@ -92,8 +92,8 @@ def ways_out(
     total_params: int,
 ) -> list[str]:
     """What would make ``plan`` fit; empty when it fits. Weights that do not fit: more devices first, then lighter
-    weights; a cache short: the changes on the devices at hand first, more devices after. Under DP attention (``--dp``) only the
-    ways that keep its ranks: another target or tp would not match the --dp asked."""
+    weights; a cache short: the changes on the devices at hand first, more devices after. Under DP attention
+    (``--dp``) only the ways that keep its ranks: another target or tp would not match the --dp asked."""
     if plan.fits:
         return []
     if plan.engine.refused_outright:  # no memory freed makes it start: for a KV format it lacks, the formats it runs
