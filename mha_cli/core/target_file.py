@@ -127,7 +127,21 @@ class TargetFile(Record):
                 " developer.nvidia.com/cuda-gpus): vLLM's sampler, CUDA graphs and kernels follow it"
             )
         self._figures_in_their_units()
+        self._precisions_the_capability_has()
         return self
+
+    def _precisions_the_capability_has(self) -> None:
+        """Refuse an fp8 or fp4 throughput an NVIDIA GPU of this capability cannot have (trial 316 #5: fp8 at 300
+        TFLOP/s on a 7.0 device was priced): its fp8 tensor cores start at 8.9 (Ada), fp4 at 10.0 (Blackwell)."""
+        capability = self.compute_capability
+        if capability is None:
+            return
+        for name, first, family in (("fp8_tflops_dense", 8.9, "Ada"), ("fp4_tflops_dense", 10.0, "Blackwell")):
+            if getattr(self, name) is not None and capability < first:
+                raise ValueError(
+                    f"{name} on compute capability {capability:.1f}: NVIDIA GPUs compute in that precision from"
+                    f" {first:g} ({family}) on: leave it out"
+                )
 
     def _figures_in_their_units(self) -> None:
         """Refuse a figure in another unit than its name's (trial 297 #9: 0.896 GB/s, TB/s written as GB/s, priced a
