@@ -329,7 +329,7 @@ def test_launch_lines_across_nodes_name_each_node():
     across = plan.model_copy(update={"devices_per_node": 2})  # as if 2 nodes of 2
     pick = across.splits[across.chosen]
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=4352, target="4xh100")
-    lines = disaggregated_launch(across, pick, loaded.served, deployment, utilisation=0.9)
+    lines = disaggregated_launch(across, pick, loaded.served, deployment)
     gpus = [
         int(g)
         for line in lines["vllm"].splitlines()[:-1]

@@ -212,7 +212,7 @@ def test_launch_lines_of_a_tp_worker_over_nodes(four_nodes):
     plan = DisaggregatedPlan.model_validate(four_nodes)
     tp_split = plan.splits[plan.chosen].model_copy(update={"prefill_tp": 16, "prefill_dp": 1})
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2100, target="4x8xh100")
-    lines = disaggregated_launch(plan, tp_split, loaded.served, deployment, utilisation=0.9)
+    lines = disaggregated_launch(plan, tp_split, loaded.served, deployment)
     vllm = [shlex.split(line) for line in lines["vllm"].splitlines()]
     assert _value(vllm[0], "--tensor-parallel-size") == "16" and "--data-parallel-size" not in vllm[0]
     assert (_value(vllm[0], "--nnodes"), _value(vllm[0], "--node-rank"), _value(vllm[0], "--master-addr")) == (
@@ -236,10 +236,10 @@ def test_a_decode_line_writes_no_running_cap_below_its_pool(four_nodes):
     split = plan.splits[plan.chosen]
     assert (split.decode_tp, split.decode_dp) == (1, 16)
     deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2100, target="4x8xh100")
-    lines = disaggregated_launch(plan, split, loaded.served, deployment, utilisation=0.9)
+    lines = disaggregated_launch(plan, split, loaded.served, deployment)
     assert "--max-num-seqs" not in lines["vllm"] and "--max-running-requests" not in lines["sglang"]
     capped = deployment.model_copy(update={"max_num_seqs": 64})
-    lines = disaggregated_launch(plan, split, loaded.served, capped, utilisation=0.9)
+    lines = disaggregated_launch(plan, split, loaded.served, capped)
     assert all(_value(shlex.split(line), "--max-num-seqs") == "64" for line in lines["vllm"].splitlines()[:-1])
 
 
@@ -342,3 +342,19 @@ def test_dp_workers_are_priced_with_the_dispatch_their_lines_run(cli):
     found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--disaggregated", "--itl-ms", "50")
     dispatch = [note for note in found["notes"] if "DP attention over" in note]
     assert dispatch and all("all-to-all (DeepEP" in note for note in dispatch)
+
+
+def test_each_worker_s_line_writes_the_fraction_its_pool_was_priced_at(cli):
+    """SGLang's default memory fraction is lower for a DP-attention worker (its reserve per rank): DeepSeek-V3 over two
+    8 x H200 nodes prices the tp 8 workers at one fraction and the dp 8 ones at a lower one, and each worker's line
+    writes its own; every line wrote the plan's one fraction, the tp 8 worker's, so the dp 8 decode worker was told
+    to take more memory than its pool was priced at (trial 318 #5)."""
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--engine", "sglang", "--disaggregated",
+                     "--isl", "4096", "--osl", "1024", "--ttft-ms", "3000", "--itl-ms", "50")  # fmt: skip
+    fractions = {(w["tp"], w["dp"]): w["gpu_memory_utilization"] for w in found["prefill"] + found["decode"]}
+    assert fractions[1, 8] < fractions[8, 1] == found["gpu_memory_utilization"]
+    for line in found["launch"]["sglang"].splitlines()[:-1]:
+        words = shlex.split(line)
+        tp = int(words[words.index("--tp-size") + 1])
+        dp = int(words[words.index("--attn-dp-size") + 1]) if "--attn-dp-size" in words else 1
+        assert float(words[words.index("--mem-fraction-static") + 1]) == fractions[tp // dp, dp]

@@ -176,7 +176,8 @@ class DisaggregatedPlan(Record):
     """GPUs one host drives where fewer than a node (an NVL72 rack's compute tray: 4; ``core.links.HOST_DEVICES``):
     the launch lines place workers host by host; None: a host is a node."""
     gpu_memory_utilization: float
-    """The memory fraction the workers' KV pools were sized with (their launch lines')."""
+    """The engine's memory fraction at the first layout priced; each worker's own, which its line writes, is on the
+    worker (SGLang's default is lower for a DP-attention worker)."""
     prefill: list[PrefillWorker]
     decode: list[DecodeWorker]
     pairings: list[Pairing]

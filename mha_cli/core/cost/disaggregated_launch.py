@@ -132,11 +132,12 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
 
 
 def disaggregated_launch(
-    plan: DisaggregatedPlan, split: Split, served: ServedModel, deployment: DeploymentSpec, *, utilisation: float,
+    plan: DisaggregatedPlan, split: Split, served: ServedModel, deployment: DeploymentSpec, *,
     spec: ModelSpec | None = None,
 ) -> dict[str, str]:  # fmt: skip
-    """The ``vllm`` and ``sglang`` lines of ``split`` (one command a line): ``utilisation`` the engine's memory
-    fraction priced, on the priced engine's line only (vLLM's ``--gpu-memory-utilization``, SGLang's
+    """The ``vllm`` and ``sglang`` lines of ``split`` (one command a line): each worker's memory fraction as its pool
+    was priced (SGLang's default is lower under DP attention: trial 318 #5 found the plan's one fraction on every
+    line), on the priced engine's line only (vLLM's ``--gpu-memory-utilization``, SGLang's
     ``--mem-fraction-static``; TensorRT-LLM's free fraction is neither's, as ``search.launch_commands`` writes them),
     no running cap below what a decode worker's pool admits (the goodput batch, once written as one, starved the load
     it was priced at and sized another pool than the one priced: trial 289 #1, review 290 #1); ``spec``: the model,
@@ -153,10 +154,9 @@ def disaggregated_launch(
     # each worker's step budget as priced (the engine's for the GPU, or --max-num-batched-tokens): one DP rank's
     # (SGLang's --chunked-prefill-size is all its DP-attention ranks': each takes it // --dp-size)
     budget = {(worker.tp, worker.dp): str(worker.chunk_tokens) for worker in plan.prefill}
+    fraction = {(w.tp, w.dp): f"{w.gpu_memory_utilization:g}" for w in (*plan.prefill, *plan.decode)}
     roles = [("prefill", i, split.prefill) for i in range(split.prefill_workers)]
     roles += [("decode", i, split.decode) for i in range(split.decode_workers)]
-    # the fraction priced goes on the priced engine's line only: another engine's fraction sizes another pool
-    vllm_fraction = ["--gpu-memory-utilization", f"{utilisation:g}"] if plan.engine == "vllm" else []
     # NAME=value words before each vLLM command (the MXFP4 MoE kernel forced), as the aggregated lines carry them
     vllm_variables = pool_words(deployment, cpu=False, trtllm=False).vllm_variables
     vllm, sglang = [], []
@@ -171,6 +171,9 @@ def disaggregated_launch(
         port = (VLLM_PREFILL_PORT if is_prefill else VLLM_DECODE_PORT) + index
         (prefill_ports if is_prefill else decode_ports).append(str(port))
         step = budget[layout.tp, layout.dp]
+        # the fraction priced goes on the priced engine's line only: another engine's fraction sizes another pool
+        vllm_fraction = ["--gpu-memory-utilization", fraction[layout.tp, layout.dp]] if plan.engine == "vllm" else []
+        sglang_fraction = ["--mem-fraction-static", fraction[layout.tp, layout.dp]] if plan.engine == "sglang" else []
         # a --max-num-seqs given is priced (each worker's pool) and written on every line: vLLM's is each DP rank's
         running = [] if deployment.max_num_seqs is None else ["--max-num-seqs", str(deployment.max_num_seqs)]
         words = ["vllm", "serve", model, "--port", str(port), *_parallel_flags(layout, role, sglang=False, deepep=deepep),
@@ -196,7 +199,7 @@ def disaggregated_launch(
                  *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep,
                                   redundant=0 if spec is None else redundant_experts(spec, layout.gpus)), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
-                 *(["--mem-fraction-static", f"{utilisation:g}"] if plan.engine == "sglang" else []),
+                 *sglang_fraction,
                  *_format_flags(deployment, served, sglang=True)]  # fmt: skip
         for rank, line in enumerate(_per_node(words, layout, node, per_node, sglang=True)):
             host = [] if nodes == 1 else ["--host", _host(node + rank, nodes, "")]
@@ -265,7 +268,7 @@ def disaggregated_with_launch(
     if target.target.vendor == TPU_VENDOR:  # the lines written are CUDA's (review 265 #9)
         return plan.model_copy(update={"launch_note": TPU_NOT_WRITTEN})
     split = plan.splits[plan.chosen]
-    launch = disaggregated_launch(plan, split, served, deployment, utilisation=plan.gpu_memory_utilization, spec=model)
+    launch = disaggregated_launch(plan, split, served, deployment, spec=model)
     if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
         launch = {"vllm": launch["vllm"]}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none

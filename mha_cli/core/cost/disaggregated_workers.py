@@ -50,6 +50,8 @@ class PrefillWorker(Record):
     capacity_rps: float
     """Prompts/s at full load, all its ranks: dp x prompts_per_step / that step's time."""
     chunk_tokens: int
+    gpu_memory_utilization: float
+    """The engine's memory fraction its pool was priced at (SGLang's default lowers it under DP attention)."""
 
 
 class DecodeWorker(Record):
@@ -73,6 +75,8 @@ class DecodeWorker(Record):
     nodes: int
     weight_bytes_per_gpu: int
     """Weights one GPU holds (under DP attention: the attention whole, the routed experts split over every GPU)."""
+    gpu_memory_utilization: float
+    """The engine's memory fraction its pool was priced at (SGLang's default lowers it under DP attention)."""
 
 
 class WorkerSteps:
@@ -159,7 +163,8 @@ class WorkerSteps:
                              weight_bytes_per_gpu=self.weight_bytes_per_gpu,
                              prompt_ms=self.prefill_seconds(1) * 1e3, prompts_per_step=per_step,
                              capacity_rps=self.dp * per_step / self.prefill_seconds(per_step),
-                             chunk_tokens=self.engine.max_num_batched_tokens)  # fmt: skip
+                             chunk_tokens=self.engine.max_num_batched_tokens,
+                             gpu_memory_utilization=self.engine.gpu_memory_utilization)  # fmt: skip
 
     def decode(self, itl_s: float | None) -> DecodeWorker:
         admitted = self.engine.admitted_per_replica
@@ -171,4 +176,5 @@ class WorkerSteps:
         return DecodeWorker(tp=self.tp, dp=self.dp, gpus=self.tp * self.dp, nodes=self.nodes,
                             weight_bytes_per_gpu=self.weight_bytes_per_gpu, admitted=admitted, capacity_rps=capacity,
                             goodput_batch=batch, goodput_rps=goodput,
-                            step_ms=self.decode_step(max(batch, 1)) * 1e3)  # fmt: skip
+                            step_ms=self.decode_step(max(batch, 1)) * 1e3,
+                            gpu_memory_utilization=self.engine.gpu_memory_utilization)  # fmt: skip
