@@ -1,6 +1,7 @@
 """vLLM V0's KV-cache log lines as each release words them (``core.engine.vllm_v0_log``, read in the wheels of
-0.6.2, 0.6.3, 0.6.4.post1, 0.6.6.post1, 0.7.0-0.7.3), against five V0 start-up logs users posted
-(tests/fixtures/engine_logs.yaml 2422, 2717, 2718, 2722, 2723): their wording and CPU blocks by hand. Trial 316 found
+0.6.2, 0.6.3, 0.6.4.post1, 0.6.6.post1, 0.7.0-0.7.3), against four V0 start-up logs users posted
+(tests/fixtures/engine_logs.yaml 2422, 2717, 2718, 2722): their wording and CPU blocks by hand (a fifth, 2723, is
+0.10.2's V0 engine, whose ``# cuda blocks`` is 0.7.3's wording; mha prices 0.10 as V1). Trial 316 found
 ``--engine vllm@0.1`` promising a "Maximum concurrency" line vLLM printed only from 0.6.3."""
 
 from __future__ import annotations
