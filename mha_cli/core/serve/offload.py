@@ -1,17 +1,20 @@
 """Prefix cache tiers in the serving simulator: several shared prefixes, the GPU pool's spare blocks as the first
 tier and the host pool (KV offload) as the second.
 
-Request i of the workload carries prefix i mod K (K conversations or documents coming back in turn). The tiers are
-both LRU over whole prefixes, each holding a prefix's whole blocks:
+Request i of the workload carries prefix i mod K (K conversations or documents coming back in turn). Each tier
+holds a prefix's whole blocks:
 
-- **GPU**: a prefix is cached in the blocks the running requests leave free, and on vLLM and SGLang in the blocks
-  they link (a prefix the running requests reference is held once: ``core.serve.schedulers``; elsewhere each
-  running request holds its own copy), so when a request looks its prefix up the least recently used prefixes
-  beyond those blocks are gone (evicted to make room for running requests), of those no running request links.
-  Without GPU prefix caching nothing is kept here (vLLM's host tier still works).
-- **host**: every prefix a request computes is stored there too (vLLM's write-through of every full block, SGLang's
-  write-through backup of radix nodes; TensorRT-LLM's eviction into its secondary pool holds the same set), up to
-  the host pool's blocks, least recently used out first.
+- **GPU**: on vLLM and SGLang a prefix the running requests reference is held once in the blocks they link
+  (``core.serve.schedulers``), and one nobody links sits in the free queue until its head hands the blocks out:
+  first in, first out over every block, the requests' own ones too (``core.serve.free_queue``, review 321 #1; an
+  LRU over whole prefixes in the free blocks' room kept prefixes that fresh requests had already pushed out).
+  Elsewhere (TensorRT-LLM, where each running request holds its own copy) the prefix is cached in the blocks the
+  running requests leave free, and when a request looks its prefix up the least recently used prefixes beyond
+  those blocks are gone, of those no running request links. Without GPU prefix caching nothing is kept here
+  (vLLM's host tier still works).
+- **host**: every prefix a request computes is stored there too, and the request's own whole blocks beside it
+  (vLLM's write-through of every full block, SGLang's write-through backup of radix nodes; TensorRT-LLM's eviction
+  into its secondary pool holds the same set), up to the host pool's blocks, least recently used out first.
 
 A request that finds its prefix on the GPU starts after it (as with one shared prefix); found on the host, it
 starts after it too and its step pays the load, tokens x bytes per token / the load rate, as time the engine waits
@@ -30,13 +33,16 @@ class PrefixTiers:
 
     def __init__(
         self, *, prefix_len: int, groups: int, block_size: int, host_blocks: int, load_s_per_token: float,
-        gpu_caching: bool,
+        gpu_caching: bool, evicts_by_room: bool = True,
     ) -> None:  # fmt: skip
         self.prefix_len, self.groups, self.block_size = prefix_len, groups, block_size
         self.host_capacity = host_blocks * block_size
         """Tokens the host pool holds."""
         self.load_s_per_token = load_s_per_token
         self.gpu_caching = gpu_caching
+        self.evicts_by_room = evicts_by_room
+        """Whether a lookup first shrinks the GPU tier to the free blocks' room (``_evict``); False: the engine holds
+        each prefix once and the free queue's order evicts it (``EngineState._settle``, ``core.serve.free_queue``)."""
         self.gpu: OrderedDict[int, int] = OrderedDict()
         """Prefix -> its tokens cached in the GPU pool, least recently used first."""
         self.host: OrderedDict[int, int] = OrderedDict()
@@ -61,7 +67,8 @@ class PrefixTiers:
         in: the pool's free ones, and where the pool shares prefix blocks, those the running requests link
         (``EngineState.shared_held``). ``in_use``: the prefixes running requests link, never evicted (``_evict``)."""
         prefix = self.prefix_of(request)
-        self._evict(free_blocks * self.block_size, in_use)
+        if self.evicts_by_room:
+            self._evict(free_blocks * self.block_size, in_use)
         if prefix in self.gpu:
             self.gpu.move_to_end(prefix)
             return min(self.gpu[prefix], limit)
@@ -87,19 +94,37 @@ class PrefixTiers:
                 return
             self.gpu_tokens -= self.gpu.pop(prefix)
 
+    def cut(self, prefix: int, tokens: int) -> None:
+        """``prefix`` keeps at most ``tokens`` in the GPU tier (none: it leaves it)."""
+        held = self.gpu.get(prefix, 0)
+        if held > tokens:
+            self.gpu_tokens -= held - tokens
+            if tokens:
+                self.gpu[prefix] = tokens
+            else:
+                del self.gpu[prefix]
+
     def store(self, request: int, tokens: int) -> None:
         """``request`` has its first ``tokens`` tokens computed (or allocated, in vLLM): its prefix's whole blocks among
-        them enter the GPU tier (when the engine caches prefixes) and the host tier."""
+        them enter the GPU tier (when the engine caches prefixes) and the host tier, and so do its own whole blocks
+        after the prefix's, which no other request hits but which take the host pool's room (vLLM's offloading
+        connector stores every full block of every request, ``_get_reqs_to_store``; SGLang's write-through backs up
+        every radix node; TensorRT-LLM offloads whatever it evicts): under key ``-1 - request``."""
         whole = self._whole(tokens)
         if not whole:
             return
         prefix = self.prefix_of(request)
         if self.gpu_caching and whole > self.gpu.get(prefix, 0):
             self._put(self.gpu, prefix, whole, "gpu_tokens")
-        if self.host_capacity and whole > self.host.get(prefix, 0):
+        if not self.host_capacity:
+            return
+        if whole > self.host.get(prefix, 0):
             self._put(self.host, prefix, whole, "host_tokens")
-            while self.host_tokens > self.host_capacity:
-                self.host_tokens -= self.host.popitem(last=False)[1]
+        own = tokens // self.block_size * self.block_size - self.prefix_len // self.block_size * self.block_size
+        if own > self.host.get(-1 - request, 0):
+            self._put(self.host, -1 - request, own, "host_tokens")
+        while self.host_tokens > self.host_capacity:
+            self.host_tokens -= self.host.popitem(last=False)[1]
 
     def _put(self, tier: OrderedDict[int, int], prefix: int, tokens: int, total: str) -> None:
         """``prefix`` holds ``tokens`` in ``tier``, most recently used; ``total`` names the tier's running sum."""

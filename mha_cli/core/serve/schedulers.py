@@ -61,6 +61,7 @@ from collections import Counter, deque
 from typing import Literal, NamedTuple
 
 from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, held_blocks
+from mha_cli.core.serve.free_queue import FreeQueue
 from mha_cli.core.serve.offload import PrefixTiers
 
 EngineKind = Literal["vllm", "sglang", "trtllm"]
@@ -169,6 +170,13 @@ class EngineState:
         """Prefix -> how many running requests link how many of its blocks."""
         self.shared_held = 0
         """Blocks the shared prefixes hold in the pool: for each, the most any running request links."""
+        self.free_queue: FreeQueue | None = None
+        """Several shared prefixes held once (``tiers`` and ``share_blocks``): where their unreferenced blocks sit in
+        the free queue, which evicts them as its head reaches them (``core.serve.free_queue``)."""
+        self.queue_appended = 0
+        """Blocks returned to the free queue's tail over the run (``release``)."""
+        self.queue_reclaimed = 0
+        """Cached prefix blocks a hit took back out of the free queue's middle over the run."""
         self.caches_own_blocks = False
         """vLLM V1 with prefix caching and no shared prefix: a preempted request's own computed blocks stay cached
         among the free ones and it hits what survives of them when it comes back (``OwnBlocks``)."""
@@ -233,6 +241,7 @@ class EngineState:
         short of its whole prompt."""
         limit = (self.prompts[request] - 1) // self.block_size * self.block_size
         if self.tiers is not None:
+            self.settle(request)
             in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
             hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
         else:
@@ -287,6 +296,33 @@ class EngineState:
             return self.prefix_cached // self.block_size
         return self.tiers.gpu.get(self.tiers.prefix_of(request), 0) // self.block_size
 
+    def queue_warm(self, request: int) -> None:
+        """With ``free_queue``: ``request``'s prefix, cached before the run, sits at the free queue's tail, behind the
+        prefixes warmed before it (called in the prefixes' order)."""
+        if self.free_queue is None or self.tiers is None:
+            return
+        blocks = self.cached_blocks(request)
+        queue = self.free_queue
+        queue.runs = [run._replace(front=run.front - blocks) for run in queue.runs]  # the earlier ones move ahead
+        queue.append(self.tiers.prefix_of(request), 0, blocks, pops=0, ahead=self.total_blocks - blocks)
+
+    def queue_pops(self) -> int:
+        """Blocks the free queue's head has handed out over the run: what it held at the start and what came back,
+        less what hits took out of its middle and what it holds now."""
+        return self.total_blocks + self.queue_appended - self.queue_reclaimed - self.free_blocks
+
+    def settle(self, request: int) -> None:
+        """Where the free queue orders evictions (``free_queue``): ``request``'s prefix's GPU tier entry cut to the
+        blocks the queue's head has not taken, before it is looked up or linked (``core.serve.free_queue``)."""
+        if self.free_queue is None or self.tiers is None:
+            return
+        prefix = self.tiers.prefix_of(request)
+        if not any(run.prefix == prefix for run in self.free_queue.runs):
+            return  # held by running requests, or just computed or loaded back: nothing of it in the queue
+        linked = max(self.holders.get(prefix, ()), default=0)
+        cached = self.free_queue.cached(prefix, linked, self.queue_pops()) * self.block_size
+        self.tiers.cut(prefix, cached)
+
     def _relink(self, request: int, blocks: int) -> None:
         """``request`` links ``blocks`` of its prefix's shared blocks (0: none) instead of what it linked; the pool's
         free blocks change by what its own blocks and the prefix's held blocks change."""
@@ -337,6 +373,9 @@ class EngineState:
                 return False
             self.linked[request], self.held[request] = 0, link
             self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
+            if self.free_queue is not None:
+                top = max(self.holders.get(self.group_of(request), ()), default=0)
+                self.queue_reclaimed += self.free_queue.reclaim(self.group_of(request), link) if link > top else 0
             self._relink(request, link)
         elif more > self.free_blocks:
             return False
@@ -422,6 +461,7 @@ class EngineState:
             return ask - self.held[request] + keep <= self.free_blocks
         more = self.blocks_for(self.known(request)) - self.held[request]
         if self.share_blocks and not self.held[request] and self.linked[request]:
+            self.settle(request)
             link = min(self.linked[request], self.cached_blocks(request))
             more += self._taken_with(request, link) - link
         return more + keep <= self.free_blocks
@@ -429,6 +469,7 @@ class EngineState:
     def _hit_blocks(self, request: int) -> int:
         """The blocks of ``request``'s hit still cached now (a waiting request's hit may have been evicted since it
         was looked up: what is gone is computed again)."""
+        self.settle(request)
         link = min(self.linked[request], self.cached_blocks(request))
         lost = (self.linked[request] - link) * self.block_size
         if lost:
@@ -441,10 +482,17 @@ class EngineState:
     def release(self, request: int) -> None:
         """``request``'s blocks go back: its own ones, and the prefix's it linked once no other request links them
         (they stay cached, evictable: ``evict_unreferenced``)."""
+        pops, before = self.queue_pops(), self.free_blocks
+        self.free_blocks += self.held[request]  # its own blocks go to the queue's tail before the prefix's
         if self.held[request] and self.linked[request]:
+            shared = self.shared_held
             self._relink(request, 0)
+            freed = shared - self.shared_held  # the prefix's blocks no running request links any more
+            if freed and self.free_queue is not None:
+                start = max(self.holders.get(self.group_of(request), ()), default=0)
+                self.free_queue.append(self.group_of(request), start, freed, pops=pops, ahead=self.free_blocks - freed)
         self.linked[request] = 0
-        self.free_blocks += self.held[request]
+        self.queue_appended += self.free_blocks - before
         self.released_blocks += self.held[request]
         self.held[request] = 0
         self.in_flight[request] = 0

@@ -33,6 +33,7 @@ from mha_cli.core.engine.window_blocks import (
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.serve.cohort import Cohort, schedule_together
+from mha_cli.core.serve.free_queue import FreeQueue
 from mha_cli.core.serve.offload import PrefixTiers
 from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
@@ -281,14 +282,17 @@ class _Run:
             self.state.cache_at_allocation = limits.engine == "vllm"
             self.state.share_blocks = limits.shares_prefix_blocks and limits.prefix_caching
             if tiered:
+                queued = self.state.share_blocks  # held once: the free queue's order evicts them
                 self.state.tiers = PrefixTiers(
                     prefix_len=workload.prefix_len, groups=workload.prefix_groups, block_size=limits.block_size,
                     host_blocks=limits.host_blocks, load_s_per_token=limits.load_s_per_token,
-                    gpu_caching=limits.prefix_caching,
+                    gpu_caching=limits.prefix_caching, evicts_by_room=not queued,
                 )  # fmt: skip
+                self.state.free_queue = FreeQueue() if queued else None
             if workload.warm_prefix:
                 for request in range(workload.prefix_groups if tiered else 1):
                     self.state.cache_prefix(workload.prefix_len, request)
+                    self.state.queue_warm(request)
         self.client = _Client(workload, overhead_s)
         count = len(self.prompts)
         self.first, self.last, self.done = [0.0] * count, [0.0] * count, [0.0] * count
