@@ -57,6 +57,22 @@ def test_head_dim_below_32_is_a_hard_failure(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("mla", "message"),
+    [({"kv_lora_rank": 256, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 16},
+      "mla.v_head_dim 16 < 32: widen the heads' value width to at least 32 (DeepSeek-V3: 128 + 64 query/key, 128 value)"),
+     ({"kv_lora_rank": 256, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 64},
+      "mla.qk_nope_head_dim + mla.qk_rope_head_dim 16 < 32: widen the heads' query/key width to at least 32"
+      " (DeepSeek-V3: 128 + 64 query/key, 128 value)")],
+)  # fmt: skip
+def test_an_mla_head_below_32_names_its_field_and_keeps_the_head_count(tmp_path, mla, message):
+    """Trial 319 #1: an MLA file with v_head_dim 16 and 48 heads was told "use fewer, wider heads (e.g. 54 heads of
+    64)", more heads, of the query/key width: MLA's heads read one latent, so the width to raise is the field's."""
+    result = check_design(write_config(tmp_path, n_heads=16, mla=mla))
+    finding = next(f for f in result.findings if f.id == "MHA090")
+    assert finding.message == message and finding.severity == "hard" and not result.passed
+
+
+@pytest.mark.parametrize(
     ("width", "kv_heads", "advice"),
     [(224, 1, "use fewer, wider heads (e.g. 7 heads of 32, the same 224 wide)"),
      (48, 1, "use fewer, wider heads (e.g. 1 head of 48, the same 48 wide)"),

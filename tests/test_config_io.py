@@ -39,6 +39,8 @@ def test_existing_file_is_not_overwritten_without_force(tmp_path):
         ("int.yaml", "5\n", "found an integer$"),
         ("text.json", '"model"', "found a string$"),
         ("unsafe.yaml", "model: !!python/object/apply:os.system ['echo hi']", "malformed YAML"),
+        ("tab.yaml", "model:\n\td_model: 512\n", "at line 2, column 1: a tab; YAML indents with spaces$"),
+        ("deep_tab.yaml", "model:\n  d_model: 512\n  \tn_layers: 2\n", "line 3, column 3: a tab; YAML indents"),
     ],
 )
 def test_malformed_files_fail_with_one_line(tmp_path, name, text, message):

@@ -1,6 +1,6 @@
 """The committed skill document is exactly what the rules generate: the engine and the doc cannot drift."""
 
-from mha_cli.core.errors import EXIT_CHECK_FAILED
+from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from mha_cli.core.rules import RULES
 from mha_cli.core.skill_doc import SKILL_PATH, generate_skill_doc
 from tests.conftest import REPO
@@ -25,7 +25,7 @@ def test_document_has_front_matter_and_every_rule():
 
 def test_skill_command_check_and_write(cli, tmp_path):
     stale = tmp_path / "skill.md"
-    stale.write_text("old\n")
+    stale.write_text(generate_skill_doc().replace("MHA090", "MHA09O"))  # an older document
     assert cli.run("skill", "--check", "--path", str(stale)).exit_code == EXIT_CHECK_FAILED
     assert cli.run("skill", "--check", "--path", str(tmp_path / "missing.md")).exit_code == EXIT_CHECK_FAILED
     assert cli.run("skill", "--write", "--path", str(stale)).exit_code == 0
@@ -47,9 +47,28 @@ def test_a_stale_document_at_another_path_is_told_the_command_that_rewrites_it(c
     """``--check --path X`` advised ``mha skill --write``, which writes the default path, not X (found by newuser
     trial 230); the command printed, run, makes X current."""
     stale = tmp_path / "my skill.md"
-    stale.write_text("old\n")
+    stale.write_text(generate_skill_doc()[:400])
     result = cli.run("skill", "--check", "--path", str(stale))
     line = " ".join(result.output.split())
     assert result.exit_code == EXIT_CHECK_FAILED and f"run `mha skill --write --path '{stale}'`" in line
     assert cli.run("skill", "--write", "--path", str(stale)).exit_code == 0
     assert cli.run("skill", "--check", "--path", str(stale)).exit_code == 0
+
+
+def test_write_refuses_a_file_that_is_no_skill_document_without_force(cli, tmp_path):
+    """Trial 319 #2: ``--path design.yaml --write`` replaced the design with the skill document, exit 0. The check
+    names the command that does overwrite it, and that command works; a missing folder is said, not a command that
+    fails."""
+    design = tmp_path / "design.yaml"
+    design.write_text("model:\n  d_model: 512\n")
+    refused = cli.run("skill", "--write", "--path", str(design))
+    assert (
+        refused.exit_code == EXIT_BAD_INPUT and "is no skill document" in refused.output and "--force" in refused.output
+    )
+    assert design.read_text() == "model:\n  d_model: 512\n"
+    told = " ".join(cli.run("skill", "--check", "--path", str(design)).output.split())
+    assert f"run `mha skill --write --path {design} --force`" in told
+    assert cli.run("skill", "--write", "--path", str(design), "--force").exit_code == 0
+    assert design.read_text() == generate_skill_doc()
+    nowhere = " ".join(cli.run("skill", "--check", "--path", str(tmp_path / "no" / "sk.md")).output.split())
+    assert "its folder" in nowhere and "does not exist" in nowhere and "run `" not in nowhere

@@ -48,11 +48,14 @@ def model_table(model: ModelSpec, title: str) -> Table:
         else f"{model.attention.n_heads} query; no KV heads: one shared latent (below)"
     )
     derived = model.d_model // model.attention.n_heads if model.d_model % model.attention.n_heads == 0 else None
+    mla = model.attention.mla
     head_note = (
         ""
         if derived == model.attention.head_dim
+        else f"  (qk_nope_head_dim + qk_rope_head_dim: {mla.qk_nope_head_dim} + {mla.qk_rope_head_dim})"
+        if mla is not None and model.attention.head_dim == mla.qk_head_dim
         else f"  (explicit; d_model / n_heads = {model.d_model / model.attention.n_heads:g})"
-    )
+    )  # fmt: skip
     table.add_row("variant", model.attention.variant or "")
     table.add_row("d_model x layers", f"{model.d_model} x {model.n_layers}")
     table.add_row("heads", heads)

@@ -1,7 +1,7 @@
 """``mha skill``: print, write or check the configurator skill document generated from the rules.
 
 Exit codes: 0; 1 with ``--check`` when the file differs from what the rules generate; 2 for bad
-input (``--write`` and ``--check`` together).
+input (``--write`` and ``--check`` together, ``--write`` over a file that is no skill document without ``--force``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ def skill(
     write: Annotated[bool, typer.Option("--write", help="Regenerate the document (overwrites it).")] = False,
     check: Annotated[bool, typer.Option("--check", help=f"Exit {EXIT_CHECK_FAILED} if the file is stale.")] = False,
     path: Annotated[Path, typer.Option("--path", help="The document's path.")] = SKILL_PATH,
+    force: Annotated[
+        bool, typer.Option("--force", help="With --write: overwrite a file at --path that is no skill document.")
+    ] = False,
 ) -> None:
     """Print the mha-configurator skill document, generated from the rules catalog."""
     if write and check:
@@ -32,6 +35,11 @@ def skill(
     text = generate_skill_doc()
     out = Output(False)
     if write:
+        if _foreign(path) and not force:
+            raise BadInputError(
+                f"{path} exists and is no skill document (it does not start with {_HEADER!r}): pass --force to"
+                " overwrite it, or name another --path"
+            )
         write_text_atomic(path, text, force=True)
         out.wrote(path)
         return
@@ -39,12 +47,32 @@ def skill(
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != text:
             what = "missing" if current is None else "stale"
+            if not path.parent.is_dir():
+                out.notice(f"{path} is missing: its folder {path.parent} does not exist")
+                raise typer.Exit(code=EXIT_CHECK_FAILED)
             rerun = "mha skill --write" + ("" if path == SKILL_PATH else f" --path {shlex.quote(str(path))}")
+            rerun += " --force" if _foreign(path) else ""
             out.notice(f"{path} is {what} (looked at {path.resolve()}): run `{rerun}`")
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return
     write_stdout(text)
+
+
+_HEADER = "---\nname: mha-configurator\n"
+"""How every skill document this command writes begins."""
+
+
+def _foreign(path: Path) -> bool:
+    """Whether ``path`` holds something other than a skill document (a file ``--write`` overwrites only with
+    ``--force``; trial 319 #2: ``--path design.yaml --write`` replaced a design file)."""
+    if not path.exists():
+        return False
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_HEADER)) != _HEADER.encode()
+    except OSError:
+        return True
 
 
 def register(registry: CommandRegistry) -> None:

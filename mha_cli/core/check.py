@@ -229,11 +229,20 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         else [model.attention.mla.qk_head_dim, model.attention.mla.v_head_dim]
     )
     smallest = min(widths)
-    kv_heads = 1 if model.attention.mla is not None else model.attention.n_kv_heads  # MLA: one latent all heads read
-    if smallest < C.HEAD_DIM_FLOOR:
+    mla = model.attention.mla
+    if smallest < C.HEAD_DIM_FLOOR and mla is not None:  # the head count stays: its heads' own widths are too small
+        field = "mla.v_head_dim" if mla.v_head_dim == smallest else "mla.qk_nope_head_dim + mla.qk_rope_head_dim"
         trace.fire(
             "MHA090",
-            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: {_wider_heads(model.attention.width, kv_heads)}",
+            f"{field} {smallest} < {C.HEAD_DIM_FLOOR}: widen the heads' {'value' if 'v_' in field else 'query/key'}"
+            f" width to at least {C.HEAD_DIM_FLOOR} (DeepSeek-V3: 128 + 64 query/key, 128 value)",
+            head_dim=smallest,
+        )
+    elif smallest < C.HEAD_DIM_FLOOR:
+        trace.fire(
+            "MHA090",
+            f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: "
+            f"{_wider_heads(model.attention.width, model.attention.n_kv_heads)}",
             head_dim=smallest,
         )
     elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):

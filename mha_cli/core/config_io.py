@@ -120,6 +120,13 @@ def _parse_json(text: str, where: str) -> tuple[Any, str | None]:
         raise BadInputError(f"{where}: {_unreadable_value(exc)}") from None
 
 
+def _tab_at(text: str, line: int, column: int) -> bool:
+    """Whether the character at ``line``, ``column`` (0-based) of ``text`` is a tab (trial 319 #9: a tab opening a
+    line was reported as "found character that cannot start any token")."""
+    lines = text.splitlines()
+    return line < len(lines) and column < len(lines[line]) and lines[line][column] == "\t"
+
+
 def _parse_yaml(text: str, where: str) -> Any:
     import yaml  # here, not at import: preset and --json runs never pay for it
 
@@ -131,6 +138,8 @@ def _parse_yaml(text: str, where: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "cannot parse"
+        if mark and _tab_at(text, mark.line, mark.column):  # PyYAML's words for a tab vary with where it stands
+            problem = "a tab; YAML indents with spaces"
         raise BadInputError(f"{where}: malformed YAML{at}: {one_line(problem, 80)}") from None
     except RecursionError:
         raise BadInputError(f"{where}: nested too deeply to be a config file") from None

@@ -142,7 +142,7 @@ WeightDtype = Annotated[WeightFormatName, BeforeValidator(_weight_format)]
 
 class _Strict(BaseModel):
     # strict: a boolean or a string ("64") is not a count; fields that parse text (seq_len "8k") do so first
-    model_config = ConfigDict(extra="forbid", defer_build=True, strict=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, strict=True, allow_inf_nan=False)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update``'s fields replaced (not validated, as pydantic's); a key that is no field of this
