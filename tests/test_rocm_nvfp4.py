@@ -1,10 +1,13 @@
 """vLLM's NVFP4 on ROCm by release (``core.engine.rocm_nvfp4``, read in the wheels): a ModelOpt NVFP4 MoE is refused
 where petit_nvfp4 leaves its experts unquantised (0.10.2-0.19.1), every ModelOpt config before 0.10.2, compressed-
-tensors NVFP4 before 0.20.0 (Marlin, not built for ROCm); from 0.20.0 the emulation kernels serve both."""
+tensors NVFP4 before 0.20.0 (Marlin, not built for ROCm); from 0.20.0 the emulation kernels serve both. ModelOpt FP8
+and MIXED_PRECISION need 0.21.0."""
+
+import json
 
 import pytest
 
-from mha_cli.core.engine.rocm_nvfp4 import rocm_nvfp4_refusal
+from mha_cli.core.engine.rocm_nvfp4 import rocm_modelopt_refusal, rocm_nvfp4_refusal
 from mha_cli.core.sources import load_source
 from tests.conftest import HF_FIXTURES
 
@@ -47,3 +50,42 @@ def test_compressed_tensors_nvfp4_needs_0_20_0_on_rocm():
     refusal = rocm_nvfp4_refusal(_scheme("compressed-tensors"), False, "0.19.1")
     assert refusal is not None and "through Marlin, whose kernels its ROCm build does not compile" in refusal
     assert rocm_nvfp4_refusal(_scheme("compressed-tensors"), True, "0.20.0") is None
+
+
+def _modelopt_file(tmp_path, quantization: dict) -> str:
+    """Llama-3.1-8B's config.json with a ModelOpt ``quantization_config``."""
+    config = json.loads((HF_FIXTURES / "llama-3.1-8b.json").read_text())
+    config["quantization_config"] = {"quant_method": "modelopt", "ignore": ["lm_head"], **quantization}
+    path = tmp_path / "modelopt.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+MIXED = {
+    "quant_algo": "MIXED_PRECISION",
+    "quantized_layers": {
+        **{f"model.layers.{i}.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16} for i in range(32)},
+        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("quantization", "kind"), [({"quant_algo": "FP8"}, "FP8"), ({"quant_algo": "FP8_PB_WO"}, "FP8"), (MIXED, "MIXED")]
+)
+def test_modelopt_fp8_and_mixed_precision_need_0_21_0_on_rocm(cli, tmp_path, quantization, kind):
+    """Trial 320 #1: a ModelOpt FP8 Llama was priced on an MI300X under vLLM 0.10.0, whose ROCm platform lists no
+    ModelOpt method; 0.20.x lists ``modelopt_fp4`` alone, 0.21.0 ``modelopt`` and ``modelopt_mixed`` too. The control:
+    the same file on an H100 under 0.10.0, and on the MI300X under 0.21.0, is priced."""
+    path = _modelopt_file(tmp_path, quantization)
+    for release in ("0.10.0", "0.19.1", "0.20.2"):
+        refused = cli.run("kv", path, "--target", "mi300x", "--engine", f"vllm@{release}", "--seq", "8k")
+        assert refused.exit_code == 2 and "Traceback" not in refused.stderr
+        assert f"vLLM {release} does not list ModelOpt {kind}" in refused.stderr and "vllm@0.21.0" in refused.stderr
+    assert cli.run("kv", path, "--target", "mi300x", "--engine", "vllm@0.21.0", "--seq", "8k").exit_code == 0
+    assert cli.run("kv", path, "--target", "h100", "--engine", "vllm@0.10.0", "--seq", "8k").exit_code == 0
+
+
+def test_one_nvfp4_algorithm_keeps_its_own_rule():
+    """ModelOpt NVFP4 alone is ``modelopt_fp4``, which the ROCm rule above does not judge (``rocm_nvfp4_refusal``)."""
+    assert rocm_modelopt_refusal(_scheme(), "0.19.1") is None

@@ -148,6 +148,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         ("name: x\n" + "# padding\n" * 10_000, "larger than 64 KiB; is this a target file?"),
         # a figure in another unit than its name's priced a 22.6 s decode step with exit 0 (trial 297 #9)
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": 3.35}), "a figure in TB/s is 3350 GB/s"),
+        (yaml.safe_dump({**H100, "memory_bandwidth_gbs": 4_000_000}), "no accelerator has over 100,000: a figure in MB/s"),
         (yaml.safe_dump({**H100, "bf16_tflops_dense": 989_000}), "a figure in GFLOP/s is 989 TFLOP/s"),
         (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
         # precisions the capability lacks were priced (trial 316 #5): fp8 tensor cores from 8.9, fp4 from 10.0
@@ -157,7 +158,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
          "fp4_tflops_dense on compute capability 9.0: NVIDIA GPUs compute in that precision from 10 (Blackwell) on"),
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
-         "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-inf", "cc-nan", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs",
+         "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-inf", "cc-nan", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs", "bandwidth-in-mbs",
          "tflops-in-gflops", "fp8-below-bf16", "fp8-before-ada", "fp4-before-blackwell"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):

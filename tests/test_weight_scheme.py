@@ -278,6 +278,16 @@ def test_modelopt_nvfp4_flat_and_nested_read_alike():
         assert scheme.rules[0].layout == weight_format("nvfp4").layout
 
 
+def test_modelopt_exclude_modules_and_ignore_that_differ_are_refused():
+    """Trial 320 #3: a flat config with ``exclude_modules: [lm_head]`` and ``ignore: [lm_head, re:.*down_proj]`` was
+    priced with down_proj in the format, the ``ignore`` list dropped: vLLM 0.19+ reads ``ignore`` from a
+    config.json (0.10 ``exclude_modules``), so which layers stay bf16 depends on the release. Equal lists read."""
+    quant = {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+    with pytest.raises(BadInputError, match="exclude_modules and ignore lists that differ"):
+        scheme_of(quant | {"ignore": ["lm_head", "re:.*down_proj"]})
+    assert scheme_of(quant | {"ignore": ["lm_head"]}).ignore == ["lm_head"]
+
+
 def test_a_modelopt_export_without_weight_quantisation_is_bf16():
     """ModelOpt writes quant_algo null when it quantised only the KV cache: the weights are the model's own."""
     quant = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": None, "kv_cache_quant_algo": "FP8"}}
@@ -500,6 +510,21 @@ def test_a_multimodal_checkpoint_s_text_model_patterns_are_read_from_mha_s_decod
     from mha_cli.core.weight_scheme import names
 
     assert names(pattern, module) is named
+
+
+def test_a_pattern_that_is_no_regular_expression_is_refused_with_its_file():
+    """Trial 320 #12: the refusal came from where the pattern was matched, without the file it came from."""
+    with pytest.raises(BadInputError, match=r"^config.json: quantization_config ignore pattern '\(unclosed' is not a"):
+        scheme_of(w4a16() | {"ignore": ["re:(unclosed"]})
+
+
+def test_a_group_with_empty_targets_is_refused_not_read_as_every_linear_layer():
+    """Trial 320 #2: ``targets: []`` was read as ``["Linear"]`` (int4 everywhere, 5.7 GB for a Llama-3.1-8B of
+    16.1 GB in bf16); vLLM maps no module to such a group."""
+    quant = w4a16()
+    quant["config_groups"]["group_0"]["targets"] = []
+    with pytest.raises(BadInputError, match="group group_0 has empty targets: it quantises no layer"):
+        scheme_of(quant)
 
 
 @pytest.mark.parametrize("targets", [["Conv2d"], ["Embedding", "Conv2d"]])

@@ -64,6 +64,7 @@ of ``ceil(out * bits / 32)`` int32 rows, ``weight_g_idx``), ``compressed_tensors
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mha_cli.core.errors import BadInputError, UnpricedQuantizationError
@@ -272,6 +273,14 @@ def _names(value: Any, origin: str, field: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise _refuse(origin, f"{field} that is not a list of module names")
+    for item in value:  # a pattern is compiled where it is matched, far from the file: checked here (trial 320 #12)
+        if item.startswith("re:"):
+            try:
+                re.compile(item[3:])
+            except re.error as exc:
+                raise BadInputError(
+                    f"{origin}: quantization_config {field} pattern {item[3:]!r} is not a regular expression ({exc})"
+                ) from None
     return list(value)
 
 
@@ -341,6 +350,12 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     weights = group.get("weights") if isinstance(group, dict) else None
     if not isinstance(weights, dict):
         raise _refuse(origin, f"compressed-tensors group {name} without weight settings")
+    if "targets" in group and group["targets"] in ([], None, ""):  # trial 320 #2: it was read as every linear layer
+        raise BadInputError(
+            f"{origin}: quantization_config compressed-tensors group {name} has empty targets: it quantises no layer"
+            ' (vLLM maps no module to it and leaves every one in bf16): give its targets ("Linear" for every linear'
+            " layer), or remove quantization_config from a copy of the file for bf16"
+        )
     targets = _names(group.get("targets") or ["Linear"], origin, f"{name} targets")
     _refuse_classes_unpriced(name, targets, origin)
     fmt = group.get("format") or (None if top_format == "mixed-precision" else top_format)
@@ -416,6 +431,13 @@ def _modelopt(config: dict[str, Any], origin: str) -> WeightScheme | None:
     """ModelOpt: one algorithm on every linear layer, or ``MIXED_PRECISION`` with one per listed module; None when it
     quantises no weight (``quant_algo: null``, a KV-cache-only export)."""
     body = config["quantization"] if isinstance(config.get("quantization"), dict) else config
+    both = body is config and isinstance(config.get("exclude_modules"), list) and isinstance(config.get("ignore"), list)
+    if both and set(config["exclude_modules"]) != set(config["ignore"]):  # trial 320 #3
+        raise BadInputError(
+            f"{origin}: quantization_config has ModelOpt exclude_modules and ignore lists that differ (vLLM 0.10"
+            " reads exclude_modules from a config.json, 0.19 and later ignore: ModelOptQuantConfigBase.from_config),"
+            " so the layers kept in bf16 depend on the release: keep the one list the checkpoint was exported with"
+        )
     ignore = _names(body.get("exclude_modules", body.get("ignore", config.get("ignore"))), origin, "exclude_modules")
     if "quant_algo" not in body:  # vLLM's ModelOpt configs raise "Missing 'quant_algo' in quantization config"
         raise _refuse(origin, "ModelOpt without a quant_algo")

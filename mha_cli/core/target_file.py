@@ -39,6 +39,9 @@ _NOT_NVIDIA = "an NVIDIA GPU's CUDA figure, and vendor is {vendor}: leave it out
 MIN_BANDWIDTH_GBS = 10.0
 """A target file's memory bandwidth is at least this many GB/s: a laptop CPU's DDR has 50 or more, an H100 3,350, so
 a figure below is one in TB/s."""
+MAX_BANDWIDTH_GBS = 100_000.0
+"""A target file's memory bandwidth is at most this many GB/s: a B300's HBM3e has 8,000, so a figure above is one in
+MB/s (trial 320 #11: 4,000,000 was priced)."""
 MAX_DENSE_TFLOPS = 50_000.0
 """A target file's dense throughput is at most this many TFLOP/s at any precision: a B300's dense fp4 is about
 15,000, so a figure above is one in GFLOP/s."""
@@ -150,6 +153,11 @@ class TargetFile(Record):
             raise ValueError(
                 f"memory_bandwidth_gbs {self.memory_bandwidth_gbs:g} is in GB/s, and no accelerator has under"
                 f" {MIN_BANDWIDTH_GBS:g}: a figure in TB/s is {self.memory_bandwidth_gbs * 1000:g} GB/s"
+            )
+        if self.memory_bandwidth_gbs > MAX_BANDWIDTH_GBS:
+            raise ValueError(
+                f"memory_bandwidth_gbs {self.memory_bandwidth_gbs:g} is in GB/s, and no accelerator has over"
+                f" {MAX_BANDWIDTH_GBS:,.0f}: a figure in MB/s is {self.memory_bandwidth_gbs / 1000:g} GB/s"
             )
         for name in ("bf16_tflops_dense", "fp8_tflops_dense", "fp4_tflops_dense"):
             value = getattr(self, name)

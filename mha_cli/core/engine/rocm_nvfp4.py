@@ -1,4 +1,11 @@
-"""Whether vLLM can serve an NVFP4 checkpoint on an AMD GPU (ROCm), by release, read in the released wheels.
+"""Whether vLLM can serve an NVFP4 or ModelOpt checkpoint on an AMD GPU (ROCm), by release, read in the released
+wheels.
+
+ModelOpt FP8 (``quant_algo`` FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO: vLLM's ``modelopt`` method) and
+MIXED_PRECISION (``modelopt_mixed``): ``RocmPlatform.supported_quantization`` lists neither in 0.10.2, 0.19.1, 0.20.0,
+0.20.1 or 0.20.2 (0.20's list has ``modelopt_fp4`` alone) and both from 0.21.0, so ``Platform.verify_quantization``
+refuses the checkpoint at start-up before 0.21.0 (trial 320 #1: a ModelOpt FP8 Llama was priced on an MI300X under
+vLLM 0.10.0).
 
 ModelOpt NVFP4 (``quant_method: modelopt``, ``quant_algo: NVFP4``):
 
@@ -36,6 +43,24 @@ PETIT_FROM = (0, 10, 2, 0)
 EMULATION_FROM = (0, 20, 0, 0)
 """The first vLLM that runs NVFP4 on ROCm through its emulation kernels (linear and MoE)."""
 NVFP4_FORMATS = ("nvfp4", "nvfp4-w4a16")
+MODELOPT_LISTED_FROM = (0, 21, 0, 0)
+"""The first vLLM whose ROCm platform lists ModelOpt's FP8 and mixed-precision methods."""
+
+
+def rocm_modelopt_refusal(scheme: WeightScheme | None, release: str | None) -> str | None:
+    """Why vLLM ``release`` (None: the latest) cannot load a ModelOpt checkpoint that is not one NVFP4 algorithm on
+    every layer (FP8, or MIXED_PRECISION: module docstring) on ROCm; None when it can, or when the checkpoint is
+    another one (NVFP4: ``rocm_nvfp4_refusal``)."""
+    if scheme is None or release is None or scheme.method != "modelopt":
+        return None
+    one_nvfp4_algorithm = len(scheme.rules) == 1 and scheme.rules[0].format in NVFP4_FORMATS
+    if one_nvfp4_algorithm or release_key(release) >= MODELOPT_LISTED_FROM:
+        return None
+    kind = "FP8" if len(scheme.rules) == 1 else "MIXED_PRECISION"
+    return (
+        f"vLLM {release} does not list ModelOpt {kind} on ROCm (RocmPlatform.supported_quantization has it from"
+        " 0.21.0): use --engine vllm@0.21.0 or later, or a checkpoint in fp8 or compressed-tensors FP8"
+    )
 
 
 def rocm_nvfp4_refusal(scheme: WeightScheme | None, nvfp4_experts: bool, release: str | None) -> str | None:
@@ -74,6 +99,9 @@ def refuse_rocm_nvfp4(
     scheme = stored_scheme(deployment, weight_dtype)
     if engine != "vllm" or vendor != "AMD" or scheme is None:
         return
+    refusal = rocm_modelopt_refusal(scheme, release)
+    if refusal is not None:
+        raise BadInputError(refusal)
     matrices = stored_matrices(model, 1, weight_dtype, scheme).matrices if model.block.moe is not None else {}
     experts = any(key[0] == "expert" and dtype == "nvfp4" for key, dtype in matrices)
     refusal = rocm_nvfp4_refusal(scheme, experts, release)
