@@ -377,7 +377,7 @@ def test_sglang_never_mixes_prefill_and_decode_and_reserves_the_outputs():
     state.waiting.append(2)
     state.prompts.append(8)
     state.outputs.append(3)
-    for column in (state.computed, state.generated, state.held):
+    for column in (state.computed, state.generated, state.held, state.order):
         column.append(0)
     assert schedule("sglang", state) == ([], [(2, 8)])  # a prefill step runs alone; the decodes wait for the next
     # the reservation: running requests' remaining outputs x new_token_ratio are held back from new prompts

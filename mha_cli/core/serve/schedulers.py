@@ -123,6 +123,14 @@ class EngineState:
         self.busy: set[int] = set()
         """Running requests waiting for the token of a batch still in flight (pipeline parallelism,
         ``core.serve.pipelined``): no scheduler computes them again, nor preempts them, until it comes back."""
+        self.order = [0] * count
+        """When each request last entered ``running``: its place in the running order (``enter_running``)."""
+        self.entries = 0
+        self.scope: list[int] | None = None
+        """SGLang under pipeline parallelism: the running requests of the micro-batch whose turn it is, in the running
+        order (``core.serve.pipelined.MicroBatches.scope``), the only ones its scheduler computes or retracts this
+        turn; None: every running request."""
+        self.scope_set: set[int] | None = None
         self.free_blocks, self.block_size, self.budget, self.max_seqs = blocks, block_size, budget, max_seqs
         self.total_blocks = blocks
         self.preemptions = 0
@@ -502,11 +510,18 @@ class EngineState:
         step = (SGLANG_INIT_NEW_TOKEN_RATIO - SGLANG_MIN_NEW_TOKEN_RATIO) / SGLANG_DECAY_STEPS
         self.new_token_ratio = max(SGLANG_MIN_NEW_TOKEN_RATIO, self.new_token_ratio - steps * step)
 
+    def enter_running(self, request: int) -> None:
+        """``request`` is admitted: it runs after every running request (``order``)."""
+        self.running.append(request)
+        self.order[request] = self.entries
+        self.entries += 1
+
     def preempt_last(self) -> int:
-        """Preempt the last admitted running request by recompute (of those not ``busy``): its blocks freed, to the
-        front of the queue."""
-        if self.busy:
-            victim = next(r for r in reversed(self.running) if r not in self.busy)
+        """Preempt the last admitted running request by recompute (of those not ``busy``, and in ``scope`` where one
+        is set): its blocks freed, to the front of the queue."""
+        if self.busy or self.scope_set is not None:
+            scope = self.scope_set
+            victim = next(r for r in reversed(self.running) if r not in self.busy and (scope is None or r in scope))
             self.running.remove(victim)
         else:
             victim = self.running.pop()
@@ -601,7 +616,7 @@ def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
         if not state.grow(request, state.computed[request] + tokens):
             break
         state.waiting.popleft()
-        state.running.append(request)
+        state.enter_running(request)
         if state.counts_at_admission and state.prefix_len and state.counts_this(request):
             state.count_lookup(request)  # the hit it is admitted with
         admitted.append((request, tokens))
@@ -612,14 +627,17 @@ def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
 def _sglang(state: EngineState) -> Plan:
     chunks: list[tuple[int, int]] = []
     budget = state.budget
+    members = state.running if state.scope is None else state.scope
+    computed, prompts, generated, busy = state.computed, state.prompts, state.generated, state.busy
     # an unfinished chunked prefill goes on first
-    for request in state.running:
-        if request in state.busy:
+    for request in members:
+        if request in busy:
             continue
-        remaining = state.known(request) - state.computed[request]
-        if remaining > 1 or state.computed[request] < state.prompts[request]:
+        done = computed[request]
+        remaining = prompts[request] + generated[request] - done  # ``known`` less ``done``, inlined: O(running)
+        if remaining > 1 or done < prompts[request]:
             tokens = min(remaining, budget)
-            if tokens > 0 and state.grow(request, state.computed[request] + tokens):
+            if tokens > 0 and state.grow(request, done + tokens):
                 chunks.append((request, tokens))
                 budget -= tokens
     admits = state.waiting and budget > 0 and len(state.running) < state.max_seqs  # the loop's condition, below
@@ -639,7 +657,7 @@ def _sglang(state: EngineState) -> Plan:
         if not state.grow(request, state.computed[request] + tokens):
             break
         state.waiting.popleft()
-        state.running.append(request)
+        state.enter_running(request)
         chunks.append((request, tokens))
         budget -= tokens
         room -= need
@@ -647,10 +665,19 @@ def _sglang(state: EngineState) -> Plan:
         return [], chunks
     decodes: list[int] = []
     retracted: set[int] = set()  # a set, not ``in state.running``: a list's lookup made each step O(running^2)
-    for request in list(state.running):
-        if request in retracted or request in state.busy:
+    held, size = state.held, state.block_size
+    plain = not state.window_groups and not state.share_blocks  # then ``grow`` of a decode only takes its blocks
+    for request in list(members):
+        if request in retracted or request in busy:
             continue  # retracted below, or its last token still in flight
-        while not state.grow(request, state.computed[request] + 1):
+        more = (computed[request] + size) // size - held[request]  # the blocks of computed + 1 tokens, less its own
+        if plain and more <= state.free_blocks:  # ``grow``, inlined: SGLang's page of 1 grows every decode
+            if more > 0:
+                state.free_blocks -= more
+                held[request] += more
+            decodes.append(request)
+            continue
+        while not state.grow(request, computed[request] + 1):
             victim = state.preempt_last()
             retracted.add(victim)
             state.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
@@ -680,7 +707,7 @@ def _trtllm(state: EngineState) -> Plan:
         if prompt > budget or whole > state.free_blocks - reserved:
             break
         state.waiting.popleft()
-        state.running.append(request)
+        state.enter_running(request)
         state.grow(request, state.prompts[request])
         reserved += whole - state.held[request]
         chunks.append((request, prompt))
