@@ -177,15 +177,21 @@ def test_the_gpu_pool_not_the_limit_offload_buys_nothing(cli):
 
 
 def test_pool_limited_the_host_tier_serves_the_prefixes(cli):
-    """200 prefixes (819,200 tokens) outgrow the GPU's 296,240 spare: without a host tier every prefix is recomputed
-    (LRU over a cycle); with 128 GiB (1,048,576 tokens) each is loaded back: TTFT = the cached prefill + 4,096 x
-    131,072 B / (63 GB/s x 50/63) = + 10.74 ms. The TTFT it reports without the host equals the plan without it."""
+    """200 prefixes, more than the 32 running requests link: a cycle through them takes 200 x 8,448 = 1,689,600
+    tokens of blocks (each request's 4,352 own and its prefix's 4,096), far beyond the GPU pool's 435,504: without a
+    host tier every prefix is recomputed (the free queue's first in, first out); 128 GiB (1,048,576 tokens) does not
+    hold the cycle either (the host stores every request's own blocks too); 256 GiB (2,097,152) does, and each prefix
+    is loaded back: TTFT = the cached prefill + 4,096 x 131,072 B / (63 GB/s x 50/63) = + 10.74 ms. The TTFT it
+    reports without the host equals the plan without it."""
     recomputed = cli.json(*PLAN, "--shared-prefixes", "200")
     cached = cli.json(*PLAN, "--shared-prefixes", "1")  # one prefix: the GPU cache serves it, no load
-    host = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "128")
+    host = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "256")
     assert recomputed["offload"]["regime"] == "recomputed" and cached["offload"] is None  # the plain prefix cache
+    assert recomputed["offload"]["cycle_tokens"] == 200 * 8448 and recomputed["offload"]["pool_tokens"] == 435_504
+    small = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "128")["offload"]
+    assert small["regime"] == "recomputed" and small["host"]["host_tokens"] == 1_048_576 < 200 * 8448
     offload = host["offload"]
-    assert offload["regime"] == "host" and offload["host"]["host_tokens"] == 1_048_576
+    assert offload["regime"] == "host" and offload["host"]["host_tokens"] == 2_097_152
     assert offload["load_ms"] == pytest.approx(4096 * 131_072 / 50e9 * 1e3) == pytest.approx(10.74, abs=0.01)
     assert host["ttft_ms"] == pytest.approx(cached["ttft_ms"] + offload["load_ms"])
     assert offload["ttft_ms_without_host"] == pytest.approx(recomputed["ttft_ms"])
@@ -198,7 +204,7 @@ def test_a_load_slower_than_recompute_hurts(cli):
     PCIe 5, longer than the B200 takes to compute it: the plan says the tier hurts."""
     result = cli.json("plan", "llama-2-7b", "--target", "b200", "--tp", "1", "--isl", "1024", "--osl", "64",
                       "--concurrency", "64", "--shared-prefix", "512", "--shared-prefixes", "2000",
-                      "--kv-offload-gib", "600", "--closed-form")  # fmt: skip
+                      "--kv-offload-gib", "1200", "--closed-form")  # fmt: skip
     offload = result["offload"]
     assert offload["regime"] == "host" and offload["load_ms"] == pytest.approx(512 * 524_288 / 50e9 * 1e3)
     assert offload["ttft_ms_with_host"] > offload["ttft_ms_without_host"]
@@ -242,12 +248,14 @@ def test_the_launch_lines_carry_each_engines_flags(cli):
 def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli):
     """The same pool-limited workload simulated: 400 requests cycling through 200 prefixes; the first round of 200
     computes everything, the second finds each prefix on the host (200 x 4,096 of 400 x 8,192 prompt tokens = 25%);
-    without the host tier nothing is found (LRU over the cycle) and TTFT is higher."""
+    without the host tier nothing is found (the free queue hands every prefix's blocks out before its turn) and TTFT
+    is higher; with 128 GiB the requests' own blocks push every prefix out of the host too, as the closed form says."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "8192", "--osl", "256", "--concurrency",
             "32", "--shared-prefix", "4096", "--shared-prefixes", "200", "--num-prompts", "400")  # fmt: skip
-    planned = cli.json(*args, "--kv-offload-gib", "128")
+    planned = cli.json(*args, "--kv-offload-gib", "256")
     host, plain = planned["simulated"], cli.json(*args)["simulated"]
     assert plain["prefix_cache_hit_rate"] == plain["host_hit_rate"] == 0
+    assert cli.json(*args, "--kv-offload-gib", "128")["simulated"]["host_hit_rate"] == 0
     assert host["host_hit_rate"] == host["prefix_cache_hit_rate"] == pytest.approx(200 * 4096 / (400 * 8192))
     assert host["ttft_ms"]["mean"] < plain["ttft_ms"]["mean"]
     # the closed form prices every request warm (regime host); the notes say the run's first 200 are cold: 50% at most

@@ -3,8 +3,10 @@ an independent block-by-block model of vLLM V1's block pool, and the LRU over wh
 
 The reference below keeps every block: a free queue in order (new blocks from its head, evicting the cached block
 taken; a finished request's blocks back at its tail, its last block first; a hit's blocks out of the middle), a map
-from block content to the block caching it, and, with a host tier, an LRU of every full block stored there. Requests
-run one at a time, so no scheduler is needed to know what vLLM does."""
+from block content to the block caching it, and, with a host tier, an LRU of blocks as vLLM's offloading connector
+keeps it (0.21.0 ``offloading/scheduler.py``: the host looked up from the GPU hit on, every stored block of the
+request touched, every full block from its hit on stored). Requests run one at a time, so no scheduler is needed to
+know what vLLM does."""
 
 from __future__ import annotations
 
@@ -55,8 +57,10 @@ def block_pool_hits(
             on_gpu.append(block_of[content(len(on_gpu))])
         loaded = 0
         while len(on_gpu) + loaded < most and content(len(on_gpu) + loaded) in host:
-            host.move_to_end(content(len(on_gpu) + loaded))
             loaded += 1
+        for index in range(-(-(prompt + output - 1) // block)):  # the connector touches the request's stored blocks
+            if content(index) in host:
+                host.move_to_end(content(index))
         for taken in on_gpu:
             queue.pop(taken, None)  # touched: out of the queue's middle
         needed = -(-(prompt + output - 1) // block)  # the slots of every token computed over the request
@@ -70,8 +74,8 @@ def block_pool_hits(
         for index in range(len(on_gpu), (prompt + output - 1) // block):  # every full block cached
             content_of[held[index]] = content(index)
             block_of[content(index)] = held[index]
-        if host_blocks:
-            for index in range((prompt + output - 1) // block):
+        if host_blocks:  # every full block from the hit on (the hit's own are not stored again)
+            for index in range(len(on_gpu) + loaded, (prompt + output - 1) // block):
                 host[content(index)] = None
                 host.move_to_end(content(index))
             while len(host) > host_blocks:

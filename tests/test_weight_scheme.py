@@ -518,12 +518,19 @@ def test_a_pattern_that_is_no_regular_expression_is_refused_with_its_file():
         scheme_of(w4a16() | {"ignore": ["re:(unclosed"]})
 
 
-def test_a_group_with_empty_targets_is_refused_not_read_as_every_linear_layer():
+def test_a_group_with_empty_targets_maps_nothing_and_alone_is_refused():
     """Trial 320 #2: ``targets: []`` was read as ``["Linear"]`` (int4 everywhere, 5.7 GB for a Llama-3.1-8B of
-    16.1 GB in bf16); vLLM maps no module to such a group."""
+    16.1 GB in bf16); vLLM maps no module to such a group: alone it is refused, beside a group that quantises it is
+    left out (review 322 #3), and ``targets: null``, which fails vLLM's start-up, is refused."""
     quant = w4a16()
     quant["config_groups"]["group_0"]["targets"] = []
-    with pytest.raises(BadInputError, match="group group_0 has empty targets: it quantises no layer"):
+    with pytest.raises(BadInputError, match="groups have empty targets: they quantise no layer"):
+        scheme_of(quant)
+    both = w4a16()
+    both["config_groups"]["group_1"] = {**both["config_groups"]["group_0"], "targets": []}
+    assert [rule.targets for rule in scheme_of(both).rules] == [["Linear"]]
+    quant["config_groups"]["group_0"]["targets"] = None
+    with pytest.raises(BadInputError, match="group group_0 has targets null, which vLLM cannot load"):
         scheme_of(quant)
 
 

@@ -326,7 +326,23 @@ def _compressed_tensors(config: dict[str, Any], origin: str) -> WeightScheme:
     groups = config.get("config_groups") or {}
     if not isinstance(groups, dict):
         raise _refuse(origin, "compressed-tensors config_groups that is not a mapping")
-    rules = [_compressed_group(name, group, config.get("format"), origin) for name, group in groups.items()]
+    for name, group in groups.items():  # vLLM iterates a group's targets: null fails its start-up
+        if isinstance(group, dict) and "targets" in group and group["targets"] is None:
+            raise BadInputError(
+                f"{origin}: quantization_config compressed-tensors group {name} has targets null, which vLLM cannot"
+                ' load (it iterates them): give its targets ("Linear" for every linear layer)'
+            )
+    # a group with no targets maps no module (vLLM's target map skips it): priced by the others (review 322 #3)
+    mapped = {
+        name: group for name, group in groups.items() if not (isinstance(group, dict) and group.get("targets") == [])
+    }
+    if groups and not mapped:  # trial 320 #2: it was read as every linear layer
+        raise BadInputError(
+            f"{origin}: quantization_config compressed-tensors groups have empty targets: they quantise no layer (vLLM"
+            ' maps no module to them and leaves every one in bf16): give their targets ("Linear" for every linear'
+            " layer), or remove quantization_config from a copy of the file for bf16"
+        )
+    rules = [_compressed_group(name, group, config.get("format"), origin) for name, group in mapped.items()]
     return _scheme("compressed-tensors", rules, _names(config.get("ignore"), origin, "ignore"), origin)
 
 
@@ -350,12 +366,6 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     weights = group.get("weights") if isinstance(group, dict) else None
     if not isinstance(weights, dict):
         raise _refuse(origin, f"compressed-tensors group {name} without weight settings")
-    if "targets" in group and group["targets"] in ([], None, ""):  # trial 320 #2: it was read as every linear layer
-        raise BadInputError(
-            f"{origin}: quantization_config compressed-tensors group {name} has empty targets: it quantises no layer"
-            ' (vLLM maps no module to it and leaves every one in bf16): give its targets ("Linear" for every linear'
-            " layer), or remove quantization_config from a copy of the file for bf16"
-        )
     targets = _names(group.get("targets") or ["Linear"], origin, f"{name} targets")
     _refuse_classes_unpriced(name, targets, origin)
     fmt = group.get("format") or (None if top_format == "mixed-precision" else top_format)

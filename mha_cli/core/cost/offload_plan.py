@@ -1,15 +1,25 @@
 """Which tier serves a request's shared prefix, and what the host tier changes in TTFT (the closed form).
 
 Requests cycle through ``shared_prefixes`` different prefixes of ``shared_prefix`` tokens each (conversations coming
-back, documents asked about again): the working set is their whole blocks, K x prefix tokens. The engine's prefix
-cache keeps them in the GPU pool's spare blocks (the pool less what the running requests hold: on vLLM and SGLang
-each its own blocks beside the prefix, whose whole blocks are the working set's, held once:
-``core.cost.prefix_pool``; on TensorRT-LLM each its own copy of everything, the floor); a request cycling through K
-prefixes under LRU finds its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just
-before it is asked for again). So:
+back, documents asked about again): the working set is their whole blocks, K x prefix tokens.
 
-- **GPU pool not the limit** (working set <= spare): every prefix hit in the GPU; the host tier buys nothing.
-- **pool-limited, the host holds them** (working set <= host tokens): each prefix comes back from the host: its
+On vLLM and SGLang (a prefix held once, ``core.cost.prefix_pool``) a prefix that K running requests' cycle keeps
+linked is never evicted (K <= running). Otherwise its blocks go to the free queue's tail when its last request ends,
+behind that request's own blocks, and the queue hands out blocks first in, first out over every block
+(``core.serve.free_queue``; SGLang's radix cache evicts its least recently used leaves, finished requests' own
+tokens among them, in the same order): between two uses of a prefix the K - 1 requests of the other prefixes take
+their own blocks and their prefix's, so it survives when K x (own + prefix) - own <= the pool, whatever the number
+of users (review 321 #1, trial 323 #1: the spare-room rule below kept 9 to 14 prefixes that vLLM evicts). The host
+tier stores every whole block of every request (vLLM's write-through, SGLang's backup of radix nodes), least
+recently used out first: a prefix is still there at its next use when K x (own + prefix) <= the host pool.
+
+On TensorRT-LLM (each running request its own copy of everything, the floor) the prefix cache lives in the GPU
+pool's spare blocks (the pool less what the running requests hold), and a request cycling through K prefixes under
+LRU finds its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just before it is
+asked for again); the host holds them when all K fit it. So:
+
+- **GPU pool not the limit**: every prefix hit in the GPU; the host tier buys nothing.
+- **pool-limited, the host holds them**: each prefix comes back from the host: its
   prefill computes the rest of the prompt, and the load, tokens x bytes per token / (host link x
   ``host_load_share``), is added to TTFT (vLLM loads before it schedules the request, SGLang before the batch).
   It *helps* when the load is shorter than computing the prefix, and *hurts* when longer (short prefixes, a fast
@@ -50,7 +60,15 @@ class OffloadPlan(Record):
     working_set_tokens: int
     """Every prefix's cached tokens together (shared_prefixes x prefix_tokens)."""
     gpu_spare_tokens: int
-    """The GPU pool's tokens not held by the running requests: where the prefix cache lives."""
+    """The GPU pool's tokens not held by the running requests (where TensorRT-LLM's prefix cache lives)."""
+    cycle_tokens: int | None = None
+    """vLLM and SGLang: the tokens a cycle through the K prefixes takes, K x (one request's own + prefix): the free
+    queue's first in, first out keeps a prefix when this less one request's own fits the pool, the host's LRU when
+    this fits the host pool (module docstring); None on TensorRT-LLM."""
+    pool_tokens: int = 0
+    """The GPU pool's tokens (vLLM and SGLang: what the cycle is measured against)."""
+    linked_throughout: bool = False
+    """vLLM and SGLang: K <= the running requests, so each prefix is linked by one of them all the time."""
     regime: Regime
     """Where a request's prefix comes from: the GPU's prefix cache, the host tier, or nowhere (recomputed)."""
     load_ms: float = 0.0
@@ -75,13 +93,20 @@ class OffloadPlan(Record):
 
 
 def prefix_regime(
-    *, prefix_tokens: int, prefixes: int, gpu_spare_tokens: int, host: HostPool | None, host_active: bool
-) -> Regime:
-    """Where a prefix is served from (see the module docstring): ``gpu``, ``host`` or ``recomputed``."""
-    working = prefixes * prefix_tokens
-    if working <= gpu_spare_tokens:
+    *, prefix_tokens: int, prefixes: int, gpu_spare_tokens: int, host: HostPool | None, host_active: bool,
+    own_tokens: int | None = None, pool_tokens: int = 0, linked_throughout: bool = False,
+) -> Regime:  # fmt: skip
+    """Where a prefix is served from (see the module docstring): ``gpu``, ``host`` or ``recomputed``. ``own_tokens``:
+    one request's own tokens beside its prefix where the engine holds a prefix once (None: each its own copy)."""
+    if own_tokens is None:
+        working = prefixes * prefix_tokens
+        gpu, cached_on_host = working <= gpu_spare_tokens, working
+    else:
+        cycle = prefixes * (own_tokens + prefix_tokens)
+        gpu, cached_on_host = linked_throughout or cycle - own_tokens <= pool_tokens, cycle
+    if gpu:
         return "gpu"
-    if host is not None and host_active and working <= host.host_tokens:
+    if host is not None and host_active and cached_on_host <= host.host_tokens:
         return "host"
     return "recomputed"
 
@@ -89,18 +114,30 @@ def prefix_regime(
 def regime_note(plan: OffloadPlan) -> str:
     """One line saying which regime a plan is in and what the host tier does there."""
     working, spare = plan.working_set_tokens, plan.gpu_spare_tokens
-    sizes = (
-        f"{plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens = {working:,} tokens against"
-        f" {spare:,} spare in the GPU pool"
-    )
+    if plan.linked_throughout:
+        sizes = (
+            f"{plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens, each linked by a running request"
+        )
+    elif plan.cycle_tokens is not None:
+        sizes = (
+            f"a cycle through {plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens takes"
+            f" {plan.cycle_tokens:,} tokens of blocks (each request's own and its prefix's) against the GPU pool's"
+            f" {plan.pool_tokens:,}"
+        )
+    else:
+        sizes = (
+            f"{plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens = {working:,} tokens against"
+            f" {spare:,} spare in the GPU pool"
+        )
     if plan.regime == "gpu":
         tail = ": the host tier buys nothing (the GPU pool is not the limit)" if plan.host is not None else ""
         return f"prefix cache: {sizes}: every prefix stays on the GPU{tail}"
     if plan.regime == "recomputed":
         where = f" and the host pool's {plan.host.host_tokens:,}" if plan.host is not None else " (no host tier asked)"
+        order = "the free queue's first in, first out" if plan.cycle_tokens is not None else "LRU"
         return (
-            f"prefix cache: {sizes}{where}: requests cycling through them find none cached (LRU), every prefix is"
-            " recomputed"
+            f"prefix cache: {sizes}{where}: requests cycling through them find none cached ({order}), every prefix"
+            " is recomputed"
         )
     assert plan.host is not None
     if plan.ttft_ms_without_host is None or plan.ttft_ms_with_host is None:
@@ -152,12 +189,18 @@ def offload_tiers(
         held = own_blocks(held, prefix, engine.block_size) * engine.block_size
         running = min(users, shared_admitted(engine, context=isl + osl, cached_tokens=prefix, prefixes=prefixes))
     spare = max(0, engine.kv_tokens - running * held) if caching else 0
+    shared = prefix > 0 and shares_prefix_blocks(engine) and (caching or host_active)
+    own = (held if caching else own_blocks(held, prefix, engine.block_size) * engine.block_size) if shared else None
+    pool = engine.kv_tokens if caching else 0
+    linked = shared and caching and prefixes <= running
     regime = prefix_regime(
-        prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active
-    )
+        prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active,
+        own_tokens=own, pool_tokens=pool, linked_throughout=linked,
+    )  # fmt: skip
     plan = OffloadPlan(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
         gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
+        cycle_tokens=None if own is None else prefixes * (own + prefix), pool_tokens=pool, linked_throughout=linked,
     )  # fmt: skip
     note = regime_note(plan) if prefix else _nothing_cached(model, deployment, engine, prefix_tokens, host is not None)
     return plan.model_copy(update={"note": note})

@@ -42,19 +42,22 @@ class FreeQueue:
         """``prefix``'s blocks from ``start`` (``blocks`` of them) go to the tail, behind ``ahead`` queued blocks."""
         self.runs.append(QueuedRun(prefix, start, blocks, pops + ahead))
 
-    def reclaim(self, prefix: int, upto: int) -> int:
-        """A hit links ``prefix``'s blocks below ``upto``: those of its queued runs leave the queue (the runs' back,
-        where the first blocks are), and every run behind them moves up by as many. The blocks taken out."""
+    def reclaim(self, prefix: int, upto: int, pops: int) -> int:
+        """A hit links ``prefix``'s blocks below ``upto``: those of its queued runs the head has not taken by ``pops``
+        leave the queue (the runs' back, where the first blocks are), and every run behind them moves up by as many;
+        a run left with none it still holds is dropped. The blocks taken out."""
         taken_out = 0
         for index in range(len(self.runs)):
             run = self.runs[index]
-            if run.prefix != prefix or run.start >= upto:
+            held = run.blocks - run.taken(pops)
+            if run.prefix != prefix or run.start >= upto or not held:
                 continue
-            removed = min(upto, run.start + run.blocks) - run.start
+            removed = min(upto, run.start + held) - run.start
             self.runs = [
                 other._replace(front=other.front - removed) if other.front > run.front else other for other in self.runs
             ]
-            self.runs[index] = run._replace(start=run.start + removed, blocks=run.blocks - removed)
+            left = 0 if removed == held else run.blocks - removed
+            self.runs[index] = run._replace(start=run.start + removed, blocks=left)
             taken_out += removed
         self.runs = [run for run in self.runs if run.blocks]
         return taken_out

@@ -45,8 +45,10 @@ class PrefixTiers:
         each prefix once and the free queue's order evicts it (``EngineState._settle``, ``core.serve.free_queue``)."""
         self.gpu: OrderedDict[int, int] = OrderedDict()
         """Prefix -> its tokens cached in the GPU pool, least recently used first."""
-        self.host: OrderedDict[int, int] = OrderedDict()
-        """Prefix -> its tokens held in the host pool, least recently used first."""
+        self.host: OrderedDict[int, tuple[int, int]] = OrderedDict()
+        """Prefix -> the tokens of it the host pool holds, from .. to (whole blocks), least recently used first (a
+        request's own blocks under ``-1 - request``). The LRU goes block by block, a prefix's first blocks the oldest
+        of it (stored and touched in order), so what it loses is its front."""
         self.gpu_tokens = self.host_tokens = 0
         """What each tier holds, in tokens."""
         self.host_hit_tokens = 0
@@ -69,18 +71,23 @@ class PrefixTiers:
         prefix = self.prefix_of(request)
         if self.evicts_by_room:
             self._evict(free_blocks * self.block_size, in_use)
+        on_gpu = min(self.gpu.get(prefix, 0), limit)
         if prefix in self.gpu:
             self.gpu.move_to_end(prefix)
-            return min(self.gpu[prefix], limit)
-        if prefix in self.host:
-            self.host.move_to_end(prefix)
-            hit = min(self.host[prefix], limit)
-            self.host_hit_tokens += hit
-            self.pending_load_s += hit * self.load_s_per_token
-            if self.gpu_caching:
-                self._put(self.gpu, prefix, hit, "gpu_tokens")
-            return hit
-        return 0
+        span = self.host.get(prefix)
+        if span is None:
+            return on_gpu
+        self.host.move_to_end(prefix)  # vLLM's connector touches the request's blocks the host holds (``_touch``)
+        if on_gpu >= limit or not span[0] <= on_gpu < span[1]:
+            return on_gpu
+        # the blocks after the GPU's hit come back from the host (the connector looks them up from the GPU hit on,
+        # ``_lookup``; review 322 #1: a prefix the free queue had cut was served its GPU part alone)
+        hit = min(span[1], limit)
+        self.host_hit_tokens += hit - on_gpu
+        self.pending_load_s += (hit - on_gpu) * self.load_s_per_token
+        if self.gpu_caching:
+            self._put(self.gpu, prefix, hit, "gpu_tokens")
+        return hit
 
     def _evict(self, room: int, in_use: frozenset[int]) -> None:
         """The GPU tier shrinks to ``room`` tokens, the least recently used prefix first, skipping those in
@@ -104,12 +111,13 @@ class PrefixTiers:
             else:
                 del self.gpu[prefix]
 
-    def store(self, request: int, tokens: int) -> None:
+    def store(self, request: int, tokens: int, since: int = 0) -> None:
         """``request`` has its first ``tokens`` tokens computed (or allocated, in vLLM): its prefix's whole blocks among
-        them enter the GPU tier (when the engine caches prefixes) and the host tier, and so do its own whole blocks
-        after the prefix's, which no other request hits but which take the host pool's room (vLLM's offloading
-        connector stores every full block of every request, ``_get_reqs_to_store``; SGLang's write-through backs up
-        every radix node; TensorRT-LLM offloads whatever it evicts): under key ``-1 - request``."""
+        them enter the GPU tier (when the engine caches prefixes), and the host tier takes its whole blocks from
+        ``since`` (its hit: the connector does not store again the blocks it found, ``update_state_after_alloc``),
+        its prefix's and its own after them, which no other request hits but which take the host pool's room (vLLM's
+        offloading connector stores every full block of every request, ``_build_store_jobs``; SGLang's write-through
+        backs up every radix node; TensorRT-LLM offloads whatever it evicts)."""
         whole = self._whole(tokens)
         if not whole:
             return
@@ -118,13 +126,30 @@ class PrefixTiers:
             self._put(self.gpu, prefix, whole, "gpu_tokens")
         if not self.host_capacity:
             return
-        if whole > self.host.get(prefix, 0):
-            self._put(self.host, prefix, whole, "host_tokens")
-        own = tokens // self.block_size * self.block_size - self.prefix_len // self.block_size * self.block_size
-        if own > self.host.get(-1 - request, 0):
-            self._put(self.host, -1 - request, own, "host_tokens")
-        while self.host_tokens > self.host_capacity:
-            self.host_tokens -= self.host.popitem(last=False)[1]
+        start = min(since, whole)
+        lo, hi = self.host.get(prefix, (start, start))
+        self._put_span(prefix, (min(lo, start), max(hi, whole)) if start <= hi else (start, whole))
+        own_from = max(since, self.prefix_len // self.block_size * self.block_size)
+        own = tokens // self.block_size * self.block_size - own_from
+        kept, held = self.host.get(-1 - request, (0, 0))
+        if own > held or held:  # touched after its prefix's, as the connector touches a request's blocks in order
+            self._put_span(-1 - request, (kept, max(own, held)))
+        while self.host_tokens > self.host_capacity:  # block by block, the least recently used first
+            key, (lo, hi) = next(iter(self.host.items()))
+            excess = -(-(self.host_tokens - self.host_capacity) // self.block_size) * self.block_size
+            if hi - lo <= excess:
+                del self.host[key]
+                self.host_tokens -= hi - lo
+            else:
+                self.host[key] = (lo + excess, hi)
+                self.host_tokens -= excess
+
+    def _put_span(self, key: int, span: tuple[int, int]) -> None:
+        """The host pool holds ``span`` of ``key``, most recently used."""
+        lo, hi = self.host.get(key, (0, 0))
+        self.host_tokens += (span[1] - span[0]) - (hi - lo)
+        self.host[key] = span
+        self.host.move_to_end(key)
 
     def _put(self, tier: OrderedDict[int, int], prefix: int, tokens: int, total: str) -> None:
         """``prefix`` holds ``tokens`` in ``tier``, most recently used; ``total`` names the tier's running sum."""

@@ -185,6 +185,11 @@ class EngineState:
         """Blocks returned to the free queue's tail over the run (``release``)."""
         self.queue_reclaimed = 0
         """Cached prefix blocks a hit took back out of the free queue's middle over the run."""
+        self.hit_at = [0] * count
+        """With ``tiers``: each request's hit at its last lookup (the host tier stores its blocks from there on)."""
+        self.loading: set[int] = set()
+        """Prefixes a waiting request found partly in the free queue and topped up from the host tier: their GPU tier
+        entry holds the loaded tokens until that request links them (``settle`` leaves it)."""
         self.caches_own_blocks = False
         """vLLM V1 with prefix caching and no shared prefix: a preempted request's own computed blocks stay cached
         among the free ones and it hits what survives of them when it comes back (``OwnBlocks``)."""
@@ -246,12 +251,17 @@ class EngineState:
 
     def _look_up(self, request: int) -> None:
         """``request``, with nothing computed, starts at its hit: the prefix's tokens the cache holds, whole blocks,
-        short of its whole prompt."""
+        short of its known tokens (a preempted request's output so far among them: ``get_computed_blocks`` hits at
+        most ``num_tokens - 1``, review 321 #6) and within its prompt (the tokens it shares)."""
         limit = (self.prompts[request] - 1) // self.block_size * self.block_size
         if self.tiers is not None:
             self.settle(request)
             in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
+            on_gpu = self.tiers.gpu.get(self.tiers.prefix_of(request), 0)
             hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
+            self.hit_at[request] = hit
+            if self.free_queue is not None and hit > on_gpu:
+                self.loading.add(self.tiers.prefix_of(request))
         else:
             hit = min(self.prefix_cached, limit)
         self.computed[request] = hit
@@ -270,9 +280,11 @@ class EngineState:
         self.computed[request] = hit * self.block_size
 
     def count_lookup(self, request: int) -> None:
-        """One lookup of waiting ``request`` in the hit rate: its prompt queried, its hit served."""
+        """One lookup of waiting ``request`` in the hit rate: its known tokens queried (its prompt, and a preempted
+        one's output so far: vLLM's ``PrefixCacheStats`` records ``request.num_tokens``, review 321 #6), its hit
+        served."""
         self.hit_tokens += self.computed[request]
-        self.queried_tokens += self.prompts[request]
+        self.queried_tokens += self.known(request)
         self.counted[request] = True
 
     def take_load(self) -> float:
@@ -286,7 +298,7 @@ class EngineState:
         that computed a part already cached keeps its copy (vLLM keeps both, ``BlockPool`` does not de-duplicate)."""
         before = self.cached_blocks(request)
         if self.tiers is not None:
-            self.tiers.store(request, tokens)
+            self.tiers.store(request, tokens, self.hit_at[request])
         elif tokens > self.prefix_cached and self.prefix_len:
             whole = min(tokens, self.prefix_len) // self.block_size * self.block_size
             self.prefix_cached = max(self.prefix_cached, whole)
@@ -325,7 +337,7 @@ class EngineState:
         if self.free_queue is None or self.tiers is None:
             return
         prefix = self.tiers.prefix_of(request)
-        if not any(run.prefix == prefix for run in self.free_queue.runs):
+        if prefix in self.loading or not any(run.prefix == prefix for run in self.free_queue.runs):
             return  # held by running requests, or just computed or loaded back: nothing of it in the queue
         linked = max(self.holders.get(prefix, ()), default=0)
         cached = self.free_queue.cached(prefix, linked, self.queue_pops()) * self.block_size
@@ -380,10 +392,12 @@ class EngineState:
             if more + self._taken_with(request, link) > self.free_blocks:
                 return False
             self.linked[request], self.held[request] = 0, link
-            self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
-            if self.free_queue is not None:
+            if self.free_queue is not None:  # the hit's queued blocks come out of the queue's middle
                 top = max(self.holders.get(self.group_of(request), ()), default=0)
-                self.queue_reclaimed += self.free_queue.reclaim(self.group_of(request), link) if link > top else 0
+                if link > top:
+                    self.queue_reclaimed += self.free_queue.reclaim(self.group_of(request), link, self.queue_pops())
+                self.loading.discard(self.group_of(request))
+            self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
             self._relink(request, link)
         elif more > self.free_blocks:
             return False
