@@ -346,3 +346,40 @@ def test_a_default_run_visits_each_shared_prefix_five_times(cli):
     assert many["requests"] == 1000 and many["prefix_cache_hit_rate"] == pytest.approx(0.8 * 256 / 512)  # 800 warm
     assert cli.json(*args)["simulated"]["requests"] == 200
     assert cli.json(*args, "--shared-prefixes", "200", "--num-prompts", "300")["simulated"]["requests"] == 300
+
+
+ONE_USER = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--users", "1", "--isl", "1024", "--osl", "64",
+            "--shared-prefix", "512", "--kv-cache-gib", "1", "--num-prompts", "200")  # fmt: skip
+
+
+@pytest.mark.parametrize(("prefixes", "host_gib", "regime"), [(8, None, "gpu"), (9, None, "recomputed"),
+                                                              (12, "1", "recomputed"), (12, "2", "host"),
+                                                              (20, "2", "recomputed"), (20, "4", "host")])  # fmt: skip
+def test_the_closed_forms_regime_is_the_simulated_runs(cli, prefixes, host_gib, regime):
+    """Trial 323 #1, #2, by hand: a 1 GiB pool is 512 blocks; a request holds 32 of its prefix and 36 of its own. When
+    it ends its prefix goes to the free queue's tail behind 480 blocks, and each later request takes 68 from ahead of
+    it, so it is there at its next use when 68 x (K - 1) <= 480: K <= 8. The closed form said "every prefix stays on
+    the GPU" up to 14 prefixes (K x 512 against the pool's spare 7,616 tokens) where the simulation hits nothing.
+    The host stores every block of every request: a prefix is still there when the cycle, K x 68 blocks, fits it
+    (1 GiB is 512 blocks, 2 GiB 1,024: 12 x 68 = 816 fits, 20 x 68 = 1,360 does not, 4 GiB does). The closed form's
+    regime and the simulated run agree; the run's hit rate is said, 0% too."""
+    args = (*ONE_USER, "--shared-prefixes", str(prefixes)) + (("--kv-offload-gib", host_gib) if host_gib else ())
+    plan = cli.json(*args)
+    hits, host = plan["simulated"]["prefix_cache_hit_rate"], plan["simulated"]["host_hit_rate"]
+    assert plan["offload"]["regime"] == regime and plan["offload"]["cycle_tokens"] == prefixes * 68 * 16
+    assert (hits > 0.4, host > 0.4) == {"gpu": (True, False), "host": (True, True), "recomputed": (False, False)}[
+        regime
+    ]
+    if regime == "recomputed" and host_gib is None:
+        text = " ".join(cli.run(*args).stdout.split())
+        assert "prefix cache hit rate 0.0%" in text
+
+
+def test_with_the_gpu_prefix_cache_off_the_note_says_so(cli):
+    """Trial 323 #5: "pool-limited: ... against 0 spare in the GPU pool" where the pool holds 435K tokens and the GPU
+    prefix cache was simply off."""
+    plan = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--users", "4", "--isl", "2048", "--osl",
+                    "128", "--kv-offload-gib", "4", "--no-enable-prefix-caching", "--shared-prefix", "512")  # fmt: skip
+    note = plan["offload"]["note"]
+    assert note.startswith("the GPU prefix cache is off (--no-enable-prefix-caching)") and "pool-limited" not in note
+    assert plan["offload"]["regime"] == "host"

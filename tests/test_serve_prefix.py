@@ -276,3 +276,20 @@ def test_plan_without_vllms_prefix_cache_recomputes_a_preempted_request(cli):
     assert cached["preemptions"] == 92
     assert uncached["preemptions"] > 10 * cached["preemptions"]
     assert uncached["output_tokens_per_s"] < cached["output_tokens_per_s"]
+
+
+def test_a_drawn_prompt_is_never_shorter_than_its_shared_prefix():
+    """Trial 323 #7: ``--isl 1024 --shared-prefix 1000 --random-range-ratio 0.9`` drew whole prompts from 103 tokens,
+    shorter than the prefix they share; vllm bench serve draws the rest of the prompt and puts the prefix before it
+    (``--random-prefix-len``), so every prompt is the prefix and 2 to 46 tokens (24 x 0.1 .. 24 x 1.9)."""
+    from types import SimpleNamespace
+
+    from mha_cli.core.serve.replica import prompt_lengths
+
+    case = SimpleNamespace(isl=1024, osl=64, shared_prefix=1000)
+    client = SimpleNamespace(lengths=None, range_ratio=0.9, seed=0)
+    lengths = prompt_lengths(case, client, 500)
+    assert min(p for p, _ in lengths) >= 1002 and max(p for p, _ in lengths) <= 1046
+    assert sum(p for p, _ in lengths) / 500 == pytest.approx(1024, abs=3)
+    plain = prompt_lengths(SimpleNamespace(isl=1024, osl=64, shared_prefix=0), client, 500)
+    assert min(p for p, _ in plain) < 200  # the control: without a prefix the whole prompt is drawn

@@ -1185,7 +1185,11 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
         f" ({sim.deployment_output_tokens_per_s / plan.deployment.gpus:,.0f} per GPU); {sim.request_throughput:,.2f}"
         f" req/s per {share} over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
-        + (f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.prefix_cache_hit_rate else "")
+        + (
+            f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}"
+            if sim.prefix_cache_hit_rate or sim.looked_up
+            else ""
+        )
         + (f" ({sim.host_hit_rate:.1%} of prompt tokens loaded from the host)" if sim.host_hit_rate else "")
     )
     if plan.speculative is not None:
@@ -1309,7 +1313,10 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
                 f" {sim.ttft_ms.at(sim.slo_percentile):,.0f} ms,"
                 f" {label} {per_token[0]} {per_token[1].at(sim.slo_percentile):,.1f} ms,"
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
+                + (f", prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.looked_up else "")
             )
+        if c.offload is not None:  # the pick's prefix regime (trial 323 #6: a search named none)
+            console.print(f"  [dim]{escape(c.offload.note)}[/dim]")
         for engine, line in result.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich
             console.print(f"  {engine}: {escape(line)}", soft_wrap=True)
         if result.launch_note:

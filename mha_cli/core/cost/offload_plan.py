@@ -114,7 +114,14 @@ def prefix_regime(
 def regime_note(plan: OffloadPlan) -> str:
     """One line saying which regime a plan is in and what the host tier does there."""
     working, spare = plan.working_set_tokens, plan.gpu_spare_tokens
-    if plan.linked_throughout:
+    gpu_off = plan.cycle_tokens is not None and not plan.pool_tokens  # trial 323 #5: "against the GPU pool's 0"
+    if gpu_off:
+        sizes = (
+            f"the GPU prefix cache is off (--no-enable-prefix-caching); a cycle through {plan.shared_prefixes:,}"
+            f" prefix(es) of {plan.prefix_tokens:,} tokens takes {plan.cycle_tokens:,} tokens of blocks (each request's"
+            " own and its prefix's)"
+        )
+    elif plan.linked_throughout:
         sizes = (
             f"{plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens, each linked by a running request"
         )
@@ -149,7 +156,7 @@ def regime_note(plan: OffloadPlan) -> str:
             + ("" if plan.helps else " (the engine loads a hit whatever it costs)")
         )
     return (
-        f"pool-limited: {sizes}; the host pool ({plan.host.host_tokens:,} tokens) holds them: each comes back over"
+        f"{'' if gpu_off else 'pool-limited: '}{sizes}; the host pool ({plan.host.host_tokens:,} tokens) holds them: each comes back over"
         f" {plan.host.link} in {plan.load_ms:,.2f} ms ({plan.prefix_tokens:,} x {plan.host.bytes_per_token:,} B at"
         f" {plan.host.load_gbs:.0f} GB/s), in TTFT; {verdict}"
     )

@@ -123,10 +123,7 @@ def client_workload(
             f"simulating {count:,} requests of {case.isl:,} + {case.osl:,} tokens takes over"
             f" {MAX_SIMULATED_STEPS:,} engine steps: give fewer (--num-prompts) or --closed-form"
         )
-    if client.lengths is not None:
-        lengths = [client.lengths[i % len(client.lengths)] for i in range(count)]
-    else:
-        lengths = drawn_lengths(case.isl, case.osl, count, range_ratio=client.range_ratio, seed=client.seed)
+    lengths = prompt_lengths(case, client, count)
     if not 0 < client.burstiness <= 1e3:
         raise BadInputError(f"--burstiness {client.burstiness:g}: give a gamma shape greater than 0 (1: Poisson)")
     workload = Workload(
@@ -134,6 +131,18 @@ def client_workload(
         max_concurrency=users, seed=client.seed, prefix_len=case.shared_prefix, prefix_groups=prefix_groups,
     )  # fmt: skip
     return workload, users
+
+
+def prompt_lengths(case: "ServingCase", client: ClientSpec, count: int) -> list[tuple[int, int]]:
+    """``count`` (prompt, output) lengths: the client's file in turn, or drawn as vLLM's random dataset draws them;
+    with a shared prefix the range applies to the rest of the prompt, the prefix before it (``vllm bench serve
+    --random-prefix-len P --random-input-len (isl - P)``), so that no prompt is shorter than its prefix (trial 323 #7:
+    ``--isl 1024 --shared-prefix 1000 --random-range-ratio 0.9`` drew prompts from 103 tokens)."""
+    if client.lengths is not None:
+        return [client.lengths[i % len(client.lengths)] for i in range(count)]
+    prefix = case.shared_prefix if case.isl > case.shared_prefix else 0
+    drawn = drawn_lengths(case.isl - prefix, case.osl, count, range_ratio=client.range_ratio, seed=client.seed)
+    return [(prefix + prompt, output) for prompt, output in drawn]
 
 
 def _lighter_replicas(case: "ServingCase", users: int | None) -> tuple[int, "ServingCase"] | None:

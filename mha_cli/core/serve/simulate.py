@@ -180,6 +180,8 @@ class Simulation(Record):
     vLLM 0.27 once, at admission)."""
     host_hit_rate: float = 0.0
     """Of the prompt tokens, those loaded back from the host tier (KV offload; in ``prefix_cache_hit_rate`` too)."""
+    looked_up: bool = False
+    """Whether the requests shared a prefix the caches were looked up for (the hit rate is then said, 0 too)."""
     trace: list[TracePoint] = Field(default_factory=empty_list)
 
     def good_requests(self, per_request: "RequestTimes", ttft_ms: float | None, tpot_ms: float | None) -> int:
@@ -643,4 +645,5 @@ def simulate(
         preemptions=run.state.preemptions, max_running=run.max_running, max_waiting=run.max_waiting,
         saturated=saturated, trace=points, prefix_cache_hit_rate=run.state.hit_tokens / queried,
         host_hit_rate=0.0 if run.state.tiers is None else run.state.tiers.host_hit_tokens / queried,
+        looked_up=bool(run.state.prefix_len),
     ), times  # fmt: skip
