@@ -96,6 +96,20 @@ def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):
     assert ids(result)["MHA092"] == "warning" and result.passed
 
 
+def test_an_mla_latent_that_compresses_nothing_is_a_warning(tmp_path):
+    """Trial 319 #5: kv_lora_rank 100,000 on d_model 6,144 passed with no design warning. d_model 1,024 and 16 heads
+    of 96 + 64: a latent of 1,024 is the residual stream's width; 16 x 160 = 2,560 is what the heads' K and V would
+    cache, so a latent of 2,600 caches more than plain MHA. DeepSeek-V3's proportions (the control) pass."""
+    for rank in (1024, 2600):
+        path = write_config(tmp_path, mla=dict(kv_lora_rank=rank, qk_rope_head_dim=32, qk_nope_head_dim=64,
+                                               v_head_dim=64))  # fmt: skip
+        finding = next(f for f in check_design(path).findings if f.id == "MHA064")
+        assert finding.severity == "warning" and finding.values["heads_kv_width"] == 16 * (96 + 64)
+    narrow = write_config(tmp_path, mla=dict(kv_lora_rank=256, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64))
+    assert "MHA064" not in check_design(narrow).rules_fired
+    assert "MHA064" not in check_design("deepseek-v3").rules_fired
+
+
 def test_cache_larger_than_weights_warns_with_the_alternatives():
     result = check_design("gpt2", seq_len="8k")  # 8x GPT-2's trained context
     finding = next(f for f in result.findings if f.id == "MHA060")

@@ -121,6 +121,13 @@ SCENARIOS = {
     "MHA061": lambda tmp: check_design(_config(tmp, "hd96", d_model=1536, n_heads=16)).rules_fired,
     "MHA062": lambda tmp: check_design("llama-3.1-405b").rules_fired,
     "MHA063": lambda tmp: check_design("gpt2").rules_fired,
+    "MHA064": lambda tmp: (
+        check_design(
+            _config(
+                tmp, "wide-latent", mla=dict(kv_lora_rank=2048, qk_rope_head_dim=32, qk_nope_head_dim=64, v_head_dim=64)
+            )
+        ).rules_fired
+    ),
 }
 
 

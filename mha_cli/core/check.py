@@ -153,6 +153,7 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
         _check_small_mla(trace, model, priced.params.total)
         _check_kv_vs_weights(trace, model, deployment, kv, weights, options)
         _check_group(trace, model)
+        _check_mla_latent(trace, model)
         _check_bias(trace, model)
     if memory is not None and priced.target is not None:  # rule MHA025 / rule MHA026, with recommend's ways out
         judge = deployment_judge(model, deployment)  # the ways out named: those that fit when pasted
@@ -398,6 +399,22 @@ def _check_group(trace: Trace, model: ModelSpec) -> None:
             f"{model.attention.q_per_kv} query heads per KV head (> {C.MAX_QUALITY_GROUP})",
             q_per_kv=model.attention.q_per_kv,
         )
+
+
+def _check_mla_latent(trace: Trace, model: ModelSpec) -> None:
+    """MHA064: an MLA latent that compresses nothing (as wide as d_model, or its cache as the heads' own K and V)."""
+    mla = model.attention.mla
+    if mla is None:
+        return
+    heads_kv = model.attention.n_heads * (mla.qk_head_dim + mla.v_head_dim)
+    if mla.kv_lora_rank >= model.d_model or mla.latent_dim >= heads_kv:
+        trace.fire(
+            "MHA064",
+            f"kv_lora_rank {mla.kv_lora_rank:,} (cached with the RoPE key: {mla.latent_dim:,} a token a layer)"
+            f" against d_model {model.d_model:,} and the heads' own K and V, {heads_kv:,}: the latent compresses"
+            " nothing; narrow it (DeepSeek-V3: 512 against 7,168) or use GQA",
+            kv_lora_rank=mla.kv_lora_rank, d_model=model.d_model, heads_kv_width=heads_kv,
+        )  # fmt: skip
 
 
 def _check_bias(trace: Trace, model: ModelSpec) -> None:

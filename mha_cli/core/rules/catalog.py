@@ -493,6 +493,15 @@ RULES: tuple[Rule, ...] = (
         reference="Ainslie et al. 2023; Llama 3.1 405B uses 16 (128 / 8) with a very wide model.",
     ),
     Rule(
+        id="MHA064", name="mla-latent-compresses-nothing", topic="lint", severity="warning", scope="check",
+        condition="MLA with kv_lora_rank at least d_model, or a latent and RoPE key at least as wide as the heads' own "
+        "K and V (n_heads x (qk_nope + qk_rope + v_head_dim)).",
+        action="Warn with the latent's width, d_model and the heads' K and V width.",
+        rationale="MLA pays an extra up-projection to cache a narrow latent; a latent as wide as the residual stream "
+        "or as the heads' keys and values saves nothing, so plain GQA or MHA of the same heads is cheaper.",
+        reference="DeepSeek-V2 2024 (latent 512 against d_model 5,120 and 128 heads x (192 + 128)); trial 319 #5.",
+    ),
+    Rule(
         id="MHA063", name="projection-bias", topic="lint", severity="info", scope="check",
         condition="Q, K, V or O carry biases.",
         action="Note it: allowed, but most current designs drop them.",
