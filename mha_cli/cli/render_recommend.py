@@ -230,8 +230,11 @@ def roofline_table(result: RecommendResult) -> Table:
     predicted = (
         ""
         if latency is None
-        else f"; predicted (bound): the cost model on {latency.profile} (+/- {latency.relative_error:.0%}) and on the"
-        " datasheet with fp8 matmuls at the fp8 peak where the device has one (`mha plan` for latency under load)"
+        else f"; predicted (bound): the cost model on {latency.profile} (+/- {latency.relative_error:.0%}) and, in"
+        " brackets, the same operations each at the datasheet's peak (fp8 matmuls at the fp8 peak where the weights"
+        " are fp8), one after another in the engine's chunks: above the roofline, which counts the whole phase at"
+        " one rate"
+        " (`mha plan` for latency under load)"
     )
     table.caption = f"bounds from the datasheet (bandwidth, dense bf16 FLOP/s){replicas}{predicted}"
     return table
