@@ -178,7 +178,8 @@ def test_the_gpu_pool_not_the_limit_offload_buys_nothing(cli):
 
 def test_pool_limited_the_host_tier_serves_the_prefixes(cli):
     """200 prefixes, more than the 32 running requests link: a cycle through them takes 200 x 8,448 = 1,689,600
-    tokens of blocks (each request's 4,352 own and its prefix's 4,096), far beyond the GPU pool's 435,504: without a
+    tokens of blocks (each request's 4,352 own and its prefix's 4,096; less 31 x 128 of output the other running
+    requests have still to take: 1,685,632), far beyond the GPU pool's 435,504: without a
     host tier every prefix is recomputed (the free queue's first in, first out); 128 GiB (1,048,576 tokens) does not
     hold the cycle either (the host stores every request's own blocks too); 256 GiB (2,097,152) does, and each prefix
     is loaded back: TTFT = the cached prefill + 4,096 x 131,072 B / (63 GB/s x 50/63) = + 10.74 ms. The TTFT it
@@ -187,7 +188,8 @@ def test_pool_limited_the_host_tier_serves_the_prefixes(cli):
     cached = cli.json(*PLAN, "--shared-prefixes", "1")  # one prefix: the GPU cache serves it, no load
     host = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "256")
     assert recomputed["offload"]["regime"] == "recomputed" and cached["offload"] is None  # the plain prefix cache
-    assert recomputed["offload"]["cycle_tokens"] == 200 * 8448 and recomputed["offload"]["pool_tokens"] == 435_504
+    cycle = 200 * 8448 - 31 * 256 // 2  # less the output the 31 other running requests have still to take
+    assert recomputed["offload"]["cycle_tokens"] == cycle and recomputed["offload"]["pool_tokens"] == 435_504
     small = cli.json(*PLAN, "--shared-prefixes", "200", "--kv-offload-gib", "128")["offload"]
     assert small["regime"] == "recomputed" and small["host"]["host_tokens"] == 1_048_576 < 200 * 8448
     offload = host["offload"]
@@ -383,3 +385,39 @@ def test_with_the_gpu_prefix_cache_off_the_note_says_so(cli):
     note = plan["offload"]["note"]
     assert note.startswith("the GPU prefix cache is off (--no-enable-prefix-caching)") and "pool-limited" not in note
     assert plan["offload"]["regime"] == "host"
+
+
+PREFIX_512 = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefix", "512", "--isl", "1024")
+
+
+@pytest.mark.parametrize(("users", "prompts", "regime"), [("8", "200", "gpu"), ("1", "100", "recomputed")])
+def test_the_other_users_output_still_to_come_keeps_a_prefix(cli, users, prompts, regime):
+    """Review 324 #2: 13 prefixes of 512 on a 3 GiB pool (24,576 tokens), 1,024 + 1,024 tokens a request: a cycle
+    takes 13 x 2,048 = 26,624 tokens, less one request's own 1,536: 25,088, past the pool, so one user finds nothing;
+    with 8 users the 7 others are half through their output when a prefix goes to the queue (7 x 512 = 3,584 still to
+    take), 21,504 fits, and the simulated run hits 41%. The closed form said "recomputed" for both."""
+    plan = cli.json(*PREFIX_512, "--osl", "1024", "--users", users, "--kv-cache-gib", "3", "--shared-prefixes", "13",
+                    "--num-prompts", prompts)  # fmt: skip
+    to_come = (int(users) - 1) * 512
+    assert plan["offload"]["regime"] == regime and plan["offload"]["cycle_tokens"] == 13 * 2048 - to_come
+    assert (plan["simulated"]["prefix_cache_hit_rate"] > 0.3) == (regime == "gpu")
+
+
+def test_sglangs_host_tier_holds_each_request_s_output_too(cli):
+    """Review 324 #1: SGLang's simulated host tier stored a request's prompt alone (its cache after prefill chunks),
+    so 25 prefixes of 512 with 1,024 + 512 tokens a request (a cycle of 25 x 1,536 = 38,400 tokens) hit 41.7% from
+    a 4 GiB host pool of 30,518; SGLang inserts prompt and output when a request finishes (cache_finished_req), and
+    the host backs them up: nothing is left when a prefix comes back, as the closed form says."""
+    plan = cli.json(*PREFIX_512, "--osl", "512", "--engine", "sglang", "--gpu-memory-utilization", "0.215", "--users",
+                    "1", "--shared-prefixes", "25", "--kv-offload-gib", "4", "--num-prompts", "150")  # fmt: skip
+    assert plan["offload"]["regime"] == "recomputed" and plan["offload"]["cycle_tokens"] == 25 * 1536
+    assert plan["simulated"]["host_hit_rate"] == plan["simulated"]["prefix_cache_hit_rate"] == 0
+
+
+def test_the_host_share_is_counted_with_the_lookups_the_hit_rate_counts(cli):
+    """Review 324 #6: a host load was counted at every lookup, a preempted request's too, which the hit rate leaves
+    out (vLLM 0.12+): the host share came out above the whole (0.497 against 0.495)."""
+    plan = cli.json(*PREFIX_512, "--osl", "64", "--users", "8", "--kv-cache-gib", "1", "--shared-prefixes", "2",
+                    "--kv-offload-gib", "2", "--no-enable-prefix-caching", "--num-prompts", "200")  # fmt: skip
+    simulated = plan["simulated"]
+    assert simulated["preemptions"] > 0 and 0.4 < simulated["host_hit_rate"] <= simulated["prefix_cache_hit_rate"]

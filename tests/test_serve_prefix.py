@@ -293,3 +293,21 @@ def test_a_drawn_prompt_is_never_shorter_than_its_shared_prefix():
     assert sum(p for p, _ in lengths) / 500 == pytest.approx(1024, abs=3)
     plain = prompt_lengths(SimpleNamespace(isl=1024, osl=64, shared_prefix=0), client, 500)
     assert min(p for p, _ in plain) < 200  # the control: without a prefix the whole prompt is drawn
+
+
+def test_a_prompt_all_prefix_stays_the_prefix_and_the_longest_request_note_counts_the_draw_after_it():
+    """Review 324 #5: ``--isl 1024 --shared-prefix 1024`` drew whole prompts from 102 tokens; every prompt is the
+    prefix, the outputs still drawn. #4: the note on the longest request still assumed the whole prompt drawn
+    (2,068 tokens where 1,000 + 46 + 122 = 1,168 is the longest a draw makes)."""
+    from types import SimpleNamespace
+
+    from mha_cli.cli.plan_cmd import longest_request_note
+    from mha_cli.core.schemas import DeploymentSpec
+    from mha_cli.core.serve.replica import prompt_lengths
+
+    client = SimpleNamespace(lengths=None, range_ratio=0.9, seed=0)
+    lengths = prompt_lengths(SimpleNamespace(isl=1024, osl=64, shared_prefix=1024), client, 200)
+    assert {p for p, _ in lengths} == {1024} and len({o for _, o in lengths}) > 10
+    note = longest_request_note(client, 1024, 64, deployment=DeploymentSpec(shared_prefix=1000))
+    assert note is not None and "can reach 1,168 tokens" in note
+    assert "can reach 2,068 tokens" in longest_request_note(client, 1024, 64)  # the control: no prefix

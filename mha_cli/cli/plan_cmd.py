@@ -902,7 +902,9 @@ def longest_request_note(
     elif client.range_ratio > 0:
         from mha_cli.core.serve.workload import draw_bounds
 
-        longest = draw_bounds(isl, client.range_ratio)[1] + draw_bounds(osl, client.range_ratio)[1]
+        prefix = deployment.shared_prefix or 0 if deployment is not None else 0  # drawn after it (``prompt_lengths``)
+        longest = prefix + draw_bounds(max(1, isl - prefix), client.range_ratio)[1] * (isl > prefix)
+        longest += draw_bounds(osl, client.range_ratio)[1]
         source = f"--random-range-ratio {client.range_ratio:g}'s draws"
     else:
         return None

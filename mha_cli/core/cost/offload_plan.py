@@ -8,10 +8,13 @@ linked is never evicted (K <= running). Otherwise its blocks go to the free queu
 behind that request's own blocks, and the queue hands out blocks first in, first out over every block
 (``core.serve.free_queue``; SGLang's radix cache evicts its least recently used leaves, finished requests' own
 tokens among them, in the same order): between two uses of a prefix the K - 1 requests of the other prefixes take
-their own blocks and their prefix's, so it survives when K x (own + prefix) - own <= the pool, whatever the number
-of users (review 321 #1, trial 323 #1: the spare-room rule below kept 9 to 14 prefixes that vLLM evicts). The host
-tier stores every whole block of every request (vLLM's write-through, SGLang's backup of radix nodes), least
-recently used out first: a prefix is still there at its next use when K x (own + prefix) <= the host pool.
+their own blocks and their prefix's, less the output the U - 1 other running requests have still to take (half of
+one on average each), so it survives when K x (own + prefix) - own - (U - 1) x output / 2 <= the pool (review 321
+#1, trial 323 #1: the spare-room rule below kept 9 to 14 prefixes that vLLM evicts; review 324 #2: the users' output
+still to come). The host tier stores every whole block of every request (vLLM's write-through, SGLang's backup of
+radix nodes), least recently used out first: a prefix is still there at its next use when K x (own + prefix) -
+(U - 1) x output / 2 <= the host pool. Near either bound a cycle a little too long still finds the front of its
+prefix (the queue takes a prefix's last blocks first): the regime says none.
 
 On TensorRT-LLM (each running request its own copy of everything, the floor) the prefix cache lives in the GPU
 pool's spare blocks (the pool less what the running requests hold), and a request cycling through K prefixes under
@@ -62,9 +65,10 @@ class OffloadPlan(Record):
     gpu_spare_tokens: int
     """The GPU pool's tokens not held by the running requests (where TensorRT-LLM's prefix cache lives)."""
     cycle_tokens: int | None = None
-    """vLLM and SGLang: the tokens a cycle through the K prefixes takes, K x (one request's own + prefix): the free
-    queue's first in, first out keeps a prefix when this less one request's own fits the pool, the host's LRU when
-    this fits the host pool (module docstring); None on TensorRT-LLM."""
+    """vLLM and SGLang: the tokens a cycle through the K prefixes takes, K x (one request's own + prefix) less the
+    output the other running requests have still to take: the free queue's first in, first out keeps a prefix when
+    this less one request's own fits the pool, the host's LRU when this fits the host pool (module docstring); None on
+    TensorRT-LLM."""
     pool_tokens: int = 0
     """The GPU pool's tokens (vLLM and SGLang: what the cycle is measured against)."""
     linked_throughout: bool = False
@@ -94,15 +98,16 @@ class OffloadPlan(Record):
 
 def prefix_regime(
     *, prefix_tokens: int, prefixes: int, gpu_spare_tokens: int, host: HostPool | None, host_active: bool,
-    own_tokens: int | None = None, pool_tokens: int = 0, linked_throughout: bool = False,
+    own_tokens: int | None = None, pool_tokens: int = 0, linked_throughout: bool = False, to_come: int = 0,
 ) -> Regime:  # fmt: skip
     """Where a prefix is served from (see the module docstring): ``gpu``, ``host`` or ``recomputed``. ``own_tokens``:
-    one request's own tokens beside its prefix where the engine holds a prefix once (None: each its own copy)."""
+    one request's own tokens beside its prefix where the engine holds a prefix once (None: each its own copy);
+    ``to_come``: the output the other running requests have still to take, (U - 1) x output / 2."""
     if own_tokens is None:
         working = prefixes * prefix_tokens
         gpu, cached_on_host = working <= gpu_spare_tokens, working
     else:
-        cycle = prefixes * (own_tokens + prefix_tokens)
+        cycle = prefixes * (own_tokens + prefix_tokens) - to_come
         gpu, cached_on_host = linked_throughout or cycle - own_tokens <= pool_tokens, cycle
     if gpu:
         return "gpu"
@@ -128,8 +133,8 @@ def regime_note(plan: OffloadPlan) -> str:
     elif plan.cycle_tokens is not None:
         sizes = (
             f"a cycle through {plan.shared_prefixes:,} prefix(es) of {plan.prefix_tokens:,} tokens takes"
-            f" {plan.cycle_tokens:,} tokens of blocks (each request's own and its prefix's) against the GPU pool's"
-            f" {plan.pool_tokens:,}"
+            f" {plan.cycle_tokens:,} tokens of blocks (each request's own and its prefix's, less the output the other"
+            f" running requests have still to take) against the GPU pool's {plan.pool_tokens:,}"
         )
     else:
         sizes = (
@@ -200,14 +205,16 @@ def offload_tiers(
     own = (held if caching else own_blocks(held, prefix, engine.block_size) * engine.block_size) if shared else None
     pool = engine.kv_tokens if caching else 0
     linked = shared and caching and prefixes <= running
+    to_come = (running - 1) * osl // 2 if shared else 0
     regime = prefix_regime(
         prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active,
-        own_tokens=own, pool_tokens=pool, linked_throughout=linked,
+        own_tokens=own, pool_tokens=pool, linked_throughout=linked, to_come=to_come,
     )  # fmt: skip
     plan = OffloadPlan(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
         gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
-        cycle_tokens=None if own is None else prefixes * (own + prefix), pool_tokens=pool, linked_throughout=linked,
+        cycle_tokens=None if own is None else prefixes * (own + prefix) - to_come, pool_tokens=pool,
+        linked_throughout=linked,
     )  # fmt: skip
     note = regime_note(plan) if prefix else _nothing_cached(model, deployment, engine, prefix_tokens, host is not None)
     return plan.model_copy(update={"note": note})

@@ -52,7 +52,10 @@ class PrefixTiers:
         self.gpu_tokens = self.host_tokens = 0
         """What each tier holds, in tokens."""
         self.host_hit_tokens = 0
-        """Prompt tokens loaded back from the host over the run."""
+        """Prompt tokens loaded back from the host over the run, in the lookups the hit rate counts
+        (``EngineState.count_lookup``)."""
+        self.loaded = 0
+        """The tokens the last lookup loaded back from the host."""
         self.pending_load_s = 0.0
         """Load time the next step waits for (hits found since the last step)."""
 
@@ -69,6 +72,7 @@ class PrefixTiers:
         in: the pool's free ones, and where the pool shares prefix blocks, those the running requests link
         (``EngineState.shared_held``). ``in_use``: the prefixes running requests link, never evicted (``_evict``)."""
         prefix = self.prefix_of(request)
+        self.loaded = 0
         if self.evicts_by_room:
             self._evict(free_blocks * self.block_size, in_use)
         on_gpu = min(self.gpu.get(prefix, 0), limit)
@@ -83,7 +87,7 @@ class PrefixTiers:
         # the blocks after the GPU's hit come back from the host (the connector looks them up from the GPU hit on,
         # ``_lookup``; review 322 #1: a prefix the free queue had cut was served its GPU part alone)
         hit = min(span[1], limit)
-        self.host_hit_tokens += hit - on_gpu
+        self.loaded = hit - on_gpu
         self.pending_load_s += (hit - on_gpu) * self.load_s_per_token
         if self.gpu_caching:
             self._put(self.gpu, prefix, hit, "gpu_tokens")
@@ -127,8 +131,9 @@ class PrefixTiers:
         if not self.host_capacity:
             return
         start = min(since, whole)
-        lo, hi = self.host.get(prefix, (start, start))
-        self._put_span(prefix, (min(lo, start), max(hi, whole)) if start <= hi else (start, whole))
+        if start < whole or prefix in self.host:  # nothing stored, nothing held: no entry (review 324 #7)
+            lo, hi = self.host.get(prefix, (start, start))
+            self._put_span(prefix, (min(lo, start), max(hi, whole)) if start <= hi else (start, whole))
         own_from = max(since, self.prefix_len // self.block_size * self.block_size)
         own = tokens // self.block_size * self.block_size - own_from
         kept, held = self.host.get(-1 - request, (0, 0))

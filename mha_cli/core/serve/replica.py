@@ -140,9 +140,10 @@ def prompt_lengths(case: "ServingCase", client: ClientSpec, count: int) -> list[
     ``--isl 1024 --shared-prefix 1000 --random-range-ratio 0.9`` drew prompts from 103 tokens)."""
     if client.lengths is not None:
         return [client.lengths[i % len(client.lengths)] for i in range(count)]
-    prefix = case.shared_prefix if case.isl > case.shared_prefix else 0
-    drawn = drawn_lengths(case.isl - prefix, case.osl, count, range_ratio=client.range_ratio, seed=client.seed)
-    return [(prefix + prompt, output) for prompt, output in drawn]
+    prefix = case.shared_prefix
+    rest = case.isl - prefix  # none: every prompt is the prefix (review 324 #5), the outputs still drawn
+    drawn = drawn_lengths(max(1, rest), case.osl, count, range_ratio=client.range_ratio, seed=client.seed)
+    return [(prefix + (prompt if rest else 0), output) for prompt, output in drawn]
 
 
 def _lighter_replicas(case: "ServingCase", users: int | None) -> tuple[int, "ServingCase"] | None:

@@ -185,6 +185,9 @@ class EngineState:
         """Blocks returned to the free queue's tail over the run (``release``)."""
         self.queue_reclaimed = 0
         """Cached prefix blocks a hit took back out of the free queue's middle over the run."""
+        self.host_part = [0] * count
+        """With ``tiers``: of each request's hit at its last lookup, the tokens loaded from the host (counted in the
+        host hit rate with the lookup, as the hit rate counts it: review 324 #6)."""
         self.hit_at = [0] * count
         """With ``tiers``: each request's hit at its last lookup (the host tier stores its blocks from there on)."""
         self.loading: set[int] = set()
@@ -259,7 +262,7 @@ class EngineState:
             in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
             on_gpu = self.tiers.gpu.get(self.tiers.prefix_of(request), 0)
             hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
-            self.hit_at[request] = hit
+            self.hit_at[request], self.host_part[request] = hit, self.tiers.loaded
             if self.free_queue is not None and hit > on_gpu:
                 self.loading.add(self.tiers.prefix_of(request))
         else:
@@ -285,6 +288,8 @@ class EngineState:
         served."""
         self.hit_tokens += self.computed[request]
         self.queried_tokens += self.known(request)
+        if self.tiers is not None:
+            self.tiers.host_hit_tokens += min(self.host_part[request], self.computed[request])
         self.counted[request] = True
 
     def take_load(self) -> float:

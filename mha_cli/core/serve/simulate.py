@@ -332,6 +332,9 @@ class _Run:
         return state.generated[request] >= self.outputs[request]
 
     def finish(self, request: int) -> None:
+        state = self.state
+        if state.tiers is not None and not state.cache_at_allocation:  # its output's blocks too (review 324 #1)
+            state.tiers.store(request, state.computed[request], state.hit_at[request])  # SGLang: cache_finished_req
         self.state.release(request)
         self.state.running.remove(request)
         self.done[request] = self.now
