@@ -334,3 +334,19 @@ def test_an_odd_local_or_mla_partial_rotary_width_fails_too(tmp_path):
     assert "attention.mla.qk_rope_head_dim 30 x rope.partial_rotary_factor 0.5 rotates 15 values" in next(
         f.message for f in result.findings if f.id == "MHA095"
     )
+
+
+@pytest.mark.parametrize(("value", "words"), [(".inf", "must be a finite number (got inf)"),
+                                              (".nan", "must be a finite number (got nan)")])  # fmt: skip
+def test_an_infinite_rope_base_is_refused_like_nan(cli, tmp_path, value, words):
+    """Trial 319 #4: ``theta: .inf`` passed ``check`` where ``.nan`` was refused: an infinite base is as unusable."""
+    design = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", "1B", "--seq", "8k", "--out", str(design)).exit_code == 0
+    text = design.read_text()
+    assert "theta: 500000.0" in text
+    path = tmp_path / "inf.yaml"
+    path.write_text(text.replace("theta: 500000.0", f"theta: {value}"))
+    result = cli.run("check", str(path))
+    assert (
+        result.exit_code == EXIT_BAD_INPUT and "model.attention.rope.theta" in result.stderr and words in result.stderr
+    )
