@@ -421,3 +421,14 @@ def test_the_host_share_is_counted_with_the_lookups_the_hit_rate_counts(cli):
                     "--kv-offload-gib", "2", "--no-enable-prefix-caching", "--num-prompts", "200")  # fmt: skip
     simulated = plan["simulated"]
     assert simulated["preemptions"] > 0 and 0.4 < simulated["host_hit_rate"] <= simulated["prefix_cache_hit_rate"]
+
+
+def test_with_the_gpu_cache_off_no_user_count_puts_the_prefixes_on_the_gpu(cli):
+    """Review 325 #1: with the GPU prefix cache off, 32 users' output still to come made the cycle negative
+    (-2,726 tokens) and the regime "gpu": the host's load was left out of TTFT. The GPU keeps nothing with its cache
+    off; the cycle is at least the prefixes themselves."""
+    plan = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "2000", "--osl", "500",
+                    "--shared-prefix", "1000", "--shared-prefixes", "2", "--no-enable-prefix-caching",
+                    "--kv-offload-gib", "20", "--closed-form", "--users", "32")  # fmt: skip
+    offload = plan["offload"]
+    assert offload["regime"] == "host" and offload["cycle_tokens"] == 2 * 992 and offload["load_ms"] > 0  # whole blocks

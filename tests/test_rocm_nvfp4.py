@@ -8,6 +8,7 @@ import json
 import pytest
 
 from mha_cli.core.engine.rocm_nvfp4 import rocm_modelopt_refusal, rocm_nvfp4_refusal
+from mha_cli.core.hf_quantization import read_checkpoint_weights
 from mha_cli.core.sources import load_source
 from tests.conftest import HF_FIXTURES
 
@@ -89,3 +90,17 @@ def test_modelopt_fp8_and_mixed_precision_need_0_21_0_on_rocm(cli, tmp_path, qua
 def test_one_nvfp4_algorithm_keeps_its_own_rule():
     """ModelOpt NVFP4 alone is ``modelopt_fp4``, which the ROCm rule above does not judge (``rocm_nvfp4_refusal``)."""
     assert rocm_modelopt_refusal(_scheme(), "0.19.1") is None
+
+
+def test_a_mixed_precision_export_of_one_module_is_still_mixed_precision():
+    """Review 325 #4: one NVFP4 module under MIXED_PRECISION read as one algorithm (NVFP4, which petit serves), where
+    vLLM resolves it to ``modelopt_mixed``, unlisted on ROCm before 0.21.0."""
+    config = json.loads((HF_FIXTURES / "llama-3.1-8b.json").read_text())
+    config["quantization_config"] = {
+        "quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+        "quantized_layers": {"model.layers.0.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16}},
+    }  # fmt: skip
+    scheme = read_checkpoint_weights(config, "config.json").scheme
+    refusal = rocm_modelopt_refusal(scheme, "0.19.1")
+    assert refusal is not None and "ModelOpt MIXED_PRECISION" in refusal
+    assert rocm_modelopt_refusal(scheme, "0.21.0") is None

@@ -67,7 +67,7 @@ def test_write_refuses_a_file_that_is_no_skill_document_without_force(cli, tmp_p
     )
     assert design.read_text() == "model:\n  d_model: 512\n"
     told = " ".join(cli.run("skill", "--check", "--path", str(design)).output.split())
-    assert f"run `mha skill --write --path {design} --force`" in told
+    assert "is no skill document" in told and f"`mha skill --write --path {design} --force` to replace it" in told
     assert cli.run("skill", "--write", "--path", str(design), "--force").exit_code == 0
     assert design.read_text() == generate_skill_doc()
     nowhere = " ".join(cli.run("skill", "--check", "--path", str(tmp_path / "no" / "sk.md")).output.split())

@@ -902,7 +902,7 @@ def longest_request_note(
     elif client.range_ratio > 0:
         from mha_cli.core.serve.workload import draw_bounds
 
-        prefix = deployment.shared_prefix or 0 if deployment is not None else 0  # drawn after it (``prompt_lengths``)
+        prefix = (deployment.shared_prefix or 0) if deployment is not None else 0  # drawn after it (``prompt_lengths``)
         longest = prefix + draw_bounds(max(1, isl - prefix), client.range_ratio)[1] * (isl > prefix)
         longest += draw_bounds(osl, client.range_ratio)[1]
         source = f"--random-range-ratio {client.range_ratio:g}'s draws"

@@ -15,7 +15,7 @@ import typer
 from mha_cli.cli.output import Output, write_stdout
 from mha_cli.core.config_io import write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
-from mha_cli.core.skill_doc import SKILL_PATH, generate_skill_doc
+from mha_cli.core.skill_doc import OPENING, SKILL_PATH, generate_skill_doc
 
 if TYPE_CHECKING:
     from mha_cli.cli.app import CommandRegistry
@@ -37,7 +37,7 @@ def skill(
     if write:
         if _foreign(path) and not force:
             raise BadInputError(
-                f"{path} exists and is no skill document (it does not start with {_HEADER!r}): pass --force to"
+                f"{path} exists and is no skill document (it does not start with {OPENING!r}): pass --force to"
                 " overwrite it, or name another --path"
             )
         write_text_atomic(path, text, force=True)
@@ -46,21 +46,22 @@ def skill(
     if check:
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != text:
-            what = "missing" if current is None else "stale"
             if not path.parent.is_dir():
                 out.notice(f"{path} is missing: its folder {path.parent} does not exist")
                 raise typer.Exit(code=EXIT_CHECK_FAILED)
             rerun = "mha skill --write" + ("" if path == SKILL_PATH else f" --path {shlex.quote(str(path))}")
-            rerun += " --force" if _foreign(path) else ""
+            if _foreign(path):  # review 325 #16: not "stale", and no command that overwrites it unasked
+                out.notice(
+                    f"{path} is no skill document (looked at {path.resolve()}): give --path the skill document's, or"
+                    f" `{rerun} --force` to replace it"
+                )
+                raise typer.Exit(code=EXIT_CHECK_FAILED)
+            what = "missing" if current is None else "stale"
             out.notice(f"{path} is {what} (looked at {path.resolve()}): run `{rerun}`")
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return
     write_stdout(text)
-
-
-_HEADER = "---\nname: mha-configurator\n"
-"""How every skill document this command writes begins."""
 
 
 def _foreign(path: Path) -> bool:
@@ -70,7 +71,7 @@ def _foreign(path: Path) -> bool:
         return False
     try:
         with path.open("rb") as handle:
-            return handle.read(len(_HEADER)) != _HEADER.encode()
+            return handle.read(len(OPENING)) != OPENING.encode()
     except OSError:
         return True
 

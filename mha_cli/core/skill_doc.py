@@ -18,6 +18,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SKILL_PATH = REPO_ROOT / "skills" / "skill-mha-configurator.md"
 """Where the document lives (an absolute path, so ``mha skill --check`` works from any folder)."""
 
+OPENING = "---\nname: mha-configurator\n"
+"""How every skill document begins (``mha skill --write`` overwrites only a file that does)."""
+
 _HEADER = f"""---
 name: mha-configurator
 description: >-

@@ -107,13 +107,20 @@ def prefix_regime(
         working = prefixes * prefix_tokens
         gpu, cached_on_host = working <= gpu_spare_tokens, working
     else:
-        cycle = prefixes * (own_tokens + prefix_tokens) - to_come
-        gpu, cached_on_host = linked_throughout or cycle - own_tokens <= pool_tokens, cycle
+        cycle = cycle_tokens(prefixes, own_tokens, prefix_tokens, to_come)
+        gpu = pool_tokens > 0 and (linked_throughout or cycle - own_tokens <= pool_tokens)  # 0: the GPU cache is off
+        cached_on_host = cycle
     if gpu:
         return "gpu"
     if host is not None and host_active and cached_on_host <= host.host_tokens:
         return "host"
     return "recomputed"
+
+
+def cycle_tokens(prefixes: int, own_tokens: int, prefix_tokens: int, to_come: int) -> int:
+    """The blocks, in tokens, a cycle through ``prefixes`` takes (module docstring): K x (own + prefix) less the
+    output the other running requests have still to take, never below the K prefixes themselves (review 325 #1)."""
+    return max(prefixes * prefix_tokens, prefixes * (own_tokens + prefix_tokens) - to_come)
 
 
 def regime_note(plan: OffloadPlan) -> str:
@@ -213,7 +220,7 @@ def offload_tiers(
     plan = OffloadPlan(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
         gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
-        cycle_tokens=None if own is None else prefixes * (own + prefix) - to_come, pool_tokens=pool,
+        cycle_tokens=None if own is None else cycle_tokens(prefixes, own, prefix, to_come), pool_tokens=pool,
         linked_throughout=linked,
     )  # fmt: skip
     note = regime_note(plan) if prefix else _nothing_cached(model, deployment, engine, prefix_tokens, host is not None)

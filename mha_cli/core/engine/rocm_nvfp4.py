@@ -53,10 +53,11 @@ def rocm_modelopt_refusal(scheme: WeightScheme | None, release: str | None) -> s
     another one (NVFP4: ``rocm_nvfp4_refusal``)."""
     if scheme is None or release is None or scheme.method != "modelopt":
         return None
-    one_nvfp4_algorithm = len(scheme.rules) == 1 and scheme.rules[0].format in NVFP4_FORMATS
-    if one_nvfp4_algorithm or release_key(release) >= MODELOPT_LISTED_FROM:
+    # one algorithm on every linear layer reads as one rule targeting them all; MIXED_PRECISION names its modules
+    one_algorithm = len(scheme.rules) == 1 and scheme.rules[0].targets == ["Linear"]
+    if (one_algorithm and scheme.rules[0].format in NVFP4_FORMATS) or release_key(release) >= MODELOPT_LISTED_FROM:
         return None
-    kind = "FP8" if len(scheme.rules) == 1 else "MIXED_PRECISION"
+    kind = "FP8" if one_algorithm else "MIXED_PRECISION"
     return (
         f"vLLM {release} does not list ModelOpt {kind} on ROCm (RocmPlatform.supported_quantization has it from"
         " 0.21.0): use --engine vllm@0.21.0 or later, or a checkpoint in fp8 or compressed-tensors FP8"

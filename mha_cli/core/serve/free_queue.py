@@ -11,8 +11,9 @@ simulator's model before) kept a prefix that fresh requests' blocks had already 
 evicts its least recently used leaves, finished requests' own tokens among them, which this order follows too.
 
 Positions are counted in blocks taken from the head (``pops``: ``EngineState.queue_pops``): a run of a prefix's
-blocks queued behind ``ahead`` blocks when ``pops`` was p has its front block taken when the count reaches
-p + ``ahead``; each block taken out of the middle ahead of a run moves the run one block nearer. Pure Python.
+blocks queued behind ``ahead`` blocks when ``pops`` was p is whole while the count is at most p + ``ahead`` (every
+block ahead of it taken then) and loses its front block at the next; each block taken out of the middle ahead of a
+run moves the run one block nearer. Pure Python.
 """
 
 from typing import NamedTuple
@@ -25,7 +26,7 @@ class QueuedRun(NamedTuple):
     start: int
     blocks: int
     front: int
-    """The head's pop count at which the run's front block is taken."""
+    """The head's pop count after which every block ahead of the run is taken: its front block goes at the next."""
 
     def taken(self, pops: int) -> int:
         """Of its blocks, those the head has taken (evicted) at ``pops``: its last ones first."""

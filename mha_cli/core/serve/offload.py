@@ -42,7 +42,7 @@ class PrefixTiers:
         self.gpu_caching = gpu_caching
         self.evicts_by_room = evicts_by_room
         """Whether a lookup first shrinks the GPU tier to the free blocks' room (``_evict``); False: the engine holds
-        each prefix once and the free queue's order evicts it (``EngineState._settle``, ``core.serve.free_queue``)."""
+        each prefix once and the free queue's order evicts it (``EngineState.settle``, ``core.serve.free_queue``)."""
         self.gpu: OrderedDict[int, int] = OrderedDict()
         """Prefix -> its tokens cached in the GPU pool, least recently used first."""
         self.host: OrderedDict[int, tuple[int, int]] = OrderedDict()

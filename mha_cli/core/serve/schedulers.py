@@ -189,10 +189,12 @@ class EngineState:
         """With ``tiers``: of each request's hit at its last lookup, the tokens loaded from the host (counted in the
         host hit rate with the lookup, as the hit rate counts it: review 324 #6)."""
         self.hit_at = [0] * count
-        """With ``tiers``: each request's hit at its last lookup (the host tier stores its blocks from there on)."""
-        self.loading: set[int] = set()
-        """Prefixes a waiting request found partly in the free queue and topped up from the host tier: their GPU tier
-        entry holds the loaded tokens until that request links them (``settle`` leaves it)."""
+        """With ``tiers``: each request's hit at its last lookup, less what was evicted before it was admitted (the
+        host tier stores its blocks from there on)."""
+        self.loading: dict[int, int] = {}
+        """Prefix -> the tokens of it on the GPU when a waiting request's lookup loaded the rest from the host tier:
+        the GPU tier entry keeps the loaded tokens above them until that request links them, while those tokens stay
+        cached (``settle``)."""
         self.caches_own_blocks = False
         """vLLM V1 with prefix caching and no shared prefix: a preempted request's own computed blocks stay cached
         among the free ones and it hits what survives of them when it comes back (``OwnBlocks``)."""
@@ -254,17 +256,15 @@ class EngineState:
 
     def _look_up(self, request: int) -> None:
         """``request``, with nothing computed, starts at its hit: the prefix's tokens the cache holds, whole blocks,
-        short of its known tokens (a preempted request's output so far among them: ``get_computed_blocks`` hits at
-        most ``num_tokens - 1``, review 321 #6) and within its prompt (the tokens it shares)."""
+        short of its whole prompt (the prompt is what it shares; a preempted request's output is its own)."""
         limit = (self.prompts[request] - 1) // self.block_size * self.block_size
         if self.tiers is not None:
             self.settle(request)
             in_use = frozenset(prefix for prefix, counts in self.holders.items() if counts)
-            on_gpu = self.tiers.gpu.get(self.tiers.prefix_of(request), 0)
             hit = self.tiers.lookup(request, limit, self.free_blocks + self.shared_held, in_use)
             self.hit_at[request], self.host_part[request] = hit, self.tiers.loaded
-            if self.free_queue is not None and hit > on_gpu:
-                self.loading.add(self.tiers.prefix_of(request))
+            if self.free_queue is not None and self.tiers.loaded:
+                self.loading[self.tiers.prefix_of(request)] = hit - self.tiers.loaded
         else:
             hit = min(self.prefix_cached, limit)
         self.computed[request] = hit
@@ -342,10 +342,13 @@ class EngineState:
         if self.free_queue is None or self.tiers is None:
             return
         prefix = self.tiers.prefix_of(request)
-        if prefix in self.loading or not any(run.prefix == prefix for run in self.free_queue.runs):
+        if not any(run.prefix == prefix for run in self.free_queue.runs):
             return  # held by running requests, or just computed or loaded back: nothing of it in the queue
         linked = max(self.holders.get(prefix, ()), default=0)
         cached = self.free_queue.cached(prefix, linked, self.queue_pops()) * self.block_size
+        if prefix in self.loading and cached >= self.loading[prefix]:
+            return  # the tokens loaded from the host sit above a GPU part still cached
+        self.loading.pop(prefix, None)  # the GPU part below them was evicted (review 325 #2): the load is lost too
         self.tiers.cut(prefix, cached)
 
     def _relink(self, request: int, blocks: int) -> None:
@@ -368,8 +371,9 @@ class EngineState:
     def evict_unreferenced(self) -> None:
         """The one prefix's cached blocks no running request links sit in the free queue (SGLang: evictable) and go
         as new blocks are taken (``BlockPool.get_new_blocks`` -> ``_maybe_evict_cached_block``), the tail first (a
-        request's blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. The
-        tiers evict whole prefixes at lookup (``core.serve.offload``)."""
+        request's blocks are freed tail first): the cache keeps what the linked blocks and the free blocks cover. With
+        several prefixes or a host tier the free queue's order evicts them (``settle``; TensorRT-LLM's tiers evict
+        whole prefixes at lookup, ``core.serve.offload``)."""
         if self.share_blocks and self.tiers is None:
             kept = self.shared_held + self.free_blocks
             if self.prefix_cached > kept * self.block_size:
@@ -401,7 +405,7 @@ class EngineState:
                 top = max(self.holders.get(self.group_of(request), ()), default=0)
                 if link > top:
                     self.queue_reclaimed += self.free_queue.reclaim(self.group_of(request), link, self.queue_pops())
-                self.loading.discard(self.group_of(request))
+                self.loading.pop(self.group_of(request), None)
             self.free_blocks -= link  # taken as its own, then handed to the prefix: only ``taken`` leaves the queue
             self._relink(request, link)
         elif more > self.free_blocks:
@@ -504,11 +508,14 @@ class EngineState:
             if self.counts_this(request) and not self.counts_at_admission:
                 self.hit_tokens -= lost  # its last counted lookup found them
             self.linked[request] = link
+            self.hit_at[request] = link * self.block_size  # the host stores what it computes again (review 325 #3)
+            self.host_part[request] = min(self.host_part[request], self.computed[request])
         return link
 
     def release(self, request: int) -> None:
         """``request``'s blocks go back: its own ones, and the prefix's it linked once no other request links them
-        (they stay cached, evictable: ``evict_unreferenced``)."""
+        (they stay cached, evictable: ``evict_unreferenced`` for the one prefix; with several, at the free queue's tail
+        behind its own blocks, ``free_queue``)."""
         pops, before = self.queue_pops(), self.free_blocks
         self.free_blocks += self.held[request]  # its own blocks go to the queue's tail before the prefix's
         if self.held[request] and self.linked[request]:
@@ -653,7 +660,7 @@ def _sglang(state: EngineState) -> Plan:
         if request in busy:
             continue
         done = computed[request]
-        remaining = prompts[request] + generated[request] - done  # ``known`` less ``done``, inlined: O(running)
+        remaining = prompts[request] + generated[request] - done  # ``known`` less ``done``, inlined (a call saved)
         if remaining > 1 or done < prompts[request]:
             tokens = min(remaining, budget)
             if tokens > 0 and state.grow(request, done + tokens):

@@ -334,7 +334,8 @@ class _Run:
     def finish(self, request: int) -> None:
         state = self.state
         if state.tiers is not None and not state.cache_at_allocation:  # its output's blocks too (review 324 #1)
-            state.tiers.store(request, state.computed[request], state.hit_at[request])  # SGLang: cache_finished_req
+            # SGLang's cache_finished_req inserts prompt and output; TensorRT-LLM offloads the blocks it evicts
+            state.tiers.store(request, state.computed[request], state.hit_at[request])
         self.state.release(request)
         self.state.running.remove(request)
         self.done[request] = self.now
