@@ -63,10 +63,10 @@ class FreeQueue:
         self.runs = [run for run in self.runs if run.blocks]
         return taken_out
 
-    def cached(self, prefix: int, linked: int, pops: int) -> int:
+    def settle(self, prefix: int, linked: int, pops: int) -> int:
         """Whole blocks of ``prefix`` still cached from its first: the ``linked`` ones running requests hold, then
-        its queued runs in order while none of their blocks was taken. Runs past the first gap are dropped (no hit
-        reaches them); a run wholly taken is dropped."""
+        its queued runs in order while none of their blocks was taken; the runs no hit can reach any more (past the
+        first gap, or wholly taken) are dropped from the record."""
         mine = sorted((run for run in self.runs if run.prefix == prefix), key=lambda run: run.start)
         reach, kept = linked, []
         for run in mine:

@@ -136,9 +136,9 @@ class PrefixTiers:
             self._put_span(prefix, (min(lo, start), max(hi, whole)) if start <= hi else (start, whole))
         own_from = max(since, self.prefix_len // self.block_size * self.block_size)
         own = tokens // self.block_size * self.block_size - own_from
-        kept, held = self.host.get(-1 - request, (0, 0))
-        if own > held or held:  # touched after its prefix's, as the connector touches a request's blocks in order
-            self._put_span(-1 - request, (kept, max(own, held)))
+        lo, hi = self.host.get(-1 - request, (0, 0))
+        if own > hi or hi:  # touched after its prefix's, as the connector touches a request's blocks in order
+            self._put_span(-1 - request, (lo, max(own, hi)))
         while self.host_tokens > self.host_capacity:  # block by block, the least recently used first
             key, (lo, hi) = next(iter(self.host.items()))
             excess = -(-(self.host_tokens - self.host_capacity) // self.block_size) * self.block_size

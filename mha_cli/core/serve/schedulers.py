@@ -345,7 +345,7 @@ class EngineState:
         if not any(run.prefix == prefix for run in self.free_queue.runs):
             return  # held by running requests, or just computed or loaded back: nothing of it in the queue
         linked = max(self.holders.get(prefix, ()), default=0)
-        cached = self.free_queue.cached(prefix, linked, self.queue_pops()) * self.block_size
+        cached = self.free_queue.settle(prefix, linked, self.queue_pops()) * self.block_size
         if prefix in self.loading and cached >= self.loading[prefix]:
             return  # the tokens loaded from the host sit above a GPU part still cached
         self.loading.pop(prefix, None)  # the GPU part below them was evicted (review 325 #2): the load is lost too
