@@ -62,7 +62,10 @@ def test_head_dim_below_32_is_a_hard_failure(tmp_path):
       "mla.v_head_dim 16 < 32: widen the heads' value width to at least 32 (DeepSeek-V3: 128 + 64 query/key, 128 value)"),
      ({"kv_lora_rank": 256, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 64},
       "mla.qk_nope_head_dim + mla.qk_rope_head_dim 16 < 32: widen the heads' query/key width to at least 32"
-      " (DeepSeek-V3: 128 + 64 query/key, 128 value)")],
+      " (DeepSeek-V3: 128 + 64 query/key, 128 value)"),
+     ({"kv_lora_rank": 256, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16},
+      "mla.qk_nope_head_dim + mla.qk_rope_head_dim 24 and mla.v_head_dim 16 < 32: widen the heads' query/key and value"
+      " widths to at least 32 (DeepSeek-V3: 128 + 64 query/key, 128 value)")],
 )  # fmt: skip
 def test_an_mla_head_below_32_names_its_field_and_keeps_the_head_count(tmp_path, mla, message):
     """Trial 319 #1: an MLA file with v_head_dim 16 and 48 heads was told "use fewer, wider heads (e.g. 54 heads of

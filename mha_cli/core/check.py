@@ -232,11 +232,20 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
     smallest = min(widths)
     mla = model.attention.mla
     if smallest < C.HEAD_DIM_FLOOR and mla is not None:  # the head count stays: its heads' own widths are too small
-        field = "mla.v_head_dim" if mla.v_head_dim == smallest else "mla.qk_nope_head_dim + mla.qk_rope_head_dim"
+        narrow = [
+            (field, kind, width)
+            for field, kind, width in (
+                ("mla.qk_nope_head_dim + mla.qk_rope_head_dim", "query/key", mla.qk_head_dim),
+                ("mla.v_head_dim", "value", mla.v_head_dim),
+            )
+            if width < C.HEAD_DIM_FLOOR
+        ]  # each width below the floor named (review 325 #18)
+        fields = " and ".join(f"{field} {width}" for field, _, width in narrow)
+        kinds = " and ".join(kind for _, kind, _ in narrow)
         trace.fire(
             "MHA090",
-            f"{field} {smallest} < {C.HEAD_DIM_FLOOR}: widen the heads' {'value' if 'v_' in field else 'query/key'}"
-            f" width to at least {C.HEAD_DIM_FLOOR} (DeepSeek-V3: 128 + 64 query/key, 128 value)",
+            f"{fields} < {C.HEAD_DIM_FLOOR}: widen the heads' {kinds} width{'s' if len(narrow) > 1 else ''} to at"
+            f" least {C.HEAD_DIM_FLOOR} (DeepSeek-V3: 128 + 64 query/key, 128 value)",
             head_dim=smallest,
         )
     elif smallest < C.HEAD_DIM_FLOOR:

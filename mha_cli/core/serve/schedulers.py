@@ -126,11 +126,13 @@ class EngineState:
         self.order = [0] * count
         """When each request last entered ``running``: its place in the running order (``enter_running``)."""
         self.entries = 0
+        """Admissions to ``running`` over the run (the next ``order``)."""
         self.scope: list[int] | None = None
         """SGLang under pipeline parallelism: the running requests of the micro-batch whose turn it is, in the running
         order (``core.serve.pipelined.MicroBatches.scope``), the only ones its scheduler computes or retracts this
         turn; None: every running request."""
         self.scope_set: set[int] | None = None
+        """``scope`` as a set, for ``preempt_last``'s membership test (None with it)."""
         self.free_blocks, self.block_size, self.budget, self.max_seqs = blocks, block_size, budget, max_seqs
         self.total_blocks = blocks
         self.preemptions = 0
