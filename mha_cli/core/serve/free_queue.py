@@ -43,6 +43,12 @@ class FreeQueue:
         """``prefix``'s blocks from ``start`` (``blocks`` of them) go to the tail, behind ``ahead`` queued blocks."""
         self.runs.append(QueuedRun(prefix, start, blocks, pops + ahead))
 
+    def warm(self, prefix: int, blocks: int, pool: int) -> None:
+        """``prefix``'s first ``blocks``, cached before the run, go to the tail of a ``pool``-block queue, behind the
+        prefixes warmed before it (warmed in their order): every earlier run moves ahead by as many."""
+        self.runs = [run._replace(front=run.front - blocks) for run in self.runs]
+        self.append(prefix, 0, blocks, pops=0, ahead=pool - blocks)
+
     def reclaim(self, prefix: int, upto: int, pops: int) -> int:
         """A hit links ``prefix``'s blocks below ``upto``: those of its queued runs the head has not taken by ``pops``
         leave the queue (the runs' back, where the first blocks are), and every run behind them moves up by as many;

@@ -328,10 +328,7 @@ class EngineState:
         prefixes warmed before it (called in the prefixes' order)."""
         if self.free_queue is None or self.tiers is None:
             return
-        blocks = self.cached_blocks(request)
-        queue = self.free_queue
-        queue.runs = [run._replace(front=run.front - blocks) for run in queue.runs]  # the earlier ones move ahead
-        queue.append(self.tiers.prefix_of(request), 0, blocks, pops=0, ahead=self.total_blocks - blocks)
+        self.free_queue.warm(self.tiers.prefix_of(request), self.cached_blocks(request), self.total_blocks)
 
     def queue_pops(self) -> int:
         """Blocks the free queue's head has handed out over the run: what it held at the start and what came back,
