@@ -135,3 +135,24 @@ def test_the_control_an_lru_over_whole_prefixes_in_the_free_room_overstates_the_
 
     monkeypatch.setattr(simulate_module._Run, "__init__", room_model)
     assert simulated(blocks=400, prefix=256, groups=8)[0] == pytest.approx(56 * 256 / 64_000)
+
+
+def test_prefixes_warmed_before_the_run_sit_at_the_queues_tail_the_first_warmed_nearest_the_head():
+    """Two prefixes of 4 blocks cached before the run, in a 20-block pool: the first warmed goes 8 blocks from the
+    tail, behind 12, the second at the tail, behind 16; the head takes the first's last block at its 13th block."""
+    from mha_cli.core.serve.free_queue import FreeQueue
+
+    queue = FreeQueue()
+    queue.warm(0, 4, 20)
+    queue.warm(1, 4, 20)
+    assert [(run.prefix, run.front) for run in queue.runs] == [(0, 12), (1, 16)]
+    assert queue.settle(0, 0, 12) == 4 and queue.settle(0, 0, 13) == 3 and queue.settle(1, 0, 16) == 4
+    # the simulator with the two warmed and a roomy pool: both first requests find theirs (the control: cold, none)
+    for warm, hits in ((True, 2 * 512), (False, 0)):
+        limits = EngineLimits(
+            engine="vllm", kv_blocks=400, block_size=16, max_num_batched_tokens=8192, max_num_seqs=64,
+            shares_prefix_blocks=True, host_blocks=100, load_s_per_token=1e-9,
+        )  # fmt: skip
+        workload = Workload([(1000, 2)] * 2, max_concurrency=1, prefix_len=512, prefix_groups=2, warm_prefix=warm)
+        sim, _ = simulate(workload, limits, OneMillisecond())
+        assert sim.prefix_cache_hit_rate == pytest.approx(hits / 2000)
