@@ -190,20 +190,14 @@ def simulate_deployment(
             limits = limits._replace(caches_preempted_blocks=False)
         if offload is not None:
             limits = offload_limits(limits, offload, prefix_caching)
-        stepped = workload
-        if served.speculative is not None:  # outputs counted in steps of T tokens (core.serve.speculative)
-            from mha_cli.core.serve.speculative import step_lengths
-
-            stepped = step_lengths(workload, served.speculative.acceptance_length)
+        spec = served.speculative
+        if spec is not None:  # each decode keeps T tokens a step (core.serve.speculative)
+            lookahead = spec.num_speculative_tokens if engine.name == "vllm" else 0
+            limits = limits._replace(acceptance_length=spec.acceptance_length, lookahead_tokens=lookahead)
         run, times = simulate(
-            stepped, limits, StepCost(Stepper(served, profile)),
+            workload, limits, StepCost(Stepper(served, profile)),
             request_overhead_s=profile.request_overhead_s, trace=traced,
         )  # fmt: skip
-        if served.speculative is not None:
-            from mha_cli.core.serve.speculative import per_token
-
-            prompts, outputs = [p for p, _ in workload.lengths], [o for _, o in workload.lengths]
-            run, times = per_token(run, times, outputs, prompts)
         return run, times, workload, users
 
     run, times, workload, users = replica_run(case, traced=trace)

@@ -63,6 +63,7 @@ from typing import Literal, NamedTuple
 from mha_cli.core.engine.window_blocks import WindowGroup, admission_blocks, held_blocks
 from mha_cli.core.serve.free_queue import FreeQueue
 from mha_cli.core.serve.offload import PrefixTiers
+from mha_cli.core.serve.speculative import AcceptedTokens
 
 EngineKind = Literal["vllm", "sglang", "trtllm"]
 
@@ -143,6 +144,11 @@ class EngineState:
         """Tokens a running decode takes of the step's budget: 1, or 1 + its draft tokens under speculative decoding
         in vLLM V1 (``num_tokens_with_spec``, as many as the budget leaves) and TensorRT-LLM (``MicroBatchScheduler``:
         beam width + ``getNumDraftTokens``); SGLang's and vLLM V0's decodes take 1 (``EngineLimits.drafts_in_budget``)."""
+        self.accepted: AcceptedTokens | None = None
+        """Under speculative decoding, the tokens each decode step keeps (``core.serve.speculative``); None: one."""
+        self.lookahead = 0
+        """vLLM under speculative decoding: slots a running request's step allocates past its scheduled tokens for
+        the drafter (``num_lookahead_tokens``, k; ``core.serve.speculative``); 0 elsewhere."""
         self.watermark_blocks = 0
         """vLLM V0: blocks a waiting request must leave free, its whole prompt held, to be admitted
         (``BlockSpaceManager.can_allocate``, ``core.engine.vllm_rule_releases.admission_watermark``); 0: none."""
@@ -385,14 +391,26 @@ class EngineState:
     def blocks_for(self, tokens: int) -> int:
         return -(-tokens // self.block_size)
 
-    def grow(self, request: int, tokens: int) -> bool:
-        """Hold blocks for ``tokens`` of ``request``; False (nothing taken) when the pool lacks them. Sharing
+    def decode_slots(self, request: int, before: int = 0) -> int:
+        """Slots ``request``'s decode step after ``before`` more ones holds past its computed tokens and the one it
+        adds: none; under speculative decoding vLLM's scheduled and lookahead slots (the k + 1 tokens a step can keep
+        among them), elsewhere the rest of the tokens it keeps (``core.serve.speculative``)."""
+        if self.accepted is None:
+            return 0
+        if self.lookahead:
+            return self.decode_tokens + self.lookahead - 1
+        left = self.outputs[request] - self.generated[request]
+        return self.accepted.after(request, before + 1, left) - self.accepted.after(request, before, left) - 1
+
+    def grow(self, request: int, tokens: int, slots: int = 0) -> bool:
+        """Hold blocks for ``tokens`` of ``request`` and ``slots`` past them (speculative decoding's, which cache
+        nothing: ``decode_slots``); False (nothing taken) when the pool lacks them. Sharing
         blocks, a request's first blocks are its hit, linked rather than taken: only those no running request
         links leave the free queue (vLLM ``get_num_blocks_to_allocate``: the hit's blocks with ``ref_cnt == 0``).
         With windowed groups, the blocks their windows left go back first (``core.engine.window_blocks``)."""
         if self.window_groups:
-            return self._grow_windowed(request, tokens)
-        more = self.blocks_for(tokens) - self.held[request]
+            return self._grow_windowed(request, tokens + slots)
+        more = self.blocks_for(tokens + slots) - self.held[request]
         link = 0
         if self.share_blocks and not self.held[request] and self.linked[request]:
             link = self._hit_blocks(request)
@@ -585,7 +603,8 @@ def _vllm(state: EngineState) -> Plan:
     chunks: list[tuple[int, int]] = []
     preempted = False
     computed, prompts, generated, size = state.computed, state.prompts, state.generated, state.block_size
-    decode_tokens = state.decode_tokens
+    decode_tokens, lookahead = state.decode_tokens, state.lookahead
+    speculative = state.accepted is not None
     # the running requests not in a batch in flight, in order; a preemption takes the last of them
     # (``preempt_last``), so those still running are always the first ``end``
     free = [r for r in state.running if r not in state.busy] if state.busy else state.running
@@ -595,18 +614,20 @@ def _vllm(state: EngineState) -> Plan:
         done = computed[request]
         remaining = prompts[request] + generated[request] - done
         tokens = remaining if remaining < budget else budget  # min(): this loop runs once a request a step
-        if tokens == 1 and done >= prompts[request] and done % size:  # a decode inside its last block: no block
+        decode = tokens == 1 and done >= prompts[request]
+        if decode and done % size and not speculative:  # a decode inside its last block: no block
             decodes.append(request)
             budget = budget - decode_tokens if decode_tokens < budget else 0
             index += 1
             continue
-        while not state.grow(request, done + tokens):
+        # under speculative decoding, the step's slots past its tokens (``EngineState.decode_slots``)
+        while not state.grow(request, done + tokens, state.decode_slots(request) if decode else lookahead):
             preempted = True
             end -= 1
             if state.preempt_last() == request:
                 break
         else:
-            if tokens == 1 and done >= prompts[request]:
+            if decode:
                 decodes.append(request)
                 tokens = min(decode_tokens, budget)  # its draft tokens too (vLLM V1)
             else:
@@ -691,7 +712,8 @@ def _sglang(state: EngineState) -> Plan:
     decodes: list[int] = []
     retracted: set[int] = set()  # a set, not ``in state.running``: a list's lookup made each step O(running^2)
     held, size = state.held, state.block_size
-    plain = not state.window_groups and not state.share_blocks  # then ``grow`` of a decode only takes its blocks
+    # then ``grow`` of a decode only takes its blocks, for one token
+    plain = not state.window_groups and not state.share_blocks and state.accepted is None
     for request in list(members):
         if request in retracted or request in busy:
             continue  # retracted below, or its last token still in flight
@@ -702,7 +724,7 @@ def _sglang(state: EngineState) -> Plan:
                 held[request] += more
             decodes.append(request)
             continue
-        while not state.grow(request, computed[request] + 1):
+        while not state.grow(request, computed[request] + 1, state.decode_slots(request)):
             victim = state.preempt_last()
             retracted.add(victim)
             state.new_token_ratio = SGLANG_INIT_NEW_TOKEN_RATIO
@@ -718,7 +740,7 @@ def _trtllm(state: EngineState) -> Plan:
     budget = state.budget
     decodes = [r for r in state.running if r not in state.busy]  # their blocks were reserved whole at admission
     for request in decodes:
-        state.grow(request, state.computed[request] + 1)
+        state.grow(request, state.computed[request] + 1, state.decode_slots(request))
     budget -= len(decodes) * state.decode_tokens
     chunks: list[tuple[int, int]] = []
     if not state.waiting or len(state.running) >= state.max_seqs:  # the admission loop's condition, negated

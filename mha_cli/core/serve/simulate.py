@@ -37,6 +37,7 @@ from mha_cli.core.serve.free_queue import FreeQueue
 from mha_cli.core.serve.offload import PrefixTiers
 from mha_cli.core.serve.recv_interval import RecvSkipper
 from mha_cli.core.serve.schedulers import EngineKind, EngineState, schedule
+from mha_cli.core.serve.speculative import AcceptedTokens
 from mha_cli.core.serve.stats import LatencyStats, summarise, summarise_weighted
 from mha_cli.core.serve.step_cost import StepCost
 from mha_cli.core.serve.workload import Workload
@@ -100,6 +101,10 @@ class EngineLimits(NamedTuple):
     (``Scheduler.schedule``: ``num_tokens_with_spec - num_computed_tokens``, capped at the budget left) and
     TensorRT-LLM (``MicroBatchScheduler``); False: 1 (vLLM V0 counts its lookahead slots outside the budget, SGLang
     runs its decodes as a batch of their own)."""
+    acceptance_length: float = 0.0
+    """Speculative decoding: T, the tokens a decode step keeps on average (``core.serve.speculative``); 0: none."""
+    lookahead_tokens: int = 0
+    """vLLM under speculative decoding: the lookahead slots a running request's step allocates for the drafter (k)."""
 
 
 def drafts_in_budget(engine: "EnginePlan") -> bool:
@@ -274,6 +279,11 @@ class _Run:
         self.state.counts_at_admission = limits.engine == "vllm" and limits.counts_lookups_at_admission
         self.state.watermark_blocks = limits.watermark_blocks if limits.engine == "vllm" else 0
         self.state.decode_tokens = cost.per_decode if limits.engine == "trtllm" or limits.drafts_in_budget else 1
+        if limits.acceptance_length:
+            if cost.pp > 1:  # ``cost.plan`` refuses it; the pipelined loops add one token a decode
+                raise ValueError("speculative decoding is simulated at pp 1 only")
+            self.state.accepted = AcceptedTokens(limits.acceptance_length, len(self.prompts))
+            self.state.lookahead = limits.lookahead_tokens
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
             limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching
@@ -354,9 +364,11 @@ class _Run:
         now, computed, generated, outputs, last, gaps = (
             self.now, state.computed, state.generated, self.outputs, self.last, self.gaps
         )  # fmt: skip
+        accepted = state.accepted
         for request in decodes:  # ``emit`` for a decode, inlined: the loop's hottest lines
-            computed[request] += 1
-            generated[request] += 1
+            kept = 1 if accepted is None else accepted.take(request, outputs[request] - generated[request])
+            computed[request] += kept
+            generated[request] += kept
             gap = now - last[request]
             gaps[gap] = gaps.get(gap, 0) + 1
             last[request] = now
@@ -388,11 +400,16 @@ class _Run:
         price = self.cost.exact_decode_seconds if windowed else self.cost.decode_seconds
         # a request sent stops the run at once (the client counts it in flight); one on its way, at a receiving turn
         send, entry = self.client.next_send(), self.client.next_entry()
-        context = sum(state.computed[r] for r in decodes) // rows
+        accepted, outputs, generated = state.accepted, self.outputs, state.generated
+        computed_sum = sum(state.computed[r] for r in decodes)
+        context = computed_sum // rows
+        residues = [] if accepted is None else accepted.residues(decodes)
         first_end = 0.0
         taken = 0
         while taken < horizon:
             before = self.now
+            if accepted is not None:  # each row's context grows by the tokens it kept (``one_step``'s mean)
+                context = (computed_sum + accepted.kept_together(residues, taken)) // rows - taken
             seconds = price(rows, context + taken)
             self.now += seconds
             taken += 1
@@ -410,10 +427,18 @@ class _Run:
         for i, request in enumerate(decodes):
             if windowed:
                 state.advance_windowed_decodes(request, grows[i], taken)
-            else:
+                kept = taken
+            elif accepted is None:
                 state.grow(request, state.computed[request] + taken)
-            state.computed[request] += taken
-            state.generated[request] += taken
+                kept = taken
+            else:  # the last step's blocks (``_horizon``), then its tokens kept
+                left = outputs[request] - generated[request]
+                earlier = accepted.after(request, taken - 1, left)
+                state.grow(request, state.computed[request] + earlier + 1, state.decode_slots(request, taken - 1))
+                kept = accepted.after(request, taken, left)
+                accepted.steps[request] += taken
+            state.computed[request] += kept
+            state.generated[request] += kept
             gap = first_end - self.last[request]
             self.gaps[gap] = self.gaps.get(gap, 0) + 1
             self.last[request] = self.now
@@ -483,7 +508,8 @@ class _Run:
             run_pipelined(self, keep_trace, skip_repeated_steps)
             return
         state, engine = self.state, self.limits.engine
-        by_cohort = skip_repeated_steps and engine == "vllm" and not self.windowed  # a cohort counts full blocks
+        # a cohort counts full blocks, a token a step (not speculative decoding's)
+        by_cohort = skip_repeated_steps and engine == "vllm" and not self.windowed and state.accepted is None
         self.client.send(self.now)
         while self.finished < len(self.prompts):
             self.admit()
@@ -506,7 +532,7 @@ class _Run:
             repeats = (
                 skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
                 and (engine != "sglang" or not state.waiting)
-                and not (self.windowed and (state.waiting or engine != "vllm"))
+                and not (self.windowed and (state.waiting or engine != "vllm" or state.accepted is not None))
             )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
             self.after_step(ended, keep_trace)
@@ -526,8 +552,13 @@ class _Run:
 
 def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grows: bool) -> int:
     """Decode steps the same rows can repeat: until the first of them ends, and (``grows``: blocks are taken as
-    tokens arrive) while the pool holds every row's next tokens (the first step's blocks are already held)."""
-    steps = min(outputs[r] - state.generated[r] for r in decodes)
+    tokens arrive) while the pool holds every row's next tokens (the first step's blocks are already held; under
+    speculative decoding, the tokens each keeps and its step's slots: ``EngineState.decode_slots``)."""
+    accepted, generated = state.accepted, state.generated
+    if accepted is None:
+        steps = min(outputs[r] - generated[r] for r in decodes)
+    else:
+        steps = min(accepted.steps_to(r, outputs[r] - generated[r]) for r in decodes)
     if not grows:
         return steps
 
@@ -536,7 +567,12 @@ def _horizon(state: EngineState, decodes: list[int], outputs: list[int], *, grow
     def fits(k: int) -> bool:
         more = 0
         for r in decodes:
-            more += max(0, -(-(computed[r] + k) // size) - held[r])
+            if accepted is None:
+                reach = computed[r] + k
+            else:  # the k-th step's: the tokens kept before it, its own one and its slots
+                earlier = accepted.after(r, k - 1, outputs[r] - generated[r])
+                reach = computed[r] + earlier + 1 + state.decode_slots(r, k - 1)
+            more += max(0, -(-reach // size) - held[r])
         return more <= state.free_blocks
 
     if fits(steps):

@@ -1,50 +1,64 @@
-"""The serving loop under speculative decoding: a request advances T tokens a step on average.
+"""The serving loop under speculative decoding: the tokens a decoding request keeps each step, and the slots it holds.
 
-The simulator steps the engine as it is: each step's decodes verify k + 1 tokens each and the drafter runs for
-them (``core.serve.step_cost``). What a decoding request gains from a step is one *chunk* of T tokens on average
-(the acceptance length): the workload's outputs are counted in chunks, 1 + ceil((output - 1) / T) steps of
-decode after the prompt's first token (``step_lengths``), and the run's figures are turned back into tokens
-(``per_token``):
+The simulator steps the engine as it is: each step's decodes verify k + 1 tokens each and the drafter runs for them
+(``core.serve.step_cost``). A decoding request keeps T of them a step on average (the acceptance length), and its
+cache, its context and its output grow by what it keeps, as the engine's do. ``AcceptedTokens`` deals them out in
+whole tokens: after s decode steps a request has 1 + floor(s x T) tokens (its first came with its prompt), so each
+step keeps floor(T) or ceil(T) of them, T on average.
 
-- ITL: the gap between chunks, as ``vllm bench serve`` measures it (its streaming clients append one gap per
-  received chunk, ``benchmarks/lib/endpoint_request_func.py``; a step's accepted tokens arrive as one chunk), so
-  the simulated ITL is the step time, about T x the TPOT;
-- TPOT: (e2e - TTFT) / (output tokens - 1) with the real output tokens (``vllm bench serve``'s formula);
-- output tokens/s: the real output tokens over the run's duration.
+A step's kept tokens reach the client as one chunk: ``vllm bench serve`` appends one gap per chunk (its streaming
+clients, ``benchmarks/lib/endpoint_request_func.py``), so the simulated ITL is the step's time, about T x the TPOT;
+TPOT is (e2e - TTFT) / (output tokens - 1) over the real tokens.
 
-What this leaves out: a request's cache and context grow by one token a step in the loop (not T), so the pool
-holds a request's output tokens at 1 / T of their blocks and its attention reads a shorter context; with
-prompts longer than the outputs both are a small share. Pure Python.
+The slots a decode step holds: vLLM allocates its 1 + k scheduled tokens and ``num_lookahead_tokens`` more, k for
+eagle, eagle3, mtp and draft_model, for a running request (0 for a waiting one), the rejected ones kept to be written
+over (``Scheduler.schedule``, ``allocate_slots(..., num_lookahead_tokens=...)``, ``v1/core/sched/scheduler.py``
+0.21.0); V0 appends k lookahead slots to its one token. SGLang and TensorRT-LLM are priced at the kept tokens (SGLang
+frees a verification's rejected slots; TensorRT-LLM reserves a request's whole prompt and output at admission).
+Pure Python.
 """
 
-from mha_cli.core.serve.simulate import RequestTimes, Simulation
-from mha_cli.core.serve.stats import summarise
-from mha_cli.core.serve.workload import Workload
+from bisect import bisect_left
+
+MILLI = 1000
+"""T is kept in thousandths of a token, so that every count is integer arithmetic (and the same in every path)."""
 
 
-def chunk_count(output: int, acceptance_length: float) -> int:
-    """Steps of decode that emit ``output`` tokens: the first token from the prompt's step, then T a step."""
-    return 1 + -(-(output - 1) // acceptance_length) if output > 1 else output
+class AcceptedTokens:
+    """The tokens each decoding request keeps per step at acceptance length T: 1 + floor(s x T) after s steps."""
 
+    def __init__(self, acceptance_length: float, requests: int) -> None:
+        if acceptance_length < 1:
+            raise ValueError(f"an acceptance length is at least 1 token a step, not {acceptance_length}")
+        self.milli = round(acceptance_length * MILLI)
+        """T in thousandths of a token."""
+        self.steps = [0] * requests
+        """Decode steps each request has run."""
 
-def step_lengths(workload: Workload, acceptance_length: float) -> Workload:
-    """``workload`` with each output counted in chunks (``chunk_count``)."""
-    lengths = [(prompt, int(chunk_count(output, acceptance_length))) for prompt, output in workload.lengths]
-    return workload._replace(lengths=lengths)
+    def after(self, request: int, steps: int, left: int) -> int:
+        """Tokens ``request`` keeps over its next ``steps`` decode steps, at most the ``left`` it still needs."""
+        done, milli = self.steps[request], self.milli
+        return min(left, (done + steps) * milli // MILLI - done * milli // MILLI)
 
+    def take(self, request: int, left: int) -> int:
+        """``request`` runs one decode step: the tokens it keeps (at most ``left``)."""
+        kept = self.after(request, 1, left)
+        self.steps[request] += 1
+        return kept
 
-def per_token(
-    run: Simulation, times: RequestTimes, outputs: list[int], prompts: list[int]
-) -> tuple[Simulation, RequestTimes]:
-    """``run`` (simulated in chunks) with TPOT and throughput over the real ``outputs`` (see the module docstring)."""
-    tpot = [
-        (e2e - ttft) / (output - 1) if output > 1 else 0.0
-        for e2e, ttft, output in zip(times.e2e, times.ttft, outputs, strict=True)
-    ]
-    produced = sum(outputs)
-    update = {
-        "tpot_ms": summarise([t for t, o in zip(tpot, outputs, strict=True) if o > 1]),
-        "output_tokens_per_s": produced / run.duration_s,
-        "total_tokens_per_s": (produced + sum(prompts)) / run.duration_s,
-    }
-    return run.model_copy(update=update), times._replace(tpot=tpot)
+    def steps_to(self, request: int, left: int) -> int:
+        """Decode steps ``request`` runs until it has kept the ``left`` tokens it still needs (at least 1)."""
+        done, milli = self.steps[request], self.milli
+        # the least s with (done + s) x T >= left + floor(done x T), in thousandths
+        return max(1, -(-((left + done * milli // MILLI) * MILLI) // milli) - done)
+
+    def residues(self, requests: list[int]) -> list[int]:
+        """The thousandths of a token past a whole one each of ``requests`` has kept, sorted (``kept_together``)."""
+        milli = self.milli
+        return sorted(self.steps[r] * milli % MILLI for r in requests)
+
+    def kept_together(self, residues: list[int], steps: int) -> int:
+        """The tokens requests with these ``residues`` keep together over their next ``steps`` steps, none of them
+        ending: each floor(steps x T), and one more where its residue and steps x T's part pass a whole token."""
+        whole, part = divmod(steps * self.milli, MILLI)
+        return len(residues) * whole + len(residues) - bisect_left(residues, MILLI - part)
