@@ -298,11 +298,11 @@ def test_the_batch_total_says_replicas_split_it(cli):
 
 
 def test_a_weight_format_asked_over_the_checkpoints_says_so(cli):
-    """DeepSeek-V3's config stores fp8-block weights; --quantization modelopt_fp4 (vLLM's name for NVFP4) prices
-    nvfp4 instead, so a warning says the figure is not the checkpoint's (the assumption line names what it stores).
-    Without the flag, or asking what it stores, nothing is said."""
+    """DeepSeek-V3's config stores fp8-block weights; --weight-dtype nvfp4 prices nvfp4 instead, so a warning says
+    the figure is not the checkpoint's (the assumption line names what it stores). Without the flag, or asking what
+    it stores, nothing is said."""
     config = "tests/fixtures/hf_configs/deepseek-v3.json"
-    asked = cli.json("kv", config, "--quantization", "modelopt_fp4")
+    asked = cli.json("kv", config, "--weight-dtype", "nvfp4")
     assert asked["deployment"]["weight_dtype"] == "nvfp4"
     assert (
         "weights priced in nvfp4 (--weight-dtype), not as the checkpoint stores them (fp8-block): serving them so"
@@ -310,6 +310,26 @@ def test_a_weight_format_asked_over_the_checkpoints_says_so(cli):
     ) in asked["warnings"]
     for args in ((), ("--weight-dtype", "fp8-block")):
         assert not any("--weight-dtype" in warning for warning in cli.json("kv", config, *args)["warnings"])
+
+
+def test_vllms_quantization_flag_names_the_checkpoints_method(cli):
+    """vLLM's --quantization pasted from a launch line, on a quantised checkpoint, names the checkpoint's own method
+    (trial 326 #1): DeepSeek-V3's quant_method fp8 with --quantization fp8 loads its fp8 blocks as stored (vLLM's
+    Fp8Config reads weight_block_size from it), so the figure and the warnings are the flag's absence's, not fp8 per
+    tensor (163,173,800 B fewer) with a warning that another checkpoint is needed. Another method on it is refused,
+    as vLLM refuses to start (ModelConfig._verify_quantization); on a bf16 checkpoint the flag is a format."""
+    config = "tests/fixtures/hf_configs/deepseek-v3.json"
+    plain, pasted = cli.json("kv", config), cli.json("kv", config, "--quantization", "fp8")
+    assert pasted["deployment"]["weight_dtype"] == "fp8-block" and pasted["warnings"] == plain["warnings"]
+    assert pasted["weight_bytes"] == plain["weight_bytes"]
+    per_tensor = cli.json("kv", config, "--weight-dtype", "fp8")["weight_bytes"]
+    assert plain["weight_bytes"] - per_tensor == 163_172_800
+    refused = cli.run("kv", config, "--quantization", "modelopt_fp4")
+    assert refused.exit_code == EXIT_BAD_INPUT and refused.stdout == ""
+    assert refused.stderr.startswith(
+        "error: --quantization modelopt_fp4: the checkpoint's quantization_config says fp8,"
+    )
+    assert cli.json("kv", "llama-3-8b", "--quantization", "fp8")["deployment"]["weight_dtype"] == "fp8"
 
 
 def test_a_large_batch_is_written_with_thousands_separators(cli):

@@ -101,19 +101,26 @@ KvDtypeOpt = Annotated[
 
 def _known_weight_dtype(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
     """Refuse a weight format unknown by name (or a vLLM method not priced) in one line that names the option as
-    typed (vLLM's ``--quantization``, pasted); the value passes on as typed, the model-dependent checks later."""
+    typed; the value passes on as typed, the model-dependent checks later. Typed as vLLM's ``--quantization``
+    (pasted), it passes on marked (``PastedQuantization``): on a quantised checkpoint vLLM reads it as the
+    checkpoint's own method, which may be one no format prices (compressed-tensors, modelopt, bitsandbytes)."""
     from mha_cli.cli.output import print_error
     from mha_cli.cli.typed_spellings import typed_spelling
     from mha_cli.core.errors import MhaError
+    from mha_cli.core.vllm_quantization import PastedQuantization, vllm_quantization_refusal
     from mha_cli.core.weight_formats import normalise_weight_format
 
-    if value is not None:
-        try:
-            normalise_weight_format(value)
-        except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
-            print_error(f"{typed_spelling(ctx, param)}: {exc.message}")
-            raise typer.Exit(code=exc.exit_code) from None
-    return value
+    if value is None:
+        return None
+    pasted = typed_spelling(ctx, param) == "--quantization"
+    if pasted and vllm_quantization_refusal(value) is not None:  # a method no format prices: the checkpoint's own,
+        return PastedQuantization(value)  # or refused, once it is read (``core.vllm_quantization.pasted_format``)
+    try:
+        normalise_weight_format(value)
+    except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
+        print_error(f"{typed_spelling(ctx, param)}: {exc.message}")
+        raise typer.Exit(code=exc.exit_code) from None
+    return PastedQuantization(value) if pasted else value
 
 
 WeightDtypeOpt = Annotated[
@@ -123,7 +130,8 @@ WeightDtypeOpt = Annotated[
         "--quantization",
         callback=_known_weight_dtype,
         help="Weight format for the memory plan: bf16, fp8, int4, ... vLLM's --quantization names for the formats"
-        " priced: fp8, awq, gptq, mxfp4.",
+        " priced: fp8, awq, gptq, mxfp4; on a quantised checkpoint, --quantization with its own method (fp8,"
+        " compressed-tensors, modelopt, ...) keeps it as stored, and another is refused, as vLLM refuses it.",
         show_default=False,
     ),
 ]

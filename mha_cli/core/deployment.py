@@ -17,6 +17,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import bf16_notes, resolve_target
 from mha_cli.core.validation import describe_validation_error
+from mha_cli.core.vllm_quantization import PastedQuantization, pasted_format
 
 FALLBACK_SEQ_LEN = 8192
 """Context used when neither the user, the config file nor the model states one."""
@@ -107,6 +108,11 @@ def merge_deployment(
 ) -> DeploymentSpec:
     """``base`` (or the defaults) with every override that is not ``None`` applied and validated."""
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
+    asked = overrides.get("weight_dtype")
+    if isinstance(asked, PastedQuantization):  # vLLM's --quantization names the checkpoint's method, or a format
+        scheme = None if base is None or base.weight_scheme is None else base.weight_scheme.method
+        stored = None if base is None else base.checkpoint_format
+        overrides = {**overrides, "weight_dtype": pasted_format(asked, stored, scheme)}
     if is_engine_default_kv(overrides.get("kv_dtype")):  # vLLM's auto: as left out (a checkpoint's fp8 can fill it)
         overrides = {**overrides, "kv_dtype": None}
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored

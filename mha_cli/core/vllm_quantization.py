@@ -9,6 +9,8 @@ priced, so they are refused with the checkpoint's format named instead. Every ot
 that says it is vLLM's and not priced, rather than "unknown weight format".
 """
 
+from mha_cli.core.errors import BadInputError
+
 MARLIN = {"awq_marlin": "awq", "gptq_marlin": "gptq", "gptq_marlin_24": "gptq", "marlin": "gptq"}
 """vLLM's Marlin kernels -> the checkpoint format they run."""
 NOT_PRICED = frozenset(
@@ -42,3 +44,53 @@ def vllm_quantization_refusal(name: str) -> str | None:
             " int4, nf4, fp8-block)"
         )
     return None
+
+
+class PastedQuantization(str):
+    """A weight format typed as vLLM's ``--quantization METHOD`` (pasted from a launch line): where the checkpoint is
+    quantised, vLLM reads METHOD as the checkpoint's own method, not as a format to price (``pasted_format``)."""
+
+    __slots__ = ()
+
+
+FORMAT_METHODS = {
+    "fp8": "fp8",
+    "fp8-block": "fp8",
+    "awq": "awq",
+    "gptq-int4": "gptq",
+    "mxfp4": "mxfp4",
+    "nvfp4": "modelopt_fp4",
+}
+"""A checkpoint format read without a scheme (a preset, or a named format's loader) -> vLLM's ``quant_method`` for it."""
+
+
+def checkpoint_methods(checkpoint_format: str | None, scheme_method: str | None) -> frozenset[str]:
+    """vLLM's ``--quantization`` names that mean a checkpoint's own method: its scheme's ``quant_method`` (ModelOpt's
+    NVFP4 also ``modelopt_fp4``, the method vLLM overrides it to), else its format's loader; empty: not quantised."""
+    if checkpoint_format is None:
+        return frozenset()
+    if scheme_method is not None:
+        extra = {"modelopt_fp4"} if scheme_method == "modelopt" and checkpoint_format.startswith("nvfp4") else set()
+        return frozenset({scheme_method, *extra})
+    method = FORMAT_METHODS.get(checkpoint_format)
+    return frozenset() if method is None else frozenset({method})
+
+
+def pasted_format(method: str, checkpoint_format: str | None, scheme_method: str | None) -> str | None:
+    """What vLLM's ``--quantization METHOD`` prices on a checkpoint: None (the checkpoint as stored) where METHOD is
+    the checkpoint's own method; on a checkpoint quantised otherwise, refused, as vLLM refuses to start (both in
+    ``ModelConfig._verify_quantization``, 0.21.0); on an unquantised one, METHOD as a format (or its refusal)."""
+    key = method.strip().lower()
+    own = checkpoint_methods(checkpoint_format, scheme_method)
+    if key in own:
+        return None
+    if own and key not in MARLIN:  # a Marlin name is vLLM's kernel for the checkpoint's own method: said below
+        raise BadInputError(
+            f"--quantization {method}: the checkpoint's quantization_config says {' or '.join(sorted(own))}, and vLLM"
+            " refuses to start on another method ('Quantization method specified in the model config ... does not"
+            " match', ModelConfig._verify_quantization): leave the flag out, or price another format with"
+            " --weight-dtype"
+        )
+    if (refusal := vllm_quantization_refusal(key)) is not None:
+        raise BadInputError(f"--quantization: {refusal}")
+    return str(method)
