@@ -362,6 +362,22 @@ def test_reasons_that_differ_in_their_figures_are_said_once_with_the_ways_out_th
                    "--closed-form").exit_code == 0  # fmt: skip
 
 
+def test_the_ways_out_of_a_search_where_nothing_starts_come_before_its_reasons(cli):
+    """Trial 326 #2: Kimi-K2 on 8 x H200 listed 1,119 characters of reasons and its way out was cut from the line;
+    vLLM's larger share of the device (0.95) was not among the changes tried. Llama 3.1 70B on 2 x H100 at
+    --gpu-memory-utilization 0.8: its weights (131.4 GiB) leave no cache in 0.8 x 158.4 GiB, and 0.95 on the same
+    GPUs starts, named first; the control, --weight-dtype fp8, starts too."""
+    refused = cli.run("plan", "llama-3.1-70b", "--target", "2xh100", "--isl", "2048", "--osl", "512",
+                      "--gpu-memory-utilization", "0.8")  # fmt: skip
+    assert refused.exit_code == 2
+    line = refused.output.strip().replace("\n", " ")
+    assert line.startswith(
+        "error: no deployment of llama-3.1-70b on 2xh100 serves these requests (ways out: --gpu-memory-utilization"
+        " 0.95 (tp 1 x pp 2"
+    )
+    assert "or --weight-dtype fp8 (" in line and line.index("ways out") < line.index("left out")
+
+
 def test_a_way_out_of_a_search_where_nothing_starts_is_what_its_run_picks(cli):
     """Qwen3-235B in bf16 loads on no layout of 4 H20s. Its ways out were judged in the closed form while the run
     they name is simulated, so "--target 8xh20 ... at 32 user(s) meets them (97 tokens/s per GPU)" named a point that

@@ -447,15 +447,22 @@ def throughput_first(candidate: Candidate) -> tuple[float, float]:
 PLAN_FLAGS: dict[str, tuple[str, type]] = {
     "--target": ("target", str), "--weight-dtype": ("weight_dtype", str), "--kv-dtype": ("kv_dtype", str),
     "--isl": ("isl", int), "--max-num-seqs": ("max_num_seqs", int),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", float),
 }  # fmt: skip
 """The field each flag of ``mha plan``'s ways out sets (``isl`` the search's, the others the deployment's)."""
 
 
 def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: str | None) -> list[str]:
-    """The changes a search with no pick tries, of ``recommend``'s kind: fp8 weights (on a device with fp8), an fp8
-    cache, twice the devices, and ``shorter`` (``--isl N (a shorter prompt)``, in the flags of the command that
-    searched). Unchecked: ``core.ways.settle`` keeps those that give a pick."""
+    """The changes a search with no pick tries, of ``recommend``'s kind: on vLLM below it, the larger share of the
+    device published deployments run (``core.fit.ENGINE_KNOBS``: the same GPUs, trial 326 #2), fp8 weights (on a
+    device with fp8), an fp8 cache, twice the devices, and ``shorter`` (``--isl N (a shorter prompt)``, in the flags
+    of the command that searched). Unchecked: ``core.ways.settle`` keeps those that give a pick."""
+    from mha_cli.core.fit import ENGINE_KNOBS
+
     changes = []
+    share = next(value for field, value, _ in ENGINE_KNOBS if field == "gpu_memory_utilization")
+    if deployment.engine in (None, "vllm") and (deployment.gpu_memory_utilization or 0.9) < share:
+        changes.append(f"--gpu-memory-utilization {share:g}")
     if not deployment.weight_dtype.startswith("fp8") and target.target.fp8_native:
         changes.append("--weight-dtype fp8")
     if deployment.kv_dtype != "fp8":
@@ -810,7 +817,7 @@ def search_deployments(
     options = {"isl": isl, "osl": osl, "concurrency": concurrency, "ttft_ms": ttft_ms, "itl_ms": itl_ms, "rate": rate}
     candidates, tried = _search(model, target, deployment, profiles if bounds else (profiles[0], None), **options)
     if not candidates:
-        why = f"no deployment of {model.name} on {target.spec} serves these requests: {_why_none_starts(tried)}"
+        way = ""
         if ways is None:  # mha plan's own search: the changes of its ways out with which one does, each searched as
             # the run asked would be where targets are given (simulated: a pick said to meet them is the user's)
             targeted = client if ttft_ms is not None or itl_ms is not None else None
@@ -818,9 +825,11 @@ def search_deployments(
             slots = state_slot_changes(model, deployment, [concurrency] if concurrency else list(STATE_SLOT_TRIALS))
             changes = [*slots, *search_changes(target, deployment, None)]
             found = settle(changes, judge, PLAN_FLAGS, keep=2, goal="starts")
-            if found[0].fits:
-                why += f"; ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)}"
-        raise BadInputError(why)
+            if found[0].fits:  # before the reasons, which a long list would cut from the line (trial 326 #2)
+                way = f" (ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)})"
+        raise BadInputError(
+            f"no deployment of {model.name} on {target.spec} serves these requests{way}: {_why_none_starts(tried)}"
+        )
     chosen = _chosen(candidates)
     if client is not None and chosen is not None:
         chosen = confirm_by_simulation(
