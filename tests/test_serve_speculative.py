@@ -127,3 +127,36 @@ def test_the_shortcuts_change_nothing_under_speculative_decoding(engine, blocks,
     assert fast.itl_ms.mean == pytest.approx(slow.itl_ms.mean, rel=1e-6)
     if blocks == 500:
         assert slow.preemptions > 0
+
+
+def test_a_request_preempted_when_a_decode_run_would_start_comes_back_at_once():
+    """Review 328 #1: a step that preempts admits nobody, and under speculative decoding the request it preempted
+    comes back needing fewer blocks than it freed (its lookahead slots), so the next step admits it: the repeated
+    decode steps may not start there. T = 4, k = 3, a pool of 4 blocks of 16: the shortcut ran request 0 alone for
+    8 steps (13 steps, 1 preemption) where the step-by-step run readmits request 1 at once (12 steps, 2)."""
+    workload = Workload(lengths=[(17, 31), (27, 11)], max_concurrency=3)
+    limits = EngineLimits(
+        "vllm", kv_blocks=4, block_size=16, max_num_batched_tokens=2048, max_num_seqs=3, prefix_caching=False,
+        drafts_in_budget=True, acceptance_length=4.0, lookahead_tokens=3,
+    )  # fmt: skip
+    fast, fast_times = simulate(workload, limits, ContextCost())  # type: ignore[arg-type]
+    slow, slow_times = simulate(workload, limits, ContextCost(), skip_repeated_steps=False)  # type: ignore[arg-type]
+    assert (slow.steps, slow.preemptions) == (12, 2)
+    assert (fast.steps, fast.preemptions) == (slow.steps, slow.preemptions) and fast_times == slow_times
+
+
+def test_a_preempted_request_back_as_a_decode_keeps_one_token():
+    """Review 328 #3: vLLM clears a preempted request's draft tokens, so when it comes back with all but its last
+    token cached its first decode step verifies none and keeps 1 token; the next keeps its share of T again."""
+    from mha_cli.core.serve.simulate import _Run
+
+    limits = _vllm(100, acceptance_length=2.5, lookahead_tokens=3)
+    run = _Run(Workload(lengths=[(32, 41)]), limits, FlatCost(), 0.0)  # type: ignore[arg-type]
+    state = run.state
+    state.computed[0], state.generated[0] = 40, 9  # back with all but its last token cached, as a decode
+    state.running.append(0)
+    state.undrafted.add(0)
+    run.one_step([0], [])
+    assert (state.computed[0], state.generated[0]) == (41, 10) and 0 not in state.undrafted
+    run.one_step([0], [])
+    assert (state.computed[0], state.generated[0]) == (43, 12)  # 1 + floor(2.5) after its first drafted step

@@ -224,6 +224,30 @@ def test_the_simulator_emits_t_tokens_a_step_and_measures_itl_per_chunk():
     assert simulated.output_tokens_per_s == pytest.approx(1024 * 3 / simulated.duration_s)
 
 
+def test_the_simulated_replica_allocates_vllms_lookahead_only(monkeypatch):
+    """``simulate_deployment`` gives vLLM's replica k lookahead slots for the drafter and T (``core.serve.speculative``),
+    SGLang's T and none."""
+    import mha_cli.core.serve.replica as replica
+
+    seen = []
+    real = replica.simulate
+
+    def spy(workload, limits, *args, **kwargs):
+        seen.append((limits.engine, limits.acceptance_length, limits.lookahead_tokens))
+        return real(workload, limits, *args, **kwargs)
+
+    monkeypatch.setattr(replica, "simulate", spy)
+    spec_args = {"method": "eagle3", "num_speculative_tokens": 3, "acceptance_length": 2.5}
+    with_spec, _, _, (loaded, deployment, profile, _) = _plans("llama-3.1-8b", "h100", spec_args, 1, 1)
+    simulate_plan(with_spec, loaded.model, deployment, profile, ClientSpec(num_prompts=2))
+    on_sglang = merge_deployment(deployment, model=loaded.model, engine="sglang")
+    target = resolve_target("h100")
+    ceiling = datasheet_profile(target.target, deployment.weight_dtype)
+    planned = plan_serving(loaded.model, target, on_sglang, profile, ceiling, isl=1024, osl=1024, concurrency=1, tp=1)
+    simulate_plan(planned, loaded.model, on_sglang, profile, ClientSpec(num_prompts=2))
+    assert seen == [("vllm", 2.5, 3), ("sglang", 2.5, 0)]
+
+
 def test_launch_lines_carry_the_speculative_flags():
     model = load_source("llama-3.1-70b").model
     spec = build_spec(model, origin="", kind="preset", draft="llama-3.2-1b", num_speculative_tokens=4,

@@ -146,6 +146,9 @@ class EngineState:
         beam width + ``getNumDraftTokens``); SGLang's and vLLM V0's decodes take 1 (``EngineLimits.drafts_in_budget``)."""
         self.accepted: AcceptedTokens | None = None
         """Under speculative decoding, the tokens each decode step keeps (``core.serve.speculative``); None: one."""
+        self.undrafted: set[int] = set()
+        """Under speculative decoding, requests with no draft tokens to verify: vLLM clears a preempted request's
+        (``Scheduler._preempt_request``, 0.21.0), so its next decode step, if it comes back as one, keeps 1 token."""
         self.lookahead = 0
         """vLLM under speculative decoding: slots a running request's step allocates past its scheduled tokens for
         the drafter (``num_lookahead_tokens``, k; ``core.serve.speculative``); 0 elsewhere."""
@@ -579,6 +582,8 @@ class EngineState:
         self.computed[victim] = 0
         self.counted[victim] = False
         self.was_preempted[victim] = True
+        if self.accepted is not None:
+            self.undrafted.add(victim)
         self.waiting.appendleft(victim)
         self.preemptions += 1
         return victim

@@ -364,9 +364,15 @@ class _Run:
         now, computed, generated, outputs, last, gaps = (
             self.now, state.computed, state.generated, self.outputs, self.last, self.gaps
         )  # fmt: skip
-        accepted = state.accepted
+        accepted, undrafted = state.accepted, state.undrafted
         for request in decodes:  # ``emit`` for a decode, inlined: the loop's hottest lines
-            kept = 1 if accepted is None else accepted.take(request, outputs[request] - generated[request])
+            if accepted is None:
+                kept = 1
+            elif request in undrafted:  # back from a preemption with no drafts: its one token, and the drafter's
+                undrafted.discard(request)
+                kept = 1
+            else:
+                kept = accepted.take(request, outputs[request] - generated[request])
             computed[request] += kept
             generated[request] += kept
             gap = now - last[request]
@@ -377,8 +383,10 @@ class _Run:
         for request, tokens in chunks:
             state.computed[request] += tokens
             state.cache_prefix(state.computed[request], request)
-            if state.computed[request] >= state.known(request) and self.emit(request):
-                ended.append(request)
+            if state.computed[request] >= state.known(request):
+                undrafted.discard(request)  # it samples, and the drafter proposes after it
+                if self.emit(request):
+                    ended.append(request)
         return ended
 
     def decode_run(self, decodes: list[int]) -> list[int]:
@@ -522,17 +530,23 @@ class _Run:
                     self.after_step(ended, keep_trace)
                     continue
                 self.leave_cohort()
+            preemptions = state.preemptions
             decodes, chunks = schedule(engine, state)
             if not decodes and not chunks:
                 self.idle_until_next_event(
                     f"{engine} admits none of the waiting requests into an empty pool: give it more KV memory"
                 )
                 continue
-            # windows free blocks as they move: a request waiting could be admitted part-way through a run
+            # windows free blocks as they move: a request waiting could be admitted part-way through a run; under
+            # speculative decoding a request preempted now comes back needing fewer blocks than it freed (its slots:
+            # review 328 #1), and one back without drafts keeps one token
             repeats = (
                 skip_repeated_steps and not by_cohort and not chunks and len(decodes) == len(state.running)
                 and (engine != "sglang" or not state.waiting)
                 and not (self.windowed and (state.waiting or engine != "vllm" or state.accepted is not None))
+                and not (state.accepted is not None and (
+                    state.preemptions != preemptions or not state.undrafted.isdisjoint(decodes)
+                ))
             )  # fmt: skip
             ended = self.decode_run(decodes) if repeats else self.one_step(decodes, chunks)
             self.after_step(ended, keep_trace)

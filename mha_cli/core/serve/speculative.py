@@ -14,8 +14,11 @@ The slots a decode step holds: vLLM allocates its 1 + k scheduled tokens and ``n
 eagle, eagle3, mtp and draft_model, for a running request (0 for a waiting one), the rejected ones kept to be written
 over (``Scheduler.schedule``, ``allocate_slots(..., num_lookahead_tokens=...)``, ``v1/core/sched/scheduler.py``
 0.21.0); V0 appends k lookahead slots to its one token. SGLang and TensorRT-LLM are priced at the kept tokens (SGLang
-frees a verification's rejected slots; TensorRT-LLM reserves a request's whole prompt and output at admission).
-Pure Python.
+frees a verification's rejected slots; TensorRT-LLM reserves a request's whole prompt and output at admission). A
+preempted request's drafts are cleared (``Scheduler._preempt_request``): back as a decode, its first step keeps 1
+token (``EngineState.undrafted``). Not modelled: vLLM's asynchronous scheduler (on by default for eagle, eagle3 and
+mtp in 0.21.0) counts the previous step's 1 + k tokens computed before they are verified, so a request holds up to
+k + 1 - T more slots (review 328 #2); a budget that cuts a decode's drafts still keeps T. Pure Python.
 """
 
 from bisect import bisect_left
