@@ -92,11 +92,22 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
 def test_summary_of_a_previous_token_head() -> None:
     weights = torch.tensor([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     summary = summarise(weights, head=0, kv_head=0)
-    assert summary.previous_mass == 1.0 and summary.self_mass == 0.0 and summary.first_mass == 0.5
+    assert summary.previous_mass == 1.0 and summary.self_mass == 0.0 and summary.first_mass == 0.0
     assert summary.entropy_bits == 0.0 and summary.uniform_bits == round((1 + math.log2(3)) / 2, 4)
     assert summary.pattern == "previous" and summary.other_mass == 0.0
     uniform = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3]])
     assert summarise(uniform, 0, 0).pattern == "spread"
+
+
+def test_row_ones_first_token_is_its_previous_counted_once() -> None:
+    """Trial 327 #1: row 1's previous token is the first; counted under both, the shares added up to more than 1 and
+    the doubled weight named this head 'first' (0.625 against previous 0.5). Counted once, as previous: previous
+    0.5, self 0.275, first 0.225 (row 2's only), the four adding up to 1."""
+    weights = torch.tensor([[1.0, 0.0, 0.0], [0.8, 0.2, 0.0], [0.45, 0.2, 0.35]])
+    summary = summarise(weights, head=0, kv_head=0)
+    shares = (summary.self_mass, summary.previous_mass, summary.first_mass, summary.other_mass)
+    assert shares == (0.275, 0.5, 0.225, 0.0) and summary.pattern == "previous"
+    assert sum(shares) == pytest.approx(1.0)
 
 
 def test_a_one_token_summary_is_refused_not_invented() -> None:

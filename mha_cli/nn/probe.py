@@ -35,12 +35,14 @@ class HeadSummary(BaseModel):
     self_mass: float
     previous_mass: float
     first_mass: float
+    """The mean mass on the first token where it is not the previous one (row 1's first token is its previous: counted
+    there), so that the four shares add up to 1."""
     other_mass: float
     """The mean mass on tokens that are none of self, previous and first."""
     pattern: str
     """'spread' when the rows are near-uniform (entropy >= 90% of uniform), else the largest of 'self', 'previous'
-    (token), 'first' (token; row 1's previous token is also the first) and 'other', the mass on none of those three
-    (trial 303 #4: a head with 0.35 on itself and 0.79 of some rows on one word was labelled 'self')."""
+    (token), 'first' (token) and 'other', the mass on none of those three (trial 303 #4: a head with 0.35 on itself
+    and 0.79 of some rows on one word was labelled 'self')."""
 
 
 class ProbeResult(BaseModel):
@@ -94,8 +96,10 @@ def summarise(weights: torch.Tensor, head: int, kv_head: int | None) -> HeadSumm
     entropy = -plogp.sum(-1)  # (N,)
     self_mass = sum(float(weights[i, i]) for i in rows) / len(rows)
     previous = sum(float(weights[i, i - 1]) for i in rows) / len(rows)
-    first = sum(float(weights[i, 0]) for i in rows) / len(rows)
-    # the rest of each row, on no one of those positions (row 1's previous token is its first: counted once)
+    # row 1's previous token is its first: counted once, as previous, so the four shares of a row add up to 1
+    # (trial 327 #1: counted twice, it named a head 'first' on the doubled weight)
+    first = sum(float(weights[i, 0]) for i in rows if i > 1) / len(rows)
+    # the rest of each row, on no one of those positions
     other = sum(1.0 - float(weights[i, i]) - float(weights[i, i - 1]) - (float(weights[i, 0]) if i > 1 else 0.0)
                 for i in rows) / len(rows)  # fmt: skip
     masses = {"self": self_mass, "previous": previous, "first": first, "other": other}  # the table's columns
