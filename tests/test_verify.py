@@ -525,6 +525,32 @@ def test_the_numerics_comparison_runs_past_a_window_within_reach():
     assert numerics_tokens(wide, 8192) == 16  # past WINDOW_REACH
 
 
+def test_a_comparison_short_of_the_window_says_so():
+    """Trial 327 #2: recommend's 5:1 design with a 1,024 window over a 128,256-token vocabulary passed its numerics
+    at 16 tokens, the window unexercised and unsaid. Each way the comparison stops short is named; where it runs past
+    the window (or the model has none, or 16 tokens pass it) nothing is."""
+    from mha_cli.core.presets import get_preset
+    from mha_cli.verify.rank import window_unchecked
+
+    llama = get_preset("llama-3-8b")
+
+    def windowed(window: int, vocab: int = 128_256):
+        layers = llama.layers.model_copy(update={"pattern": ["local", "global"], "sliding_window": window})
+        return llama.model_copy(update={"layers": layers, "embeddings": llama.embeddings.model_copy(
+            update={"vocab_size": vocab})})  # fmt: skip
+
+    assert window_unchecked(windowed(1024), 1100) == (
+        "the sliding window (1,024) is not compared: 1,032 tokens x 128,256 logits are more than the 33,554,432 it"
+        " holds (use a smaller vocab)"
+    )
+    assert window_unchecked(windowed(64), 70) == (
+        "the sliding window (64) is not compared: the run's 70 tokens do not pass it (--seq 72 would)"
+    )
+    assert window_unchecked(windowed(4096), 8192).endswith("it is wider than the 1,024 the comparison runs past")
+    assert window_unchecked(windowed(64), 512) is None and window_unchecked(windowed(8), 512) is None
+    assert window_unchecked(windowed(1024, vocab=32_000), 1100) is None and window_unchecked(llama, 512) is None
+
+
 def test_a_windowed_stack_sizes_its_workspace_by_the_window_and_says_what_it_did_not_build():
     """A 1,024-token window at 4M tokens: the precheck sized the K/V repeated per query head and the causal mask at
     the whole context (43.5 GiB for two local layers that cache 4 MiB) and refused the design recommend wrote; and

@@ -100,7 +100,9 @@ def render_verify(console: Console, report: VerifyReport, *, last_line: bool = T
     table.add_row("cached decode vs full", f"<= {numerics.tolerance:g}", f"{numerics.relative_error:.2e}",
                   "relative error " + notes.ref(f"numerics: relative max error of the logits, {numerics.tokens} tokens,"
                                                 f" the last {numerics.decode_tokens} decoded one by one"
-                                                + routing_text(numerics.routing_differing)))  # fmt: skip
+                                                + routing_text(numerics.routing_differing)
+                                                + (f"; {numerics.window_unchecked}" if numerics.window_unchecked
+                                                   else "")))  # fmt: skip
     console.print(table)
     for line in notes.lines():
         console.print(f"[dim]{escape(line)}[/dim]")

@@ -114,7 +114,7 @@ def measure_rank(
         layer_weight_bytes=layer_weights, non_layer_weight_bytes=measured_weights - sum(layer_weights),
         buffer_bytes=sum(b.nbytes for b in buffers), measured_cache_bytes=sum(layer_cache),
         layer_cache_bytes=layer_cache, measured_state_bytes=measured_state, cache_fill=cache_fill(plan), prefill=prefill, decode=decode,
-        numerics=numerics,
+        numerics=numerics.model_copy(update={"window_unchecked": window_unchecked(plan.model, seq)}),
         sdpa_backends={"prefill": prefill_backends, "decode": decode_backends,
                        "numerics": sorted(set(numerics_backends))},
         allocator=allocator, decode_dispatches=decode_dispatches, prefill_dispatches=prefill_dispatches,
@@ -199,6 +199,23 @@ def numerics_tokens(model: ModelSpec, seq: int) -> int:
     if (window + 8) * model.embeddings.vocab_size > LOGITS_REACH:
         return NUMERICS_TOKENS
     return window + 8
+
+
+def window_unchecked(model: ModelSpec, seq: int) -> str | None:
+    """Why the cached-decode comparison stops short of ``model``'s sliding window (``numerics_tokens``), so that its
+    pass is not read as the window's mask and ring cache compared (trial 327 #2); None where it runs past it, or the
+    model has none."""
+    window = model.layers.sliding_window
+    if window is None or numerics_tokens(model, seq) > NUMERICS_TOKENS or window + 8 <= NUMERICS_TOKENS:
+        return None
+    if window + 8 > seq:
+        why = f"the run's {seq:,} tokens do not pass it (--seq {window + 8:,} would)"
+    elif window > WINDOW_REACH:
+        why = f"it is wider than the {WINDOW_REACH:,} the comparison runs past"
+    else:
+        vocab = model.embeddings.vocab_size
+        why = f"{window + 8:,} tokens x {vocab:,} logits are more than the {LOGITS_REACH:,} it holds (use a smaller vocab)"
+    return f"the sliding window ({window:,}) is not compared: {why}"
 
 
 def _attended(model: ModelSpec, seq: int) -> str:

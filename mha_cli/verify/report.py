@@ -52,6 +52,9 @@ class NumericsResult(BaseModel):
     routing_differing: int | None = None
     """MoE stacks: (token, MoE layer) expert choices the cached pass would have made differently from the full
     forward (near-ties under rounding); the check replays the full forward's choices. None for a dense stack."""
+    window_unchecked: str | None = None
+    """Why the comparison stops short of the model's sliding window (``verify.rank.window_unchecked``): its mask and
+    ring cache are then not compared; None where it runs past it, or there is none."""
 
 
 class CacheFill(BaseModel):
