@@ -594,3 +594,18 @@ def test_a_sequence_cap_past_the_step_is_a_way_out_where_the_engine_takes_it(cli
                     "--max-num-seqs", "8", "--max-num-batched-tokens", "512")  # fmt: skip
     texts = [way["text"] for way in data["ways_out"]]
     assert any(text.startswith("--max-num-seqs 600 ") for text in texts) == offered and "--batch 8" in texts
+
+
+def test_vllm_logs_its_capacity_on_one_line_from_028(cli):
+    """Trial 326 #3: vLLM 0.28 and later log the pool's tokens and its maximum concurrency as one line
+    (``update_kv_cache_capacity``; two ``info_once`` lines through 0.27.0), so the line a user greps for is that one."""
+    latest = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k")["memory"]["engine"]["log_lines"]
+    assert latest[1:] == ["GPU KV cache size: 435,744 tokens, Maximum concurrency for 8,192 tokens per request: 53.19x"]
+    for release in ("vllm@0.28.0", "vllm@0.34.0"):
+        lines = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--engine", release)["memory"]
+        assert len(lines["engine"]["log_lines"]) == 2 and ", Maximum concurrency" in lines["engine"]["log_lines"][1]
+    older = cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--engine", "vllm@0.27.0")
+    assert older["memory"]["engine"]["log_lines"][1:] == [
+        "GPU KV cache size: 448,448 tokens",
+        "Maximum concurrency for 8,192 tokens per request: 54.74x",
+    ]

@@ -104,6 +104,7 @@ from mha_cli.core.engine.trtllm_state_pool import priced_here as trtllm_states_p
 from mha_cli.core.engine.uma_token_tables import uma_token_table_bytes, uma_token_table_how
 from mha_cli.core.engine.v2_sampler_state import SamplerState, counts_sampler_state
 from mha_cli.core.engine.vllm_rule_releases import (
+    CAPACITY_ONE_LINE_FROM,
     CONNECTOR_CLASSES,
     HYBRID_OFF_ERROR,
     admission_watermark,
@@ -830,9 +831,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
         if state_hybrid
         else f"{device} KV cache size: {pool.kv_tokens:,} tokens"
     )
-    log_lines += [refusal] if refusal else [
-        tokens_line, f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x"
-    ]  # fmt: skip
+    concurrency_line = f"Maximum concurrency for {kv.seq_len:,} tokens per request: {concurrency:.2f}x"
+    if refusal:
+        log_lines.append(refusal)
+    elif release[:2] >= CAPACITY_ONE_LINE_FROM and not state_hybrid:  # one line from 0.28 (vllm_rule_releases)
+        log_lines.append(f"{tokens_line}, {concurrency_line}")
+    else:
+        log_lines += [tokens_line, concurrency_line]
     notes = []
     if len(pool.groups) > 1:
         notes.append(
