@@ -197,6 +197,8 @@ def test_minimax_m2_by_its_hugging_face_id_prices_as_its_published_config(cli, h
     [
         (["kv", "llama-3-8b", "--max-model-len", "1.5K"], "vLLM takes no decimals with a binary suffix (K)"),
         (["kv", "llama-3-8b", "--max-model-len", "8x"], "cannot read token count '8x' as vLLM does"),
+        (["kv", "llama-3-8b", "--max-model-len", "10T"],  # named as typed, not --seq (trial 326 #4)
+         "error: --max-model-len: must be at most 17,179,869,184 tokens (got '10T' = 10,995,116,277,760)"),
         (["plan", "llama-3-8b", "--target", "h100", "--isl", "7000", "--osl", "1200", "--max-model-len", "8K"],
          "--max-model-len 8K (8,192 tokens as vLLM reads it): the engine refuses requests longer than it"),
     ],

@@ -22,18 +22,22 @@ def _vllm_max_model_len(ctx: typer.Context, param: typer.CallbackParam, value: s
     vLLM would refuse: one line."""
     from mha_cli.cli.output import print_error
     from mha_cli.cli.typed_spellings import typed_spelling
-    from mha_cli.core.errors import MhaError
+    from mha_cli.core.errors import BadInputError, MhaError, shown
     from mha_cli.core.quantities import parse_vllm_int
+    from mha_cli.core.schemas import MAX_TOKENS
 
     if value is None or typed_spelling(ctx, param) != "--max-model-len":
         return value
     if value.strip().lower() in ("auto", "-1"):  # vLLM's human_readable_int_or_auto: the length it derives
         return None  # the default: the config file's, else the model's trained context
     try:
-        return str(parse_vllm_int(value))
+        tokens = parse_vllm_int(value)
+        if tokens > MAX_TOKENS:  # said here, as typed: the range check after would name --seq (trial 326 #4)
+            raise BadInputError(f"must be at most {MAX_TOKENS:,} tokens (got {shown(value)} = {tokens:,})")
     except MhaError as exc:  # as a command's own refusal (``cli.app.guarded``): one line, its exit code
         print_error(f"--max-model-len: {exc.message}")
         raise typer.Exit(code=exc.exit_code) from None
+    return str(tokens)
 
 
 SEQ_HELP = "Tokens per sequence: 8192, 8k (= 8192), 128K; as vLLM's --max-model-len, 8k is 8,000 and 8K 8,192."

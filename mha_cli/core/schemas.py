@@ -83,7 +83,7 @@ _MAX_LAYERS = 10_000
 _MAX_HEADS = 1 << 14
 _MAX_HEAD_DIM = 1 << 14
 MAX_VOCAB = 10**8
-_MAX_TOKENS = 1 << 34
+MAX_TOKENS = 1 << 34
 
 Width = Annotated[int, Field(gt=0, le=_MAX_WIDTH)]
 _Factor = Annotated[float, Field(gt=0, le=1e6)]
@@ -119,11 +119,11 @@ def _names(normalise: Callable[[str], str]) -> Callable[[object], object]:
 TokenCount = Annotated[
     int,
     BeforeValidator(_tokens),
-    Field(gt=0, le=_MAX_TOKENS),
+    Field(gt=0, le=MAX_TOKENS),
     WithJsonSchema(
         {
             "anyOf": [
-                {"type": "integer", "exclusiveMinimum": 0, "maximum": _MAX_TOKENS},
+                {"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_TOKENS},
                 {"type": "string", "pattern": r"^\s*[0-9]*\.?[0-9]+\s*[kKmMgG]?\s*$"},
             ],
             "description": "tokens: an integer, or with a binary suffix (8k = 8192, 128K = 131072)",
@@ -210,7 +210,7 @@ class RopeScaling(_Strict):
     type: RopeScalingType
     factor: Annotated[float, Field(gt=0)]
     """How many times longer than ``original_max_position_embeddings`` the context is."""
-    original_max_position_embeddings: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    original_max_position_embeddings: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Context of the pre-training (llama3 and yarn need it)."""
     low_freq_factor: Annotated[float, Field(gt=0)] = 1.0
     """llama3: wavelengths above original / low_freq_factor are divided by factor."""
@@ -546,15 +546,15 @@ class VisionTowerSpec(_Strict):
     """Llama 4: the pixel-shuffle adapter's hidden width (projector_input_dim); its output is ``adapter_output``."""
     adapter_output: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
     """Llama 4: the adapter's output width (projector_output_dim), the projector's input."""
-    video_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    video_tokens: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Qwen3-VL: decoder tokens of the largest video vLLM profiles (two frames of its video processor's largest
     size); None: the family's own rule (``core.engine.encoder_profile``)."""
     projector_width: Width
     """Width of the projector's output: the decoder's hidden_size (Qwen2.5-VL's out_hidden_size)."""
-    tokens_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    tokens_per_image: Annotated[int, Field(gt=0, le=MAX_TOKENS)]
     """Decoder tokens of the largest image (Gemma 3: mm_tokens_per_image; Qwen2.5-VL: the processor's max_pixels
     / (patch x merge)^2)."""
-    patches_per_image: Annotated[int, Field(gt=0, le=_MAX_TOKENS)]
+    patches_per_image: Annotated[int, Field(gt=0, le=MAX_TOKENS)]
     """Encoder tokens (patches) of that image."""
 
 
@@ -623,7 +623,7 @@ class AttentionSpec(_Strict):
     """Attention scores soft-capped to (-cap, cap) as cap * tanh(score / cap) after the scale, before the mask
     and softmax (Gemma 2's attn_logit_softcapping: 50); None: uncapped. The capped scores are computed explicitly
     (SDPA cannot cap), in query chunks of bounded size."""
-    masked_window: Annotated[Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None, Field(exclude_if=_is_none)] = None
+    masked_window: Annotated[Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None, Field(exclude_if=_is_none)] = None
     """A window the ``global`` layers' attention mask applies while their cache keeps every token (transformers'
     MiniMax with a ``sliding_window``: its full-attention layers are masked to it, its cache is not windowed);
     None: global layers see every cached token. Changes no size."""
@@ -805,9 +805,9 @@ class LayerPatternSpec(_Strict):
     """Each layer's feed-forward, repeated cyclically from layer 0 as ``pattern`` is, where no period of
     ``block.moe``'s describes it (Nemotron-H: MoE after most mixers, none after a Mamba-2 block that an attention
     block follows); None: MoE on the layers ``block.moe`` says, dense on the others."""
-    sliding_window: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    sliding_window: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Tokens a local (sliding-window) layer attends to and caches."""
-    attention_chunk: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    attention_chunk: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Tokens per chunk of a ``chunked`` layer (Llama-4's attention_chunk_size): it caches at most one chunk."""
     n_kv_shared_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] | None = None
     """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers);
@@ -898,7 +898,7 @@ class EmbeddingSpec(_Strict):
     """Rows of the token embedding and of the LM head."""
     tied: bool = False
     """Whether the output head shares the input embedding matrix."""
-    positions: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] = 0
+    positions: Annotated[int, Field(ge=0, le=MAX_TOKENS)] = 0
     """Learned absolute positions, rows of the position table (GPT-2: 1024); 0 for RoPE models."""
     position_offset: Annotated[int, Field(ge=0, le=16, exclude_if=_is_zero)] = 0
     """Rows of the learned position table before position 0's (OPT, BioGPT: 2); ``positions`` counts every row."""
@@ -963,7 +963,7 @@ class ModelSpec(_Strict):
     """Residual stream width (hidden_size)."""
     n_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)]
     """Decoder layers (num_hidden_layers)."""
-    context_length: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    context_length: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Context the model was trained for (config.json's max_position_embeddings), if known."""
     attention: AttentionSpec
     """The attention of every attending layer: heads, projections, scores, positions."""
@@ -1255,7 +1255,7 @@ class DeploymentSpec(_Strict):
     """Share of device memory the engine may use: vLLM's ``gpu_memory_utilization`` (default 0.9), SGLang's
     ``mem_fraction_static`` (default from the GPU's size), TRT-LLM's ``free_gpu_memory_fraction`` (default 0.9,
     of the memory left after weights and activations)."""
-    max_num_batched_tokens: Annotated[int, Field(gt=0, le=_MAX_TOKENS)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(gt=0, le=MAX_TOKENS)] | None = None
     """Tokens of one engine step (vLLM's profiling run, SGLang's chunked prefill); None: the engine's default."""
     max_num_seqs: Annotated[int, Field(gt=0, le=1 << 20)] | None = None
     """Sequences one engine step may hold (vLLM's ``max_num_seqs``); None: the engine's default."""
@@ -1359,7 +1359,7 @@ class DeploymentSpec(_Strict):
     kv_cache_memory_bytes: Annotated[int, Field(gt=0, le=1 << 50)] | None = None
     """vLLM: the KV pool per rank in bytes, set rather than derived from the memory utilisation
     (``--kv-cache-memory-bytes``; ``VLLM_CPU_KVCACHE_SPACE`` GiB on its CPU backend); None: derived."""
-    shared_prefix: Annotated[int, Field(ge=0, le=_MAX_TOKENS)] | None = None
+    shared_prefix: Annotated[int, Field(ge=0, le=MAX_TOKENS)] | None = None
     """Serving: leading prompt tokens every request shares (a system prompt), which the engine's prefix cache serves
     after the first request computes them (``core.serve.schedulers``); part of each prompt's length. None: 0."""
     prefix_caching: bool | None = None
