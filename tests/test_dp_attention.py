@@ -393,15 +393,16 @@ def test_check_names_the_dp_attention_ranks_a_smaller_tp_of_an_moe_model_runs(cl
     report = cli.json("check", V3, "--target", "8xh200", "--seq", "128K", "--batch", "32")
     said = next(finding["message"] for finding in report["findings"] if finding["id"] == "MHA026")
     assert "--kv-dtype fp8 --tp 2 (together: one alone is not enough; 4 DP-attention ranks of tp 2" in said
-    assert "--data-parallel-size 4" in said
+    # the line that runs it carries the fp8 cache it depends on (trial 326 #5)
+    assert "run as vllm serve --tensor-parallel-size 2 --data-parallel-size 4 --kv-cache-dtype fp8;" in said
 
 
 @pytest.mark.parametrize(
     ("engine", "ranks", "flags"),
     [
-        ("sglang@0.5.21", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 2 --enable-dp-attention;"),
-        ("sglang@0.5.22", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
-        ("sglang", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2;"),
+        ("sglang@0.5.21", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 2 --enable-dp-attention --kv-cache-dtype fp8_e4m3;"),
+        ("sglang@0.5.22", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2 --kv-cache-dtype fp8_e4m3;"),
+        ("sglang", "2 DP-attention ranks of tp 4", ", run as python -m sglang.launch_server --tp-size 8 --dp-size 1 --attn-dp-size 2 --kv-cache-dtype fp8_e4m3;"),
         ("vllm@0.8.3", "4 DP-attention ranks of tp 2", ", run as vllm serve --tensor-parallel-size 2 --data-parallel-size 4;"),
     ],
 )  # fmt: skip
@@ -409,7 +410,8 @@ def test_the_dp_attention_ranks_way_out_writes_the_flags_of_the_release_priced(c
     """A smaller tp's way out on 8 GPUs runs DP-attention ranks sharing the experts: its flags in the form the
     release priced takes, as the launch lines write them (core.engine.launch_forms): SGLang's --attn-dp-size from
     0.5.22, --dp-size N --enable-dp-attention before it; vLLM's --data-parallel-size from 0.8.3 (before it the
-    replicas are separate servers: test_vllm_before_0_8_3_runs_no_dp_attention)."""
+    replicas are separate servers: test_vllm_before_0_8_3_runs_no_dp_attention); with the fp8 cache the SGLang
+    ways pair with it, its --kv-cache-dtype (trial 326 #5: the line left it out)."""
     report = cli.json("kv", V3, "--target", "8xh200", "--seq", "128K", "--batch", "16", "--engine", engine)
     texts = [way["text"] for way in report["ways_out"] if "DP-attention ranks" in way["text"]]
     assert len(texts) == 1 and f"{ranks} sharing the experts in one server{flags}" in texts[0]

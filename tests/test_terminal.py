@@ -105,7 +105,7 @@ def test_quantised_weights_are_a_way_out_when_they_free_the_room(cli):
     assert memory["usable_bytes"] == usable < 2 * result["params"]["total"]
     # int4 linear layers with their group-128 scales and zeros; embeddings and LM head stay bf16
     int4 = next(way for way in result["ways_out"] if way["change"] == "--weight-dtype int4")
-    assert int4["text"] == "--weight-dtype int4 (weights 4.9 GiB per device)" and int4["fits"]
+    assert int4["text"] == "--weight-dtype int4 (weights 4.9 GiB per device; 8 sequences fit)" and int4["fits"]
     assert not any("--weight-dtype fp8" in way["change"] for way in result["ways_out"])  # T4 has no fp8
 
 

@@ -115,7 +115,8 @@ def ways_out(
             # fp8 and int4: no engine pads them, so their checkpoint bytes are the plan's (core.engine.mxfp4_moe)
             per_device = rank_weight_bytes(model, plan.tp, dtype, experts=_plan_experts(plan, deployment))
             if per_device < plan.usable_bytes:
-                ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device)")
+                held = _sequences_with(model, target, deployment, kv, dtype)  # said as the other ways say it
+                ways.append(f"--weight-dtype {dtype} (weights {format_bytes(per_device)} per device{held})")
                 break
         seq = _longest_context_that_fits(model, target, deployment, plan)  # the RoPE table may be what overflows
         if 0 < seq < kv.seq_len:
@@ -231,6 +232,7 @@ def shared_ranks_words(plan: MemoryPlan, deployment: DeploymentSpec) -> str | No
     ``enable_dp_attention``), in the form of the release priced, as the launch lines write them
     (``core.engine.launch_forms.fit_line``: SGLang's ``--dp-size 1 --attn-dp-size N`` from 0.5.22, ``--dp-size N
     --enable-dp-attention`` before)."""
+    from mha_cli.core.cost.launch_settings import kv_cache_dtype_words
     from mha_cli.core.engine.flags import release_meant
     from mha_cli.core.engine.generations import BY_ID
     from mha_cli.core.engine.launch_forms import fit_line
@@ -243,6 +245,10 @@ def shared_ranks_words(plan: MemoryPlan, deployment: DeploymentSpec) -> str | No
                  "--attn-dp-size", str(ranks)]  # fmt: skip
     else:
         words = ["vllm", "serve", "--tensor-parallel-size", str(tp), "--data-parallel-size", str(ranks)]
+    # the cache and on-the-fly weight formats the way depends on, as the launch lines write them (trial 326 #5)
+    if deployment.weight_dtype == "fp8" and deployment.checkpoint_format is None:
+        words += ["--quantization", "fp8"]
+    words += kv_cache_dtype_words(deployment, sglang=engine == "sglang")
     fitted = fit_line(engine, release_meant(BY_ID[plan.engine.generation], deployment.engine_version), words)
     run = f", run as {' '.join(fitted.words)}" if fitted.words is not None else f" ({fitted.note})"
     return f"{ranks} DP-attention ranks of tp {tp} sharing the experts in one server{run}"
@@ -321,7 +327,7 @@ def _capacity_pair_that_fits(
         tp = int(update.pop("tp", plan.tp))  # type: ignore[call-overload]
         together = _plan_with(model, target, deployment, tp, **update)
         if together is not None and together.fits:
-            layout = shared_ranks_words(together, deployment)
+            layout = shared_ranks_words(together, deployment.model_copy(update=update))
             return RankedWay(
                 f"{flag_a} {flag_b} (together: one alone is not enough;{f' {layout};' if layout else ''}"
                 f" {counted(together.max_sequences, 'sequence')} fit)",
@@ -449,6 +455,18 @@ def _lighter_weights_that_fit(
                 f" {counted(plan.max_sequences, 'sequence')} fit)"
             )
     return None
+
+
+def _sequences_with(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint, dtype: str
+) -> str:
+    """``; N sequences fit`` beside the pool in weight format ``dtype`` (trial 326 #5: the way out of weights that do
+    not fit did not say whether the batch then does); empty where the engine refuses that format here."""
+    try:
+        lighter = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
+    except MhaError:
+        return ""
+    return f"; {counted(lighter.max_sequences, 'sequence')} fit"
 
 
 def last_resort(

@@ -453,22 +453,28 @@ PLAN_FLAGS: dict[str, tuple[str, type]] = {
 
 
 def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: str | None) -> list[str]:
-    """The changes a search with no pick tries, of ``recommend``'s kind: on vLLM below it, the larger share of the
-    device published deployments run (``core.fit.ENGINE_KNOBS``: the same GPUs, trial 326 #2), fp8 weights (on a
-    device with fp8), an fp8 cache, twice the devices, and ``shorter`` (``--isl N (a shorter prompt)``, in the flags
-    of the command that searched). Unchecked: ``core.ways.settle`` keeps those that give a pick."""
-    from mha_cli.core.fit import ENGINE_KNOBS
-
+    """The changes a search with no pick tries, of ``recommend``'s kind: fp8 weights (on a device with fp8), an fp8
+    cache, twice the devices, and ``shorter`` (``--isl N (a shorter prompt)``, in the flags of the command that
+    searched). Unchecked: ``core.ways.settle`` keeps those that give a pick."""
     changes = []
-    share = next(value for field, value, _ in ENGINE_KNOBS if field == "gpu_memory_utilization")
-    if deployment.engine in (None, "vllm") and (deployment.gpu_memory_utilization or 0.9) < share:
-        changes.append(f"--gpu-memory-utilization {share:g}")
     if not deployment.weight_dtype.startswith("fp8") and target.target.fp8_native:
         changes.append("--weight-dtype fp8")
     if deployment.kv_dtype != "fp8":
         changes.append("--kv-dtype fp8")
     changes.append(f"--target {twice_the_devices(target)}")
     return changes + ([shorter] if shorter else [])
+
+
+def larger_share(deployment: DeploymentSpec) -> list[str]:
+    """On vLLM below it, the larger share of the device published deployments run (``core.fit.ENGINE_KNOBS``): a
+    change on the same GPUs for a search where nothing starts (trial 326 #2: Kimi-K2 on 8 x H200 starts at 0.95)."""
+    from mha_cli.core.fit import ENGINE_KNOBS
+
+    share = next(value for field, value, _ in ENGINE_KNOBS if field == "gpu_memory_utilization")
+    vllm = deployment.engine in (None, "vllm")
+    return (
+        [f"--gpu-memory-utilization {share:g}"] if vllm and (deployment.gpu_memory_utilization or 0.9) < share else []
+    )
 
 
 def twice_the_devices(target: ResolvedTarget) -> str:
@@ -823,7 +829,7 @@ def search_deployments(
             targeted = client if ttft_ms is not None or itl_ms is not None else None
             judge = _plan_judge(model, served, target, deployment, profiles, options, targeted, slo_percentile)
             slots = state_slot_changes(model, deployment, [concurrency] if concurrency else list(STATE_SLOT_TRIALS))
-            changes = [*slots, *search_changes(target, deployment, None)]
+            changes = [*slots, *larger_share(deployment), *search_changes(target, deployment, None)]
             found = settle(changes, judge, PLAN_FLAGS, keep=2, goal="starts")
             if found[0].fits:  # before the reasons, which a long list would cut from the line (trial 326 #2)
                 way = f" (ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)})"
