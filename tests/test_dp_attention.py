@@ -538,3 +538,18 @@ def test_dp_times_pp_past_the_gpus_names_both_and_working_ranks():
         BadInputError, match=r"^--dp 3 must divide the 8 GPU\(s\) of the target: pick a divisor such as"
     ):
         dp_tp(3, None, 8)
+
+
+def test_shared_experts_over_pipeline_stages_are_each_stages_own():
+    """Trial 326 #6: "2 DP-attention ranks of tp 1 x pp 4, the experts whole over all 2 ranks" read as the experts
+    on 2 GPUs; under pp each stage holds its layers' experts over its own GPUs (2 of the 8 here). At pp 1 the words
+    stay as they were (the control)."""
+    from mha_cli.core.cost.serving import layout_words
+
+    assert layout_words(1, 4, 2, dp_attention=False, expert_parallel=True, shared_experts=True) == (
+        "one server of 8 GPUs, 2 DP-attention ranks of tp 1 x pp 4, the experts whole over the 2 GPUs of each of the 4"
+        " stages"
+    )
+    assert layout_words(1, 1, 8, dp_attention=False, shared_experts=True) == (
+        "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts split by width over all 8 ranks"
+    )

@@ -71,7 +71,9 @@ def layout_words(
         words = f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
         if not dp_attention:
             how = "whole" if expert_parallel else "split by width"
-            words += f", the experts {how} over all {tp * replicas} ranks"
+            # under pp each stage's experts over its own GPUs (trial 326 #6: "over all 2 ranks" read as 2 GPUs)
+            where = f"all {tp * replicas} ranks" if pp == 1 else f"the {tp * replicas} GPUs of each of the {pp} stages"
+            words += f", the experts {how} over {where}"
         return words
     ep = " with expert parallelism" if expert_parallel else ""
     if separate_servers and replicas > 1:
