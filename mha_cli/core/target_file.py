@@ -58,8 +58,9 @@ class TargetFile(Record):
     """``NVIDIA`` or ``AMD``: the engines' GPU memory rules and the fitted priors apply as to those vendors' GPUs;
     any other vendor is priced with them too, and the output says it is a sketch."""
     memory_gb: float = Field(gt=0, le=1e6)
-    """Device memory in GB as the vendor states it (an H100: 80); GB of memory are binary, 2^30 B, as the rows of
-    ``mha targets`` read theirs (torch sees 79.19 GiB of an H100's 80)."""
+    """Device memory as the datasheet writes it, the number alone (an H100's "80GB": 80; a card sold as "96 GB
+    HBM3": 96). mha reads it as binary GB, 2^30 B each, as the rows of ``mha targets`` read theirs; torch sees less
+    (79.19 GiB of an H100's 80): give that as ``torch_memory_gib`` where you have it (trial 326 #7)."""
     memory_bandwidth_gbs: float = Field(gt=0, le=1e7)
     """Peak memory bandwidth in GB/s (an H100 SXM: 3350)."""
     bf16_tflops_dense: float = Field(gt=0, le=1e7)
