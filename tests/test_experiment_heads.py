@@ -328,3 +328,18 @@ def test_the_head_dim_floor_is_discussed_from_the_seed_ranges(heads_result):
     assert learning_sentence(result.model_copy(update={"points": flat, "judgement": flat_judged})).startswith(
         "No head count is worse than the best"
     )
+
+
+def test_a_control_worse_than_chance_is_no_floor(heads_result):
+    """Trial 327 #3: a smoke run's control (5.5781 nats) was worse than chance (5.5452), yet beating it was read as
+    "attention is what the models use". A control whose every seed is above chance's loss is said to be no floor;
+    one whose range reaches it (the committed full run's, 5.5451 - 5.5464 about 5.5452) keeps the sentence."""
+    from mha_cli.experiments.heads_report import floor_sentence
+
+    data, _ = heads_result
+    result = HeadsResult.model_validate(data)
+    floor = result.no_attention.eval_loss
+    above = result.model_copy(update={"chance_loss": floor.low - 0.001})
+    assert "the control has not reached chance, so it is no floor here" in floor_sentence(above)
+    below = result.model_copy(update={"chance_loss": floor.low + 0.0001})
+    assert "no floor" not in floor_sentence(below)

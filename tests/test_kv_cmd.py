@@ -61,7 +61,10 @@ def test_kv_that_does_not_fit_is_flagged_and_can_fail(cli):
     assert "does not fit" in result.stdout
     # a way that fits is offered as one: "does not fit: --weight-dtype fp8 (...)" read as if fp8 failed too (trial 242)
     offered = " ".join(cli.run("kv", "llama-3.1-70b", "--target", "h200", "--seq", "8k", "--tp", "1").stdout.split())
-    assert "does not fit; ways out (each checked): --weight-dtype fp8 (weights 67.7 GiB per device; 21 sequences fit)" in offered
+    assert (
+        "does not fit; ways out (each checked): --weight-dtype fp8 (weights 67.7 GiB per device; 21 sequences fit)"
+        in offered
+    )
     fp8 = cli.json("kv", "llama-3.1-70b", "--target", "h200", "--seq", "8k", "--tp", "1", "--weight-dtype", "fp8")
     assert fp8["memory"]["fits"] is True
 

@@ -149,6 +149,8 @@ def counts_text(points: list[HeadsPoint]) -> str:
 
 
 def floor_sentence(result: HeadsResult) -> str:
+    """What the no-attention control says: attention used where every head count's seeds beat it, provided it is a
+    floor at all (a seed of it at or below chance's loss: the committed run's range holds chance)."""
     floor = result.no_attention.eval_loss
     beats = result.attention_beats_floor
     counts = [p.n_heads for p in result.points]
@@ -156,6 +158,11 @@ def floor_sentence(result: HeadsResult) -> str:
         f"the no-attention control scores {floor.mean:.4f} nats ({floor.low:.4f} - {floor.high:.4f}), chance is"
         f" {result.chance_loss:.4f}"
     )
+    if floor.low > result.chance_loss:  # every seed worse than guessing: no floor (trial 327 #3, a smoke run's)
+        return (
+            f"{control}; the control has not reached chance, so it is no floor here: beating it shows nothing about"
+            " attention (train longer)."
+        )
     if beats == counts:
         return (
             f"{control}; every head count's seed range lies below the control's, so attention is what the models use."
