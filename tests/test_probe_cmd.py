@@ -115,6 +115,19 @@ def test_a_one_token_summary_is_refused_not_invented() -> None:
         summarise(torch.ones(1, 1), head=0, kv_head=0)
 
 
+def test_mla_takes_a_latent_rank_of_its_own() -> None:
+    """Trial 327 #5: the probe's MLA latent was always 4 x the head width (64 at --d-model 64 and 4 heads: no
+    compression to study); --kv-lora-rank sets it, refused in one line without --variant MLA or below 1."""
+    data = probe_json("--heads", "4", "--variant", "MLA", "--kv-lora-rank", "8")
+    assert (data["mla_kv_lora_rank"], data["mla_rope_dim"]) == (8, 8)
+    refused = runner.invoke(app, ["probe", SENTENCE, "--kv-lora-rank", "8"])
+    assert refused.exit_code == 2 and refused.output.strip() == (
+        "error: --kv-lora-rank sets MLA's latent and --variant is not given: give --variant MLA"
+    )
+    zero = runner.invoke(app, ["probe", SENTENCE, "--variant", "MLA", "--kv-lora-rank", "0"])
+    assert zero.exit_code == 2 and "--kv-lora-rank: must be greater than 0 (got 0)" in zero.output
+
+
 def test_mla_header_shows_the_latent_rank_and_rope_width() -> None:
     data = probe_json("--heads", "4", "--variant", "MLA")
     assert (data["mla_kv_lora_rank"], data["mla_rope_dim"]) == (64, 8)  # 4 x and 1/2 x the head width 16

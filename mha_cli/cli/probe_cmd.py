@@ -55,6 +55,14 @@ def probe(
     ] = None,
     d_model: Annotated[int, typer.Option("--d-model", help="Model width (head width = d_model / heads).")] = 64,
     seed: Annotated[int, typer.Option("--seed", help="Seed for the embeddings and the layer's weights.")] = 0,
+    kv_lora_rank: Annotated[
+        int | None,
+        typer.Option(
+            "--kv-lora-rank",
+            help="With --variant MLA: the latent's width (default 4 x the head width).",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -71,18 +79,20 @@ def probe(
     check_limits(heads=heads, kv_heads=kv_heads, d_model=d_model, seed=seed)
     check_mla_width(heads, d_model, variant)
     tokens = tokenize(sentence)  # the sentence, the shape and --out are refused here, before the torch import
-    probe_spec(heads, kv_heads, variant, d_model, vocab=len(set(tokens)))
+    probe_spec(heads, kv_heads, variant, d_model, vocab=len(set(tokens)), kv_lora_rank=kv_lora_rank)
     if out is not None:
         check_png_path(out, force=force)
     from mha_cli.nn.probe import run_probe  # torch is imported here, only for this command
 
-    result = run_probe(sentence, n_heads=heads, n_kv_heads=kv_heads, variant=variant, d_model=d_model, seed=seed)
+    result = run_probe(sentence, n_heads=heads, n_kv_heads=kv_heads, variant=variant, d_model=d_model, seed=seed,
+                       kv_lora_rank=kv_lora_rank)  # fmt: skip
     output = Output(json)
     if out is not None:
         command = typed_probe_command(sys.argv) or shlex.join(
             ["mha", "probe", sentence, "--heads", str(heads), "--d-model", str(d_model), "--seed", str(seed)]
             + ([] if kv_heads is None else ["--kv-heads", str(kv_heads)])
             + ([] if variant is None else ["--variant", variant])
+            + ([] if kv_lora_rank is None else ["--kv-lora-rank", str(kv_lora_rank)])
         )
         write_png_atomic(out, probe_figure(result, command), force=force)
         output.wrote(out)

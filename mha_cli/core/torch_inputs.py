@@ -65,16 +65,25 @@ def check_shape(n_heads: int, n_kv_heads: int | None, d_model: int) -> None:
         )
 
 
-def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_model: int, vocab: int) -> ModelSpec:
-    """The one-layer ModelSpec the probe runs; bad combinations become one-line BadInputErrors."""
+def probe_spec(
+    n_heads: int, n_kv_heads: int | None, variant: str | None, d_model: int, vocab: int, kv_lora_rank: int | None = None
+) -> ModelSpec:
+    """The one-layer ModelSpec the probe runs (``kv_lora_rank``: MLA's latent, default 4 x the head width); bad
+    combinations become one-line BadInputErrors."""
     fields: dict = {"name": "probe", "d_model": d_model, "n_layers": 1, "n_heads": n_heads, "vocab_size": vocab,
                     "d_ff": 4 * d_model, "n_kv_heads": n_kv_heads, "variant": variant}  # fmt: skip
     check_shape(n_heads, n_kv_heads, d_model)
     kind = (variant or "").upper()
     if kind == "GQA" and n_kv_heads is None:
         fields["n_kv_heads"] = default_gqa_kv_heads(n_heads)
+    if kv_lora_rank is not None and kind != "MLA":
+        raise BadInputError(
+            f"--kv-lora-rank sets MLA's latent and --variant is {variant or 'not given'}: give --variant MLA"
+        )
     if kind == "MLA":
         fields["mla"] = mla_for_shape(d_model // n_heads)
+        if kv_lora_rank is not None:
+            fields["mla"]["kv_lora_rank"] = kv_lora_rank
     try:
         return ModelSpec.model_validate(fields)
     except ValidationError as exc:
@@ -83,7 +92,7 @@ def probe_spec(n_heads: int, n_kv_heads: int | None, variant: str | None, d_mode
 
 PROBE_OPTIONS = {
     "attention.variant": "--variant", "attention.n_kv_heads": "--kv-heads", "attention.n_heads": "--heads",
-    "attention": "--heads / --kv-heads", "d_model": "--d-model",
+    "attention": "--heads / --kv-heads", "d_model": "--d-model", "attention.mla.kv_lora_rank": "--kv-lora-rank",
 }  # fmt: skip
 """The probe's options by the field each sets: an error names what was typed, not ``attention.variant``."""
 

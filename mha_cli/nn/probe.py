@@ -127,10 +127,12 @@ def run_probe(
     variant: str | None = None,
     d_model: int = 64,
     seed: int = 0,
+    kv_lora_rank: int | None = None,
 ) -> ProbeResult:
-    """Run one seeded layer on ``sentence`` and return every head's attention matrix and summary."""
+    """Run one seeded layer on ``sentence`` and return every head's attention matrix and summary (``kv_lora_rank``:
+    MLA's latent width, default 4 x the head width)."""
     tokens = tokenize(sentence)
-    spec = probe_spec(n_heads, n_kv_heads, variant, d_model, vocab=len(set(tokens)))
+    spec = probe_spec(n_heads, n_kv_heads, variant, d_model, vocab=len(set(tokens)), kv_lora_rank=kv_lora_rank)
     torch.manual_seed(seed)
     layer = build_attention(spec)
     with torch.no_grad():
