@@ -173,13 +173,13 @@ def kv_table(
     spans = []
     cached = kv.token_layers_by_kind  # the layers that cache tokens (not Gemma-3n's KV-sharing ones)
     if cached.get("global"):
-        spans.append(f"{cached['global']} layers x {kv.tokens_held_global:,} tokens")
+        spans.append(f"{counted(cached['global'], 'layer')} x {kv.tokens_held_global:,} tokens")
     if cached.get("local"):
-        spans.append(f"{cached['local']} layers x {kv.tokens_held_local:,} (window)")
+        spans.append(f"{counted(cached['local'], 'layer')} x {kv.tokens_held_local:,} (window)")
     if cached.get("chunked"):
-        spans.append(f"{cached['chunked']} layers x {kv.tokens_held_chunked:,} (chunk)")
+        spans.append(f"{counted(cached['chunked'], 'layer')} x {kv.tokens_held_chunked:,} (chunk)")
     if kv.n_state_layers:
-        spans.append(f"{kv.n_state_layers} layers x {kv.state_bytes_per_layer:,} B fixed state")
+        spans.append(f"{counted(kv.n_state_layers, 'layer')} x {kv.state_bytes_per_layer:,} B fixed state")
     span = " + ".join(spans)
     if kv.block_size:
         span += f", blocks of {kv.block_size}"
