@@ -9,7 +9,7 @@ from mha_cli.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from mha_cli.core.fit import price_deployment
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
-from tests.conftest import reference_hf_config
+from tests.conftest import REPO, reference_hf_config
 
 
 def test_kv_json_has_the_stable_fields(cli):
@@ -612,3 +612,41 @@ def test_vllm_logs_its_capacity_on_one_line_from_028(cli):
         "GPU KV cache size: 448,448 tokens",
         "Maximum concurrency for 8,192 tokens per request: 54.74x",
     ]
+
+
+def test_vllms_quantization_flag_as_vllm_0_21_reads_each_checkpoint(cli, tmp_path):
+    """Review 329 #1-#4, against vLLM 0.21.0's ``_verify_quantization`` and its overrides: a bitsandbytes checkpoint's
+    method is bitsandbytes (fp8 refused); the Marlin and MoE WNA16 kernels of a GPTQ checkpoint are its own method
+    (``override_quantization_method`` takes them), AWQ's Marlin is not; gpt-oss's MXFP4 and ModelOpt checkpoints run as
+    stored whatever is typed (their overrides ignore it); a checkpoint mha cannot read stays refused, not priced in
+    the format typed."""
+    base = json.loads((REPO / "tests" / "fixtures" / "hf_configs" / "llama-3-8b.json").read_text())
+    configs = {
+        "bnb": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"},
+        "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+        "hqq": {"quant_method": "hqq", "weight_bits": 4},
+    }
+    paths = {}
+    for name, quantization in configs.items():
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps({**base, "quantization_config": quantization}))
+
+    def weights(*args: str) -> tuple[str, int]:
+        data = cli.json("kv", *args)
+        return data["deployment"]["weight_dtype"], data["weight_bytes"]
+
+    assert weights(str(paths["bnb"]), "--quantization", "bitsandbytes") == weights(str(paths["bnb"]))
+    assert weights(str(paths["bnb"]))[0] == "nf4"
+    for kernel in ("gptq_marlin", "moe_wna16", "gptq"):
+        assert weights(str(paths["gptq"]), "--quantization", kernel) == weights(str(paths["gptq"]))
+    for config, typed, said in ((paths["bnb"], "fp8", "says bitsandbytes"), (paths["gptq"], "awq_marlin", "says gptq")):
+        refused = cli.run("kv", str(config), "--quantization", typed)
+        assert refused.exit_code == EXIT_BAD_INPUT and said in refused.stderr and len(refused.stderr.splitlines()) == 1
+    hf_configs = REPO / "tests" / "fixtures" / "hf_configs"
+    for config in ("gpt-oss-20b.json", "kimi-k2.6-nvfp4.json"):
+        stored = weights(str(hf_configs / config))
+        assert weights(str(hf_configs / config), "--quantization", "fp8") == stored
+    unread = cli.run("kv", str(paths["hqq"]), "--quantization", "fp8")
+    assert (
+        unread.exit_code == EXIT_BAD_INPUT and "quant_method 'hqq' is not a weight format mha prices" in unread.stderr
+    )

@@ -155,6 +155,17 @@ def test_windows_and_tensor_parallel_ranks_are_scoped():
     assert any("padding" in note for note in report.notes)
 
 
+def test_a_run_short_of_its_window_reports_it_with_its_numerics():
+    """The report carries ``window_unchecked`` (review 329 #6: the helper alone was tested): a 44-token window at
+    --seq 48 is never passed by the comparison (44 + 8 > 48); at a 16-token window it is, and nothing is said."""
+    short = verify(tiny(2, sliding_window=44, layer_pattern=["local", "global"]), kv_dtype="fp32")
+    assert short.numerics.window_unchecked == (
+        "the sliding window (44) is not compared: the run's 48 tokens do not pass it (--seq 52 would)"
+    )
+    passed = verify(tiny(2, sliding_window=16, layer_pattern=["local", "global"]), kv_dtype="fp32")
+    assert passed.numerics.window_unchecked is None and passed.numerics.tokens == 24
+
+
 def test_layers_not_built_are_extrapolated_by_kind_and_decode_by_bytes_read():
     model = tiny(2, sliding_window=16, layer_pattern=["local", "global"]).model_copy(update={"n_layers": 7})
     spec = DeploymentSpec(seq_len=SEQ, batch=1, kv_dtype="fp32")
@@ -541,7 +552,11 @@ def test_a_comparison_short_of_the_window_says_so():
 
     assert window_unchecked(windowed(1024), 1100) == (
         "the sliding window (1,024) is not compared: 1,032 tokens x 128,256 logits are more than the 33,554,432 it"
-        " holds (use a smaller vocab)"
+        " holds"
+    )
+    assert window_unchecked(windowed(1024), 500) == window_unchecked(windowed(1024), 1100)  # no --seq lifts it
+    assert window_unchecked(windowed(4096, vocab=32_000), 1000).endswith(
+        "wider than the 1,024 the comparison runs past"
     )
     assert window_unchecked(windowed(64), 70) == (
         "the sliding window (64) is not compared: the run's 70 tokens do not pass it (--seq 72 would)"

@@ -112,7 +112,8 @@ def merge_deployment(
     if isinstance(asked, PastedQuantization):  # vLLM's --quantization names the checkpoint's method, or a format
         scheme = None if base is None or base.weight_scheme is None else base.weight_scheme.method
         stored = None if base is None else base.checkpoint_format
-        overrides = {**overrides, "weight_dtype": pasted_format(asked, stored, scheme)}
+        family = None if model is None else model.family
+        overrides = {**overrides, "weight_dtype": pasted_format(asked, stored, scheme, family)}
     if is_engine_default_kv(overrides.get("kv_dtype")):  # vLLM's auto: as left out (a checkpoint's fp8 can fill it)
         overrides = {**overrides, "kv_dtype": None}
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored

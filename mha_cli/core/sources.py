@@ -22,6 +22,7 @@ from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.served_model import ServedModel, by_id, by_preset, from_config, from_gguf, placeholder
 from mha_cli.core.suggest import did_you_mean_model
+from mha_cli.core.vllm_quantization import PastedQuantization
 
 if TYPE_CHECKING:
     from mha_cli.core.hf_import import ImportedModel
@@ -223,8 +224,8 @@ def _load_file(
         try:
             stored = read_checkpoint_weights(quantised, shown_path(path))
         except BadInputError as refusal:  # a quantization_config mha cannot price: --weight-dtype prices it instead
-            if weight_dtype is None:
-                raise
+            if weight_dtype is None or isinstance(weight_dtype, PastedQuantization):
+                raise  # vLLM's --quantization names the checkpoint's method, not a format over it (review 329 #4)
             stored = None
             what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else _without_origin(refusal, path)
             unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"

@@ -21,8 +21,11 @@ NOT_PRICED = frozenset(
 """vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
 checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""
 PRICED = ("fp8", "awq", "gptq", "mxfp4", "modelopt_fp4")
-READ_FROM_CONFIG = frozenset({"compressed-tensors", "modelopt", "quark"})
-"""Methods whose checkpoints ``core.hf_quantization`` reads layer by layer from their ``quantization_config``."""
+READ_FROM_CONFIG = frozenset(
+    {"compressed-tensors", "modelopt", "quark", "modelopt_mxfp8", "modelopt_mixed", "gpt_oss_mxfp4"}
+)
+"""Methods whose checkpoints ``core.hf_quantization`` reads layer by layer from their ``quantization_config`` (and
+vLLM's names for what it overrides such a checkpoint's method to: ModelOpt's by ``quant_algo``, gpt-oss's MXFP4)."""
 
 
 def vllm_quantization_refusal(name: str) -> str | None:
@@ -54,39 +57,56 @@ class PastedQuantization(str):
 
 
 FORMAT_METHODS = {
-    "fp8": "fp8",
-    "fp8-block": "fp8",
-    "awq": "awq",
-    "gptq-int4": "gptq",
-    "mxfp4": "mxfp4",
-    "nvfp4": "modelopt_fp4",
-}
+    "fp8": "fp8", "fp8-block": "fp8", "awq": "awq", "gptq-int4": "gptq", "mxfp4": "mxfp4", "nvfp4": "modelopt_fp4",
+    "nf4": "bitsandbytes", "nf4-dq": "bitsandbytes",
+}  # fmt: skip
 """A checkpoint format read without a scheme (a preset, or a named format's loader) -> vLLM's ``quant_method`` for it."""
 
 
-def checkpoint_methods(checkpoint_format: str | None, scheme_method: str | None) -> frozenset[str]:
-    """vLLM's ``--quantization`` names that mean a checkpoint's own method: its scheme's ``quant_method`` (ModelOpt's
-    NVFP4 also ``modelopt_fp4``, the method vLLM overrides it to), else its format's loader; empty: not quantised."""
+def checkpoint_method(checkpoint_format: str | None, scheme_method: str | None) -> str | None:
+    """vLLM's ``quant_method`` of a checkpoint: its scheme's, else its format's loader's; None: not quantised."""
     if checkpoint_format is None:
+        return None
+    return scheme_method if scheme_method is not None else FORMAT_METHODS.get(checkpoint_format)
+
+
+def checkpoint_methods(checkpoint_format: str | None, scheme_method: str | None) -> frozenset[str]:
+    """vLLM's ``--quantization`` names that mean a checkpoint's own method: its scheme's ``quant_method``, else its
+    format's loader, and the kernels vLLM runs that method with (``gptq_marlin``, ``awq_marlin``, ``moe_wna16``:
+    their ``override_quantization_method`` takes such a checkpoint, 0.21.0); empty: not quantised."""
+    method = checkpoint_method(checkpoint_format, scheme_method)
+    if method is None:
         return frozenset()
-    if scheme_method is not None:
-        extra = {"modelopt_fp4"} if scheme_method == "modelopt" and checkpoint_format.startswith("nvfp4") else set()
-        return frozenset({scheme_method, *extra})
-    method = FORMAT_METHODS.get(checkpoint_format)
-    return frozenset() if method is None else frozenset({method})
+    kernels = {name for name, runs in MARLIN.items() if runs == method and name != "marlin"}
+    if method in ("gptq", "awq"):
+        kernels.add("moe_wna16")
+    return frozenset({method, *kernels})
 
 
-def pasted_format(method: str, checkpoint_format: str | None, scheme_method: str | None) -> str | None:
+def overrides_any_method(checkpoint_format: str | None, scheme_method: str | None, family: str | None) -> bool:
+    """Whether vLLM runs the checkpoint as stored whatever ``--quantization`` says: its override for the checkpoint
+    ignores the value typed (0.21.0: ModelOpt's configs by ``quant_algo``, ``modelopt.py``; gpt-oss's MXFP4,
+    ``GptOssMxfp4Config`` in ``mxfp4.py``), so ``_verify_quantization`` takes the override and never compares."""
+    return scheme_method == "modelopt" or (
+        checkpoint_format == "mxfp4" and scheme_method is None and family == "gpt_oss"
+    )
+
+
+def pasted_format(
+    method: str, checkpoint_format: str | None, scheme_method: str | None, family: str | None = None
+) -> str | None:
     """What vLLM's ``--quantization METHOD`` prices on a checkpoint: None (the checkpoint as stored) where METHOD is
-    the checkpoint's own method; on a checkpoint quantised otherwise, refused, as vLLM refuses to start (both in
-    ``ModelConfig._verify_quantization``, 0.21.0); on an unquantised one, METHOD as a format (or its refusal)."""
+    the checkpoint's own method or a kernel of it, or vLLM overrides any value for it (``overrides_any_method``); on a
+    checkpoint quantised otherwise, refused, as vLLM refuses to start (``ModelConfig._verify_quantization``, 0.21.0);
+    on an unquantised one, METHOD as a format (or its refusal)."""
     key = method.strip().lower()
     own = checkpoint_methods(checkpoint_format, scheme_method)
-    if key in own:
+    if key in own or overrides_any_method(checkpoint_format, scheme_method, family):
         return None
-    if own and key not in MARLIN:  # a Marlin name is vLLM's kernel for the checkpoint's own method: said below
+    if own:
         raise BadInputError(
-            f"--quantization {method}: the checkpoint's quantization_config says {' or '.join(sorted(own))}, and vLLM"
+            f"--quantization {method}: the checkpoint's quantization_config says"
+            f" {checkpoint_method(checkpoint_format, scheme_method)}, and vLLM"
             " refuses to start on another method ('Quantization method specified in the model config ... does not"
             " match', ModelConfig._verify_quantization): leave the flag out, or price another format with"
             " --weight-dtype"

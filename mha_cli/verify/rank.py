@@ -208,13 +208,13 @@ def window_unchecked(model: ModelSpec, seq: int) -> str | None:
     window = model.layers.sliding_window
     if window is None or numerics_tokens(model, seq) > NUMERICS_TOKENS or window + 8 <= NUMERICS_TOKENS:
         return None
-    if window + 8 > seq:
-        why = f"the run's {seq:,} tokens do not pass it (--seq {window + 8:,} would)"
-    elif window > WINDOW_REACH:
+    vocab = model.embeddings.vocab_size
+    if window > WINDOW_REACH:  # the limits no --seq lifts first, so that a --seq named would do (review 329 #5)
         why = f"it is wider than the {WINDOW_REACH:,} the comparison runs past"
+    elif (window + 8) * vocab > LOGITS_REACH:
+        why = f"{window + 8:,} tokens x {vocab:,} logits are more than the {LOGITS_REACH:,} it holds"
     else:
-        vocab = model.embeddings.vocab_size
-        why = f"{window + 8:,} tokens x {vocab:,} logits are more than the {LOGITS_REACH:,} it holds (use a smaller vocab)"
+        why = f"the run's {seq:,} tokens do not pass it (--seq {window + 8:,} would)"
     return f"the sliding window ({window:,}) is not compared: {why}"
 
 

