@@ -525,3 +525,24 @@ def test_a_search_past_the_trained_context_says_so_as_a_pinned_plan_does(cli):
     assert found["layouts"].count(note) == 1 and pinned["notes"].count(note) == 1
     inside = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--isl", "8000", "--osl", "100", "--closed-form")
     assert not any("was trained for" in line for line in inside["layouts"])
+
+
+def test_the_nearest_miss_is_a_simulated_point_where_some_were_simulated(cli):
+    """Trial 330 #1: with nothing meeting the targets, "nearest" named a layout the simulation never ran, its
+    closed-form mean ITL against the simulated layouts' p99s (pinned, its p99 was the worst of all). Where some were
+    simulated the nearest is one of them; where none was, the closed form's nearest as before (the control)."""
+    from types import SimpleNamespace
+
+    from mha_cli.core.cost.search import Candidate, _nearest_miss
+
+    found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "2048", "--osl", "256", "--ttft-ms",
+                     "300", "--itl-ms", "8", "--rate", "8")  # fmt: skip
+    candidates = [Candidate.model_validate(c) for c in found["candidates"]]
+    itl = [c.itl_ms for c in candidates]
+    closest = itl.index(min(itl))
+    assert found["nearest_miss"] == closest == _nearest_miss(candidates, 300, 8)
+    slowest = itl.index(max(itl))
+    run = SimpleNamespace(slo_percentile=99.0, ttft_ms=SimpleNamespace(at=lambda p: 100.0),
+                          itl_ms=SimpleNamespace(at=lambda p: 20.0))  # fmt: skip
+    candidates[slowest] = candidates[slowest].model_copy(update={"simulated": run})
+    assert _nearest_miss(candidates, 300, 8) == slowest  # 2.5 x its target, simulated, before 1.3 x unsimulated

@@ -420,15 +420,18 @@ def _search_share(client: ClientSpec) -> ClientSpec:
 
 
 def _nearest_miss(candidates: list[Candidate], ttft_ms: float | None, itl_ms: float | None) -> int:
-    """The candidate whose worst figure is the smallest multiple of its target (a saturated one last)."""
+    """The candidate whose worst figure is the smallest multiple of its target (a saturated one last; where some were
+    simulated, those first: a closed-form mean is no match for a simulated percentile, trial 330 #1)."""
+    any_simulated = any(c.simulated is not None for c in candidates)
 
-    def worst(c: Candidate) -> tuple[bool, bool, float]:
+    def worst(c: Candidate) -> tuple[bool, bool, bool, float]:
         sim = c.simulated
         ttft, itl = (c.ttft_ms, c.itl_ms) if sim is None else (
             sim.ttft_ms.at(sim.slo_percentile), sim.itl_ms.at(sim.slo_percentile)
         )  # fmt: skip
         ratios = [ttft / ttft_ms if ttft_ms else 0.0, itl / itl_ms if itl_ms else 0.0]
-        return c.saturated, c.meets_targets, max(ratios)  # a closed-form pass the simulation never tried: last
+        # a closed-form pass the simulation never tried: last
+        return c.saturated, c.meets_targets, any_simulated and sim is None, max(ratios)
 
     return min(range(len(candidates)), key=lambda i: worst(candidates[i]))
 
