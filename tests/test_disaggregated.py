@@ -519,3 +519,17 @@ def test_a_split_serving_nothing_within_the_targets_says_so_in_its_meets_cell(cl
     assert cli.json(*args)["splits"][0]["misses"] == ["serves nothing within the targets"]
     shown = cli.runner.invoke(app, args, env={"COLUMNS": "200"}).stdout
     assert "no: none-served" in shown and "no: serves" not in shown
+
+
+def test_past_the_prefill_pools_capacity_the_decode_pool_sees_what_it_passes_on(cli):
+    """Trial 330 #2: at a rate over what the prefill pool serves (10.24 req/s here), the decode pool's batch and ITL
+    were priced at the rate offered (15.6 ms at 11 req/s, 26.4 at 40) though it receives only what the prefill pool
+    finishes: the same at any rate past it."""
+    itl = []
+    for rate in ("11", "40"):
+        found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "4096", "--osl", "256", "--ttft-ms",
+                         "1000", "--itl-ms", "30", "--disaggregated", "--rate", rate, "--closed-form")  # fmt: skip
+        (split,) = found["splits"]
+        assert split["served_by"] == "prefill" and split["served_rps"] == pytest.approx(10.24, abs=0.01)
+        itl.append(split["itl_ms"])
+    assert itl[0] == itl[1] < 15.0

@@ -460,11 +460,14 @@ def _priced(
     load = s.rate_rps if rate is None else rate
     worker, decoder = prefill[s.prefill], workers[s.decode]
     misses = []
-    rho = load / (s.prefill_workers * worker.capacity_rps)
-    per_decoder = load / s.decode_workers
+    prefill_most = s.prefill_workers * worker.capacity_rps
+    rho = load / prefill_most
+    # the decode pool receives what the prefill pool finishes: past its capacity, that, not the rate offered (trial
+    # 330 #2: the decode batch, and its ITL, grew with a rate the prefill pool never passed on)
+    per_decoder = min(load, prefill_most) / s.decode_workers
     decode_most = decoder.decode_rps(decoder.engine.admitted_per_replica)  # one decode worker's most, requests/s
     saturated = rho >= 1 or per_decoder > decode_most
-    prefill_most, decode_pool_most = s.prefill_workers * worker.capacity_rps, s.decode_workers * decode_most
+    decode_pool_most = s.decode_workers * decode_most
     served = min(load, prefill_most, decode_pool_most) if saturated else load
     served_by = None if not saturated else "prefill" if prefill_most <= decode_pool_most else "decode"
     if saturated:
