@@ -221,8 +221,9 @@ def test_cli_refusals(cli):
     ):
         result = cli.run(*PLAN, *args)
         assert result.exit_code == 2 and words in result.stderr and len(result.stderr.splitlines()) == 1, args
-    result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefixes", "4")
-    assert result.exit_code == 2 and "give --shared-prefix too" in result.stderr
+    for given in ((), ("--shared-prefix", "0")):  # 0 is none: not "give it too" where it was given (trial 330 #8)
+        result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--shared-prefixes", "4", *given)
+        assert result.exit_code == 2 and "give --shared-prefix N, 1 or more" in result.stderr
     # vLLM's CPU backend refuses its offload (get_worker: CUDA-alike and XPU only); the cpu target's cache is host's
     cpu = cli.run("plan", "llama-3.2-1b", "--target", "cpu", "--tp", "1", "--kv-cache-gib", "4", "--kv-offload-gib",
                   "10", "--profile", "h100-sxm-prior", "--closed-form")  # fmt: skip

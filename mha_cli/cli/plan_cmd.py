@@ -784,7 +784,7 @@ def _speculative(
     alone the model's own MTP layers."""
     if config is None and draft is None and k is None and acceptance is None:
         return None
-    from mha_cli.core.speculative import build_spec, parse_speculative_config
+    from mha_cli.core.speculative import MAX_SPECULATIVE_TOKENS, build_spec, has_mtp_layers, parse_speculative_config
 
     data = {} if config is None else parse_speculative_config(config)
     for flag, value, key in (("--draft", draft, "model"), ("--num-speculative-tokens", k, "num_speculative_tokens"),
@@ -793,7 +793,15 @@ def _speculative(
             raise BadInputError(
                 f"{flag} {value} and --speculative-config's {key} {data[key]!r} disagree: give the value once"
             )
+    if isinstance(k, int) and not isinstance(k, bool) and not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+        raise BadInputError(f"--num-speculative-tokens {k}: give 1 to {MAX_SPECULATIVE_TOKENS}")  # said first
     method = data.get("method", None if draft or data.get("model") else "mtp")
+    if method == "mtp" and "method" not in data and not has_mtp_layers(loaded):  # trial 330 #9: say what was asked
+        asked = "--num-speculative-tokens" if k is not None else "--acceptance-length"
+        raise BadInputError(
+            f"{asked} without a method or --draft prices the model's own MTP layers, and {loaded.model.name} has"
+            ' none: give --draft MODEL, or --speculative-config \'{"method": "eagle3"}\''
+        )
     model = draft if draft is not None else data.get("model")
     if model is not None and not isinstance(model, str):
         raise BadInputError('--speculative-config: "model" must be a string (a preset, config or Hugging Face id)')
@@ -816,8 +824,10 @@ def _offload_bytes(gib: float | None, prefixes: int | None, shared_prefix: int |
     """``--kv-offload-gib`` in bytes (None: not asked), ``--shared-prefixes`` checked beside it: one line each."""
     if prefixes is not None:
         _count(prefixes, "shared-prefixes", MAX_CONCURRENCY)
-        if not shared_prefix:
-            raise BadInputError("--shared-prefixes counts prefixes of --shared-prefix tokens: give --shared-prefix too")
+        if not shared_prefix:  # 0 typed is none too (trial 330 #8: "give --shared-prefix too" where it was given)
+            raise BadInputError(
+                "--shared-prefixes counts prefixes of --shared-prefix tokens: give --shared-prefix N, 1 or more"
+            )
     if gib is None:
         return None
     if not 0 < gib <= MAX_OFFLOAD_GIB:

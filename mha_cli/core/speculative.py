@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mha_cli.core.errors import BadInputError, looking_at_input
 from mha_cli.core.kv import kv_footprint
-from mha_cli.core.mtp_layers import MTP_FIELDS
+from mha_cli.core.mtp_layers import declared_mtp_layers
 from mha_cli.core.schemas import LayerPatternSpec, ModelSpec, SpeculativeMethod, SpeculativeSpec
 from mha_cli.core.weight_bytes import rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
@@ -37,6 +37,7 @@ from mha_cli.core.weight_formats import weight_format
 if TYPE_CHECKING:
     from mha_cli.core.engine.generations import Generation
     from mha_cli.core.engine.plan import EnginePlan
+    from mha_cli.core.sources import ModelSource
     from mha_cli.core.tensor_parallel import ExpertLayout
 
 METHODS: tuple[SpeculativeMethod, ...] = ("mtp", "eagle", "eagle3", "draft_model")
@@ -175,15 +176,22 @@ def resolve_method(method: object, model: object) -> SpeculativeMethod:
     return method  # type: ignore[return-value]
 
 
-def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
-    """The target's MTP layers: ``num_nextn_predict_layers`` of its config.json (a preset's, from its checkpoint)."""
-    count = 0
+def target_mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
+    """The MTP layers the target declares (``core.mtp_layers.declared_mtp_layers`` of its config.json; a preset's,
+    from its checkpoint); 0: none."""
     if kind in ("hf-config", "hf-cache"):
-        data = json.loads(Path(origin).read_text())
-        data = data.get("text_config", data)
-        count = int(data.get("num_nextn_predict_layers") or data.get(MTP_FIELDS.get(data.get("model_type")), 0) or 0)
-    else:  # a preset, or our config of one
-        count = MTP_LAYERS_BY_PRESET.get(model.name, 0)
+        return declared_mtp_layers(json.loads(Path(origin).read_text()))
+    return MTP_LAYERS_BY_PRESET.get(model.name, 0)  # a preset, or our config of one
+
+
+def has_mtp_layers(loaded: "ModelSource") -> bool:
+    """Whether a loaded source declares MTP layers (``target_mtp_layers``)."""
+    return target_mtp_layers(loaded.model, loaded.origin, loaded.kind) > 0
+
+
+def mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
+    """The target's MTP layers (``target_mtp_layers``), refused in one line where it has none."""
+    count = target_mtp_layers(model, origin, kind)
     if count < 1:
         raise BadInputError(
             f"{model.name} has no MTP layers (num_nextn_predict_layers is 0 or absent): use method eagle, eagle3 or"
