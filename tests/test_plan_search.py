@@ -546,3 +546,11 @@ def test_the_nearest_miss_is_a_simulated_point_where_some_were_simulated(cli):
                           itl_ms=SimpleNamespace(at=lambda p: 20.0))  # fmt: skip
     candidates[slowest] = candidates[slowest].model_copy(update={"simulated": run})
     assert _nearest_miss(candidates, 300, 8) == slowest  # 2.5 x its target, simulated, before 1.3 x unsimulated
+
+
+def test_a_rate_searchs_pick_is_said_at_its_rate(cli):
+    """Trial 330 #6: under --rate the pick was written "at 4 users", the in-flight count Little's law gives read back
+    as users; it is the rate asked, with that count beside it."""
+    printed = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--rate",
+                               "4", "--closed-form").stdout.split())  # fmt: skip
+    assert "pick (*): tp 2 x pp 1 x 1 replica(s) at 4 req/s (4 in flight): 256 tokens/s per GPU" in printed

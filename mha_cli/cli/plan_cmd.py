@@ -1238,7 +1238,7 @@ def _meets_cell(result: SearchResult, index: int, simulating: bool) -> str:
 def _off_the_front(result: SearchResult, chosen: int) -> str:
     """Why the pick is off the front, point by point faster than it: a closed-form miss, a simulated run that ruled
     the point out (named), or a closed-form pass in a layout the search did not simulate (named)."""
-    from mha_cli.core.cost.search import throughput_first
+    from mha_cli.core.cost.search import load_words, throughput_first
 
     pick = throughput_first(result.candidates[chosen])  # a tie on tokens/s per GPU goes to tokens/s per user
     faster = [i for i in result.pareto if throughput_first(result.candidates[i]) > pick]
@@ -1248,7 +1248,7 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
     for ruled in sorted({r for i in faster if (r := result.candidates[i].ruled_out_by) is not None}):
         run = result.candidates[ruled]
         reasons.append(
-            f"{run.deployment.describe()} at {run.concurrency:,} users missed {'; '.join(run.misses)} in the simulated"
+            f"{run.deployment.describe()} {load_words(run)} missed {'; '.join(run.misses)} in the simulated"
             " loop, so its faster points with more users do too"
         )
     unsimulated = {
@@ -1271,6 +1271,7 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
     from rich.markup import escape
     from rich.table import Table
 
+    from mha_cli.core.cost.search import load_words
     from mha_cli.core.rules.engine import counted
 
     targets = []
@@ -1314,7 +1315,8 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
             "" if result.chosen in result.pareto else f" (not on the front: {_off_the_front(result, result.chosen)})"
         )
         console.print(
-            f"[bold]pick[/bold] (*): {c.deployment.describe()} at {c.concurrency:,} users: {c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU{chosen_front}"
+            f"[bold]pick[/bold] (*): {c.deployment.describe()} {load_words(c)}: {c.output_tokens_per_s_per_gpu:,.0f}"
+            f" tokens/s per GPU{chosen_front}"
         )
         if c.simulated is not None:
             sim = c.simulated
@@ -1338,7 +1340,7 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
         if result.nearest_miss is not None:
             c = result.candidates[result.nearest_miss]
             d = c.deployment
-            console.print(f"  nearest: {d.describe()} at {c.concurrency:,} users misses {escape('; '.join(c.misses))}")
+            console.print(f"  nearest: {d.describe()} {load_words(c)} misses {escape('; '.join(c.misses))}")
         for way in result.ways_out:  # each searched again: a pick (fits), or the none: line
             console.print(f"  - {escape(way.text)}" + (f": {escape(way.figure)}" if way.fits else ""))
 

@@ -509,15 +509,21 @@ def trial_profiles(
     return prior, datasheet_profile(target.target, weight_dtype)
 
 
+def load_words(candidate: Candidate, users: str = "users") -> str:
+    """A point's load as it was asked: ``at 8 users`` (``users``: the word), or under ``--rate`` ``at 4 req/s (37 in
+    flight)`` (the users Little's law gives: trial 330 #6, a rate read back as users)."""
+    if candidate.rate_rps is not None:
+        return f"at {candidate.rate_rps:g} req/s ({candidate.concurrency:,} in flight)"
+    return f"at {candidate.concurrency:,} {users}"
+
+
 def found_pick(found: SearchResult) -> str:
     """The pick of a search, in a way out's words: ``tp 1 x pp 1 x 2 replica(s) at 8 user(s) meets them (...)``."""
     assert found.chosen is not None
     c = found.candidates[found.chosen]
     verb = "meets them" if found.ttft_ms is not None or found.itl_ms is not None else "is picked"  # no targets given
-    return (
-        f"{c.deployment.describe()} at {c.concurrency:,} user(s) {verb}"
-        f" ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
-    )
+    load = load_words(c, "user(s)")
+    return f"{c.deployment.describe()} {load} {verb} ({c.output_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
 
 
 def _plan_judge(
