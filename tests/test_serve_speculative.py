@@ -71,7 +71,8 @@ def test_accepted_tokens_deal_t_a_step_in_whole_tokens():
 
 def test_vllm_holds_the_kept_tokens_and_its_scheduled_and_lookahead_slots():
     """One request of 32 prompt and 41 output tokens, blocks of 16, k = 3 at T = 2.5. By hand: the prompt's step
-    (a waiting request: no lookahead) takes 2 blocks; decode step s (0-15) starts with 32 + floor(2.5 s) tokens
+    takes its 32 tokens and, from vLLM 0.23, 3 lookahead slots (3 blocks; 2 before 0.23, which gave a waiting request
+    none: review 331 #1); decode step s (0-15) starts with 32 + floor(2.5 s) tokens
     computed and allocates them + 1 + 3 scheduled + 3 lookahead slots; the last, s = 15, reaches 32 + 37 + 7 = 76
     tokens: 5 blocks. 16 decode steps (1 + floor(2.5 x 16) = 41 tokens), 17 steps in all. TPOT: 16 steps of 1 ms
     over 40 tokens, 0.4 ms; the gap between streamed chunks: one step, 1 ms."""
@@ -79,6 +80,10 @@ def test_vllm_holds_the_kept_tokens_and_its_scheduled_and_lookahead_slots():
     limits = _vllm(10, acceptance_length=2.5, lookahead_tokens=3)
     run, times = simulate(workload, limits, FlatCost(), trace=True, skip_repeated_steps=False)  # type: ignore[arg-type]
     assert run.steps == 17 and _most_blocks(run, limits) == 5
+    for at_admission, blocks in ((True, 3), (False, 2)):  # after the prompt's step
+        first, _ = simulate(workload, limits._replace(lookahead_at_admission=at_admission), FlatCost(), trace=True,
+                            skip_repeated_steps=False)  # type: ignore[arg-type]  # fmt: skip
+        assert round(first.trace[0].kv_used * limits.kv_blocks) == blocks
     assert times.tpot == [pytest.approx(16 * STEP_S / 40)]
     assert run.itl_ms.median == pytest.approx(STEP_S * 1000)
     assert run.output_tokens_per_s == pytest.approx(41 / (17 * STEP_S))

@@ -294,8 +294,11 @@ def test_plan_json_puts_speculative_beside_plain(cli):
     ("args", "message"),
     [
         (["llama-3.1-8b", "--speculative-config", "{method: mtp}"], "--speculative-config is not JSON"),
-        (["llama-3.1-8b", "--num-speculative-tokens", "2"], "--num-speculative-tokens without a method or --draft"
-         " prices the model's own MTP layers, and llama-3.1-8b has none: give --draft MODEL"),
+        (
+            ["llama-3.1-8b", "--num-speculative-tokens", "2"],
+            "--num-speculative-tokens without a method or --draft"
+            " prices the model's own MTP layers, and llama-3.1-8b has none: give --draft MODEL",
+        ),
         (["llama-3.1-8b", "--acceptance-length", "2"], "--acceptance-length without a method or --draft prices"),
         (["llama-3.1-8b", "--num-speculative-tokens", "0"], "--num-speculative-tokens 0: give 1 to 32"),  # trial 330 #9
         (["llama-3.1-8b", "--speculative-config", '{"method": "ngram"}'], "is not priced"),

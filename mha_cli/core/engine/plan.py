@@ -113,6 +113,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     connector_turns_off_hybrid,
     counts_lookups_at_admission,
     counts_preempted_lookups,
+    lookahead_at_admission,
     max_concurrent_batches,
     paging_rules,
     profiles_cuda_graphs,
@@ -265,6 +266,10 @@ class EnginePlan(Record):
     """vLLM with windowed groups, started longer than its requests (``core.engine.longer_context``): the blocks the
     simulated scheduler holds, as the plan at the requests' length sizes them; None: from ``max_concurrency`` at
     max_model_len (``core.serve.simulate.engine_limits``). Not part of the JSON output."""
+    lookahead_at_admission: bool = Field(default=False, exclude=True)
+    """vLLM 0.23+: an admitted request holds the drafter's lookahead slots from its first step
+    (``core.engine.vllm_rule_releases.lookahead_at_admission``); False: from its second, or another engine. Not part
+    of the JSON output."""
     counts_lookups_at_admission: bool = Field(default=False, exclude=True)
     """vLLM 0.27+: its logged hit rate counts a waiting request's lookup once, when it is admitted
     (``core.engine.vllm_rule_releases.counts_lookups_at_admission``); False: at every try, or another engine. Not
@@ -1540,6 +1545,7 @@ def plan_engine(
         serves_hybrid_prefixes=pool.serves_hybrid_prefixes,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
+        lookahead_at_admission=settings.engine == "vllm" and lookahead_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,
         admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,

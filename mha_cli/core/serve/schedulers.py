@@ -152,6 +152,8 @@ class EngineState:
         self.lookahead = 0
         """vLLM under speculative decoding: slots a running request's step allocates past its scheduled tokens for
         the drafter (``num_lookahead_tokens``, k; ``core.serve.speculative``); 0 elsewhere."""
+        self.admission_lookahead = 0
+        """Of them, those an admitted request's first step allocates (vLLM 0.23+: all, review 331 #1; 0 before)."""
         self.watermark_blocks = 0
         """vLLM V0: blocks a waiting request must leave free, its whole prompt held, to be admitted
         (``BlockSpaceManager.can_allocate``, ``core.engine.vllm_rule_releases.admission_watermark``); 0: none."""
@@ -664,7 +666,7 @@ def vllm_admit(state: EngineState, budget: int) -> list[tuple[int, int]]:
         if whole and not state.holds_whole(request, state.watermark_blocks):
             break
         tokens = min(state.known(request) - state.computed[request], budget)
-        if not state.grow(request, state.computed[request] + tokens):
+        if not state.grow(request, state.computed[request] + tokens, state.admission_lookahead):
             break
         state.waiting.popleft()
         state.enter_running(request)

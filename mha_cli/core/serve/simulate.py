@@ -105,6 +105,8 @@ class EngineLimits(NamedTuple):
     """Speculative decoding: T, the tokens a decode step keeps on average (``core.serve.speculative``); 0: none."""
     lookahead_tokens: int = 0
     """vLLM under speculative decoding: the lookahead slots a running request's step allocates for the drafter (k)."""
+    lookahead_at_admission: bool = True
+    """vLLM 0.23+: an admitted request's first step allocates them too (``vllm_rule_releases.lookahead_at_admission``)."""
 
 
 def drafts_in_budget(engine: "EnginePlan") -> bool:
@@ -143,7 +145,7 @@ def engine_limits(engine: "EnginePlan", *, prefix_caching: bool = True, recv_int
         window_groups=windowed or (), group_blocks=engine.kv_blocks - NULL_BLOCKS if windowed else 0,
         caps_window_admission=bool(windowed) and engine.caps_window_admission,
         window_free_lags=bool(windowed) and engine.window_free_lags,
-        drafts_in_budget=drafts_in_budget(engine),
+        drafts_in_budget=drafts_in_budget(engine), lookahead_at_admission=engine.lookahead_at_admission,
     )  # fmt: skip
 
 
@@ -284,6 +286,7 @@ class _Run:
                 raise ValueError("speculative decoding is simulated at pp 1 only")
             self.state.accepted = AcceptedTokens(limits.acceptance_length, len(self.prompts))
             self.state.lookahead = limits.lookahead_tokens
+            self.state.admission_lookahead = limits.lookahead_tokens if limits.lookahead_at_admission else 0
         tiered = workload.prefix_groups > 1 or limits.host_blocks > 0
         self.state.caches_own_blocks = (
             limits.engine == "vllm" and limits.caches_preempted_blocks and limits.prefix_caching

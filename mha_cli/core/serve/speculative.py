@@ -11,9 +11,10 @@ clients, ``benchmarks/lib/endpoint_request_func.py``), so the simulated ITL is t
 TPOT is (e2e - TTFT) / (output tokens - 1) over the real tokens.
 
 The slots a decode step holds: vLLM allocates its 1 + k scheduled tokens and ``num_lookahead_tokens`` more, k for
-eagle, eagle3, mtp and draft_model, for a running request (0 for a waiting one), the rejected ones kept to be written
-over (``Scheduler.schedule``, ``allocate_slots(..., num_lookahead_tokens=...)``, ``v1/core/sched/scheduler.py``
-0.21.0); V0 appends k lookahead slots to its one token. SGLang and TensorRT-LLM are priced at the kept tokens (SGLang
+eagle, eagle3, mtp and draft_model, for a running request, the rejected ones kept to be written over
+(``Scheduler.schedule``, ``allocate_slots(..., num_lookahead_tokens=...)``, ``v1/core/sched/scheduler.py`` 0.21.0),
+and from 0.23.0 for a waiting one it admits too (``EngineState.admission_lookahead``; 0.21-0.22 gave it none); V0
+appends k lookahead slots to its one token. SGLang and TensorRT-LLM are priced at the kept tokens (SGLang
 frees a verification's rejected slots; TensorRT-LLM reserves a request's whole prompt and output at admission). A
 preempted request's drafts are cleared (``Scheduler._preempt_request``): back as a decode, its first step keeps 1
 token (``EngineState.undrafted``). Not modelled: vLLM's asynchronous scheduler (on by default for eagle, eagle3 and
