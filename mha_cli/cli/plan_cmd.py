@@ -793,11 +793,23 @@ def _speculative(
             raise BadInputError(
                 f"{flag} {value} and --speculative-config's {key} {data[key]!r} disagree: give the value once"
             )
-    if isinstance(k, int) and not isinstance(k, bool) and not 1 <= k <= MAX_SPECULATIVE_TOKENS:
-        raise BadInputError(f"--num-speculative-tokens {k}: give 1 to {MAX_SPECULATIVE_TOKENS}")  # said first
+    # each value as typed (a flag, else the JSON's key), checked before the method: what was asked is named (trial
+    # 330 #9, review 331 #2)
+    k_name = "--num-speculative-tokens" if k is not None else "--speculative-config's num_speculative_tokens"
+    t_name = "--acceptance-length" if acceptance is not None else "--speculative-config's acceptance_length"
+    k = k if k is not None else data.get("num_speculative_tokens")  # type: ignore[assignment]
+    acceptance = acceptance if acceptance is not None else data.get("acceptance_length")  # type: ignore[assignment]
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+        raise BadInputError(f"num_speculative_tokens {k!r}: give a whole number of draft tokens")
+    if acceptance is not None and (isinstance(acceptance, bool) or not isinstance(acceptance, int | float)):
+        raise BadInputError(f"acceptance_length {acceptance!r}: give the mean tokens per target step (a number)")
+    if k is not None and not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+        raise BadInputError(f"{k_name} {k}: give 1 to {MAX_SPECULATIVE_TOKENS}")
+    if acceptance is not None and not acceptance >= 1:
+        raise BadInputError(f"{t_name} {acceptance:g}: give the mean tokens per target step, 1 or more")
     method = data.get("method", None if draft or data.get("model") else "mtp")
-    if method == "mtp" and "method" not in data and not has_mtp_layers(loaded):  # trial 330 #9: say what was asked
-        asked = "--num-speculative-tokens" if k is not None else "--acceptance-length"
+    if method == "mtp" and "method" not in data and not has_mtp_layers(loaded):
+        asked = k_name if k is not None else t_name
         raise BadInputError(
             f"{asked} without a method or --draft prices the model's own MTP layers, and {loaded.model.name} has"
             ' none: give --draft MODEL, or --speculative-config \'{"method": "eagle3"}\''
@@ -805,12 +817,6 @@ def _speculative(
     model = draft if draft is not None else data.get("model")
     if model is not None and not isinstance(model, str):
         raise BadInputError('--speculative-config: "model" must be a string (a preset, config or Hugging Face id)')
-    k = k if k is not None else data.get("num_speculative_tokens")  # type: ignore[assignment]
-    acceptance = acceptance if acceptance is not None else data.get("acceptance_length")  # type: ignore[assignment]
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
-        raise BadInputError(f"num_speculative_tokens {k!r}: give a whole number of draft tokens")
-    if acceptance is not None and (isinstance(acceptance, bool) or not isinstance(acceptance, int | float)):
-        raise BadInputError(f"acceptance_length {acceptance!r}: give the mean tokens per target step (a number)")
     return build_spec(
         loaded.model, origin=loaded.origin, kind=loaded.kind, method=method, draft=model,
         num_speculative_tokens=k, acceptance_length=None if acceptance is None else float(acceptance),
