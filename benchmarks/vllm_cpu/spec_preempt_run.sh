@@ -10,25 +10,10 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:-benchmarks/vllm_cpu/results_spec_preempt}
 mkdir -p "$OUT"
-PY=benchmarks/vllm_cpu/.venv/bin/python
-[ -x "$PY" ] || PY=/work/main/benchmarks/vllm_cpu/.venv/bin/python
 PORT=8139
 BLOCKS=24
-export VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=1 VLLM_CPU_NUM_OF_RESERVED_CPU=1 HF_HUB_OFFLINE=1 \
-  TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 TOKENIZERS_PARALLELISM=false
-SPEC='{"method":"draft_model","model":"benchmarks/vllm_cpu/models/tiny-llama","num_speculative_tokens":3}'
-setsid "$PY" -m vllm.entrypoints.openai.api_server --model benchmarks/vllm_cpu/models/tiny-llama \
-  --tokenizer benchmarks/vllm_cpu/models/tiny-llama --served-model-name tiny-llama --load-format dummy \
-  --dtype bfloat16 --max-model-len 2048 --max-num-seqs 32 --max-num-batched-tokens 2048 --block-size 128 \
-  --no-enable-prefix-caching --seed 0 --host 127.0.0.1 --port $PORT --speculative-config "$SPEC" \
-  --num-gpu-blocks-override $BLOCKS > "$OUT/server.log" 2>&1 &
-SERVER=$!
-trap 'kill -- -$SERVER 2>/dev/null' EXIT
-for i in $(seq 1 180); do
-  curl -sf http://127.0.0.1:$PORT/v1/models > /dev/null 2>&1 && break
-  kill -0 $SERVER 2>/dev/null || { echo "server died: see $OUT/server.log"; exit 1; }
-  sleep 5
-done
+. benchmarks/vllm_cpu/spec_server.sh
+start_spec_server tiny-llama $PORT "$OUT" --num-gpu-blocks-override $BLOCKS
 curl -sf http://127.0.0.1:$PORT/metrics > "$OUT/metrics_before.txt"
 OMP_NUM_THREADS=1 timeout 900 "$PY" benchmarks/vllm_cpu/bench_serve.py --backend vllm \
   --base-url http://127.0.0.1:$PORT --endpoint /v1/completions --model tiny-llama \
