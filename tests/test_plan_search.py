@@ -536,7 +536,7 @@ def test_the_nearest_miss_is_a_simulated_point_where_some_were_simulated(cli):
     from mha_cli.core.cost.search import Candidate, _nearest_miss
 
     found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "2048", "--osl", "256", "--ttft-ms",
-                     "300", "--itl-ms", "8", "--rate", "8")  # fmt: skip
+                     "300", "--itl-ms", "8", "--rate", "8", "--closed-form")  # fmt: skip
     candidates = [Candidate.model_validate(c) for c in found["candidates"]]
     itl = [c.itl_ms for c in candidates]
     closest = itl.index(min(itl))
