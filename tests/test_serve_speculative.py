@@ -69,6 +69,14 @@ def test_accepted_tokens_deal_t_a_step_in_whole_tokens():
         AcceptedTokens(0.5, 1)
 
 
+def test_the_admission_lookahead_is_vllm_023s():
+    """vLLM 0.21-0.22 give a waiting request no lookahead slots (``0 if request.num_computed_tokens == 0``); 0.23.0 on
+    give it k (review 332 #4: the release rule and its way to the simulator)."""
+    from mha_cli.core.engine.vllm_rule_releases import lookahead_at_admission
+
+    assert not lookahead_at_admission((0, 22)) and lookahead_at_admission((0, 23)) and lookahead_at_admission(None)
+
+
 def test_vllm_holds_the_kept_tokens_and_its_scheduled_and_lookahead_slots():
     """One request of 32 prompt and 41 output tokens, blocks of 16, k = 3 at T = 2.5. By hand: the prompt's step
     takes its 32 tokens and, from vLLM 0.23, 3 lookahead slots (3 blocks; 2 before 0.23, which gave a waiting request

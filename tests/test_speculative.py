@@ -301,10 +301,14 @@ def test_plan_json_puts_speculative_beside_plain(cli):
         ),
         (["llama-3.1-8b", "--acceptance-length", "2"], "--acceptance-length without a method or --draft prices"),
         (["llama-3.1-8b", "--num-speculative-tokens", "0"], "--num-speculative-tokens 0: give 1 to 32"),  # trial 330 #9
-        (["llama-3.1-8b", "--speculative-config", '{"num_speculative_tokens": 40}'],  # review 331 #2
-         "--speculative-config's num_speculative_tokens 40: give 1 to 32"),
-        (["llama-3.1-8b", "--speculative-config", '{"num_speculative_tokens": 2}'],
-         "--speculative-config's num_speculative_tokens without a method or --draft prices"),
+        (
+            ["llama-3.1-8b", "--speculative-config", '{"num_speculative_tokens": 40}'],  # review 331 #2
+            "--speculative-config's num_speculative_tokens 40: give 1 to 32",
+        ),
+        (
+            ["llama-3.1-8b", "--speculative-config", '{"num_speculative_tokens": 2}'],
+            "--speculative-config's num_speculative_tokens without a method or --draft prices",
+        ),
         (["llama-3.1-8b", "--acceptance-length", "0"], "--acceptance-length 0: give the mean tokens per target step"),
         (["llama-3.1-8b", "--speculative-config", '{"method": "ngram"}'], "is not priced"),
         (["llama-3.1-8b", "--speculative-config", '{"method": "eagle3", "top_k": 2}'], "top_k not priced"),

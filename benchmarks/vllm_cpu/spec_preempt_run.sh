@@ -22,4 +22,6 @@ OMP_NUM_THREADS=1 timeout 900 "$PY" benchmarks/vllm_cpu/bench_serve.py --backend
   --num-warmups 0 --seed 0 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 --save-result \
   --result-dir "$OUT" --result-filename spec_c8_i1024_o512_kv$BLOCKS.json --disable-tqdm \
   --request-rate inf --max-concurrency 8
+STATUS=$?
 curl -sf http://127.0.0.1:$PORT/metrics > "$OUT/metrics_after.txt"
+[ $STATUS -eq 0 ] || { echo "the benchmark client failed (exit $STATUS): the run is not a measurement"; exit $STATUS; }

@@ -809,7 +809,7 @@ def _speculative(
         raise BadInputError(f"{t_name} {acceptance:g}: give the mean tokens per target step, 1 or more")
     method = data.get("method", None if draft or data.get("model") else "mtp")
     if method == "mtp" and "method" not in data and not has_mtp_layers(loaded):
-        asked = k_name if k is not None else t_name
+        asked = k_name if k is not None else t_name if acceptance is not None else "--speculative-config"
         raise BadInputError(
             f"{asked} without a method or --draft prices the model's own MTP layers, and {loaded.model.name} has"
             ' none: give --draft MODEL, or --speculative-config \'{"method": "eagle3"}\''
