@@ -554,3 +554,4 @@ def test_a_rate_searchs_pick_is_said_at_its_rate(cli):
     printed = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "1024", "--osl", "128", "--rate",
                                "4", "--closed-form").stdout.split())  # fmt: skip
     assert "pick (*): tp 2 x pp 1 x 1 replica(s) at 4 req/s (4 in flight): 256 tokens/s per GPU" in printed
+    assert "flight TTFT ms" in printed and " users " not in printed  # the front's column too (review 332 #8)

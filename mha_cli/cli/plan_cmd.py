@@ -1255,7 +1255,7 @@ def _off_the_front(result: SearchResult, chosen: int) -> str:
         run = result.candidates[ruled]
         reasons.append(
             f"{run.deployment.describe()} {load_words(run)} missed {'; '.join(run.misses)} in the simulated"
-            " loop, so its faster points with more users do too"
+            f" loop, so its faster points with more {'in flight' if run.rate_rps is not None else 'users'} do too"
         )
     unsimulated = {
         result.candidates[i].deployment.describe(): None
@@ -1293,7 +1293,9 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
     for line in result.layouts:
         console.print(f"[dim]  {escape(line)}[/dim]")
     table = Table(title="Pareto front (tokens/s per GPU against per user)", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("", "tp x pp x dp", "users", "TTFT ms", "ITL ms", "tok/s/GPU", "tok/s/user", "meets"):
+    rated = any(c.rate_rps is not None for c in result.candidates)  # under --rate: Little's law's, not users
+    load = "in flight" if rated else "users"
+    for column in ("", "tp x pp x dp", load, "TTFT ms", "ITL ms", "tok/s/GPU", "tok/s/user", "meets"):
         table.add_column(column, justify="left" if column in ("", "tp x pp x dp", "meets") else "right",
                          no_wrap=column == "tp x pp x dp")  # fmt: skip
     simulating = any(c.simulated is not None for c in result.candidates)
