@@ -555,3 +555,16 @@ def test_a_rate_searchs_pick_is_said_at_its_rate(cli):
                                "4", "--closed-form").stdout.split())  # fmt: skip
     assert "pick (*): tp 2 x pp 1 x 1 replica(s) at 4 req/s (4 in flight): 256 tokens/s per GPU" in printed
     assert "flight TTFT ms" in printed and " users " not in printed  # the front's column too (review 332 #8)
+
+
+def test_a_rate_past_capacity_is_a_miss_however_short_the_simulated_run(cli):
+    """Trial 330 #5: at --rate 20 with a 3,072-token shared prefix the plan serves 12.4 req/s at its largest load
+    (saturated, said in a note), but the simulated run's 200 requests never grew a queue, so its misses left the
+    rate out; they name it first now. The control: at --rate 4 nothing is saturated and no rate miss is said."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "256",
+            "--shared-prefix", "3072", "--ttft-ms", "300", "--itl-ms", "30")  # fmt: skip
+    over = cli.json(*args, "--rate", "20")
+    assert over["saturated"] and not over["simulated"]["saturated"]
+    assert over["simulated"]["misses"][0] == "rate 20 req/s > what it serves (12.4 req/s at its largest load)"
+    under = cli.json(*args, "--rate", "4")
+    assert not under["saturated"] and not any(m.startswith("rate") for m in under["simulated"]["misses"])
