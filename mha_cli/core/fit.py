@@ -445,11 +445,8 @@ def _lighter_weights_that_fit(
     when the weights nearly fill the device (7B in bf16 on a 16 GB T4), quantising them is the cheapest fix. fp8 is
     offered only where the engine serves it on the device (``smaller_weight_dtypes``)."""
     for dtype in smaller_weight_dtypes(target, deployment):
-        try:
-            plan = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
-        except MhaError:  # the engine refuses that format at this tp (its groups straddle the ranks)
-            continue
-        if plan.fits:
+        plan = _plan_in(model, target, deployment, kv, dtype)
+        if plan is not None and plan.fits:
             return (
                 f"--weight-dtype {dtype} (weights {format_bytes(plan.weight_bytes_per_device)} per device;"
                 f" {counted(plan.max_sequences, 'sequence')} fit)"
@@ -457,16 +454,24 @@ def _lighter_weights_that_fit(
     return None
 
 
+def _plan_in(
+    model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint, dtype: str
+) -> MemoryPlan | None:
+    """The memory plan with every weight in format ``dtype``; None where the engine refuses that format at this tp
+    (its groups straddle the ranks)."""
+    try:
+        return plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
+    except MhaError:
+        return None
+
+
 def _sequences_with(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, kv: KvFootprint, dtype: str
 ) -> str:
     """``; N sequences fit`` beside the pool in weight format ``dtype`` (trial 326 #5: the way out of weights that do
     not fit did not say whether the batch then does); empty where the engine refuses that format here."""
-    try:
-        lighter = plan_memory(target, model=model, weight_dtype=dtype, kv=kv, deployment=deployment)
-    except MhaError:
-        return ""
-    return f"; {counted(lighter.max_sequences, 'sequence')} fit"
+    lighter = _plan_in(model, target, deployment, kv, dtype)
+    return "" if lighter is None else f"; {counted(lighter.max_sequences, 'sequence')} fit"
 
 
 def last_resort(

@@ -471,13 +471,12 @@ def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: 
 def larger_share(deployment: DeploymentSpec) -> list[str]:
     """On vLLM below it, the larger share of the device published deployments run (``core.fit.ENGINE_KNOBS``): a
     change on the same GPUs for a search where nothing starts (trial 326 #2: Kimi-K2 on 8 x H200 starts at 0.95)."""
+    from mha_cli.core.engine.settings import VLLM_UTILISATION
     from mha_cli.core.fit import ENGINE_KNOBS
 
     share = next(value for field, value, _ in ENGINE_KNOBS if field == "gpu_memory_utilization")
-    vllm = deployment.engine in (None, "vllm")
-    return (
-        [f"--gpu-memory-utilization {share:g}"] if vllm and (deployment.gpu_memory_utilization or 0.9) < share else []
-    )
+    asked = deployment.gpu_memory_utilization or VLLM_UTILISATION
+    return [f"--gpu-memory-utilization {share:g}"] if deployment.engine in (None, "vllm") and asked < share else []
 
 
 def twice_the_devices(target: ResolvedTarget) -> str:
