@@ -108,6 +108,17 @@ def test_a_folder_is_not_a_file_to_write(tmp_path):
         write_text_atomic(tmp_path, "x", force=True)
 
 
+def test_a_path_under_a_file_is_a_path_mistyped_not_a_failed_write(tmp_path):
+    """Trial 334 #3: `--out out.yaml/x.yaml` with out.yaml a file was exit 74 ("Not a directory"), where a folder
+    that does not exist is exit 2; both are a path mistyped (docs/exit-codes.md), and say which part is wrong."""
+    (tmp_path / "out.yaml").write_text("kept")
+    with pytest.raises(BadInputError, match=r"out\.yaml is a file, not a folder to write x\.yaml into$"):
+        write_text_atomic(tmp_path / "out.yaml" / "deeper" / "x.yaml", "x")
+    with pytest.raises(BadInputError, match=r"no such folder to write x\.yaml into$"):
+        write_text_atomic(tmp_path / "none" / "x.yaml", "x")
+    assert (tmp_path / "out.yaml").read_text() == "kept" and sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
+
+
 def test_non_mla_configs_do_not_carry_the_mla_cache_mode():
     gqa = MhaConfig(model=ModelSpec(d_model=64, n_layers=1, n_heads=4, n_kv_heads=2, vocab_size=10, d_ff=10))
     assert "mla_cache" not in config_to_yaml(gqa)

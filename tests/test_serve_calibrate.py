@@ -320,6 +320,20 @@ def test_an_empty_profile_name_is_refused_not_replaced_by_the_default(tmp_path):
     assert not (tmp_path / "profiles").exists()
 
 
+def test_a_profile_name_ending_in_json_is_refused_as_plan_would_read_it_as_a_path(tmp_path):
+    """Trial 334 #1: `--name x.json` wrote profiles/x.json.json and printed `--profile x.json`, which plan reads as
+    a file path (``load_profile``): exit 2 on the pasted line. Refused before anything is written; `x` is taken."""
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    args = ["calibrate", "--from", str(RESULTS / "tiny-llama_c4_i128_o64.json"), "--model", str(TINY_LLAMA),
+            "--target", "cpu", *SERVER]  # fmt: skip
+    refused = runner.invoke(app, [*args, "--name", "x.JSON"])
+    assert refused.exit_code == 2
+    assert "profile name 'x.JSON' ends in .json, which --profile reads as a file path: name it 'x'" in refused.output
+    assert not (tmp_path / "profiles").exists()
+    assert runner.invoke(app, [*args, "--name", "x"]).exit_code == 0
+    assert (tmp_path / "profiles" / "x.json").is_file()
+
+
 def test_the_use_it_line_plans_the_server_the_profile_was_fitted_on(tmp_path):
     """Trial 287 #2: the printed `mha plan` line left out the server's settings the fit was given, so a pasted plan
     ran vLLM's defaults (128 sequences, not the fitted 32); it carries them, and runs as printed."""

@@ -353,10 +353,9 @@ def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
     """
     where = shown_path(path)
     try:
-        _check_target(path, where, force)
         folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise BadInputError(f"{shown_path(folder)}: no such folder to write {shown_path(path.name)} into")
+        _check_folder(folder, path.name)
+        _check_target(path, where, force)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OutputError(f"cannot write {where}: {os_reason(exc)}") from None
@@ -377,6 +376,17 @@ def write_bytes_atomic(path: Path, data: bytes, *, force: bool = False) -> None:
 
 _KINDS = {stat.S_IFLNK: "a symlink", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
           stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
+def _check_folder(folder: Path, name: str) -> None:
+    """Refuse a ``folder`` to write ``name`` into that does not exist, or one under a file (``out.yaml/x.yaml``:
+    a path mistyped, exit 2, not a failed write)."""
+    if folder.is_dir():
+        return
+    file = next((part for part in reversed((folder, *folder.parents)) if part.exists() and not part.is_dir()), None)
+    if file is not None:
+        raise BadInputError(f"{shown_path(file)} is a file, not a folder to write {shown_path(name)} into")
+    raise BadInputError(f"{shown_path(folder)}: no such folder to write {shown_path(name)} into")
 
 
 def _check_target(path: Path, where: str, force: bool) -> None:
