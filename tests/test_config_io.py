@@ -119,6 +119,22 @@ def test_a_path_under_a_file_is_a_path_mistyped_not_a_failed_write(tmp_path):
     assert (tmp_path / "out.yaml").read_text() == "kept" and sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["recommend", "--params", "125M", "--out", "-"], "--out -: --out writes a .yaml or .json file"),
+        (["kv", "llama-3-8b", "--plot", "/dev/stdout"], "--plot /dev/stdout: --plot writes a .png file"),
+        (["probe", "the cat sat", "--out", "-"], "--out -: --out writes a .png file"),
+    ],
+)
+def test_standard_output_as_a_file_name_says_json_prints_instead(cli, args, said):
+    """Trial 334 #10: `--out -` was told to "name the file .yaml", as if the extension were the mistake."""
+    result = cli.run(*args)
+    assert result.exit_code == 2 and result.stdout == ""
+    line = " ".join(result.output.split())
+    assert said in line and "not standard output: name one (--json prints" in line
+
+
 def test_non_mla_configs_do_not_carry_the_mla_cache_mode():
     gqa = MhaConfig(model=ModelSpec(d_model=64, n_layers=1, n_heads=4, n_kv_heads=2, vocab_size=10, d_ff=10))
     assert "mla_cache" not in config_to_yaml(gqa)

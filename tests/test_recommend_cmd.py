@@ -397,6 +397,17 @@ def test_the_hook_command_names_the_config_json_written(cli, tmp_path):
     assert cli.run("kv", str(out)).exit_code == 0  # the file the command names reads back
 
 
+def test_the_hook_command_quotes_a_path_a_shell_would_split(cli, tmp_path):
+    """Trial 334 #11: `--out "my design.yaml"` printed `mha verify .../my design.yaml --hook`, which a pasted shell
+    line splits in two; the path is quoted, and the command split as a shell would names the file written."""
+    import shlex
+
+    out = tmp_path / "my design.yaml"
+    command = cli.json("recommend", "--params", "125M", "--seq", "2K", "--out", str(out))["testability"]["command"]
+    assert command == f"mha verify '{out}' --hook"
+    assert shlex.split(command) == ["mha", "verify", str(out), "--hook"] and out.is_file()
+
+
 def test_a_low_utilisation_offers_raising_it_and_says_what_the_weights_exceed(cli):
     """--gpu-memory-utilization 0.05 on an H100: 'the weights exceed the target' (13.3 GiB on 79 GiB) and no way out
     but another device; 0.95 alone fits 67 sequences (trial 246)."""

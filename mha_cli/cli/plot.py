@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mha_cli.core.config_io import write_bytes_atomic
-from mha_cli.core.errors import BadInputError, looking_at_output, shown_path
+from mha_cli.core.errors import BadInputError, looking_at_output, refuse_standard_stream, shown_path
 from mha_cli.core.plot_data import PlotData, Series
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ COLOURS_IN_CYCLE = 10
 
 def check_plot_path(path: Path, *, force: bool) -> None:
     """Refuse, before any work, a name that is not ``.png`` and an existing file without ``--force``."""
+    refuse_standard_stream(path, "--plot", ".png", "--json prints the numbers")
     if path.suffix.lower() != ".png":
         raise BadInputError(f"--plot {shown_path(path)}: name the file .png")
     with looking_at_output(path):

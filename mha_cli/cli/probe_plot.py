@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mha_cli.core.errors import BadInputError, looking_at_output, shown_path
+from mha_cli.core.errors import BadInputError, looking_at_output, refuse_standard_stream, shown_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,6 +28,7 @@ CHARACTERS_PER_INCH = 13
 
 def check_png_path(path: Path, *, force: bool) -> None:
     """Refuse, before any work: a name not ending .png, a missing folder, an existing file without --force."""
+    refuse_standard_stream(path, "--out", ".png", "--json prints the attention matrices")
     if path.suffix.lower() != ".png":
         raise BadInputError(f"--out {shown_path(path)}: name the file .png (the probe writes a PNG heat map)")
     folder = path.parent if str(path.parent) else Path(".")

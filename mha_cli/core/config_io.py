@@ -17,7 +17,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from mha_cli.core.config_layout import FLAT, as_flat_paths, checked_layout, unknown_field_hint
-from mha_cli.core.errors import BadInputError, OutputError, one_line, os_reason, shown_path, value_kind
+from mha_cli.core.errors import (
+    BadInputError,
+    OutputError,
+    one_line,
+    os_reason,
+    refuse_standard_stream,
+    shown_path,
+    value_kind,
+)
 from mha_cli.core.safe_yaml import safe_loader
 from mha_cli.core.schemas import MhaConfig
 from mha_cli.core.validation import describe_validation_error
@@ -318,6 +326,7 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
     """The config in the format ``path``'s extension names: ``.json`` JSON, ``.yaml``/``.yml`` YAML (with ``header``
     as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
     a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
+    refuse_standard_stream(path, "--out", ".yaml or .json", "--json prints the recommendation")
     kind = CONFIG_SUFFIXES.get(path.suffix.lower())
     try:
         folder = path.is_dir()

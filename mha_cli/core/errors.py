@@ -185,6 +185,19 @@ def os_reason(exc: OSError) -> str:
     return os.strerror(exc.errno) if exc.errno else exc.__class__.__name__
 
 
+STANDARD_STREAMS = ("-", "/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2")
+"""Output names that mean the terminal's streams: mha writes whole files atomically, never to one of these."""
+
+
+def refuse_standard_stream(path: object, option: str, kind: str, instead: str) -> None:
+    """Refuse ``option``'s ``path`` where it names standard output or error (``-``): the option writes a ``kind``
+    file, and ``instead`` says what prints (trial 334 #10: ``--out -`` was told to name the file .yaml)."""
+    if str(path) in STANDARD_STREAMS:
+        raise BadInputError(
+            f"{option} {path}: {option} writes a {kind} file, not standard output: name one ({instead})"
+        )
+
+
 @contextmanager
 def looking_at_output(path: object) -> Iterator[None]:
     """Checks of an output path before any work (does it exist, is it a folder): the system refusing to look at it

@@ -58,8 +58,13 @@ HOOK_CONFIG_PLACEHOLDER = "CONFIG"
 
 
 def hook_command(config_path: str | None = None) -> str:
-    """MHA050: the command that trains the 2-layer copy on induction and checks the threshold."""
-    return f"mha verify {config_path or HOOK_CONFIG_PLACEHOLDER} --hook"
+    """MHA050: the command that trains the 2-layer copy on induction and checks the threshold, the path quoted for a
+    shell where it needs it (a space: trial 334 #11)."""
+    if config_path is None:
+        return f"mha verify {HOOK_CONFIG_PLACEHOLDER} --hook"
+    import shlex  # only with --out: not on every run's start-up
+
+    return f"mha verify {shlex.quote(config_path)} --hook"
 
 
 def flag_unfit(ctx: Context, chosen: Option, kv: KvFootprint, plan: MemoryPlan | None, total_params: int) -> list[str]:
