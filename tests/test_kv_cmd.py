@@ -103,6 +103,8 @@ def test_variants_table_compares_the_same_shape(cli):
     rows = {row["label"]: row for row in cli.json("kv", "llama-3-8b")["variants"]}
     assert rows["MHA"]["bytes_per_token"] == 4 * rows["GQA-8"]["bytes_per_token"]
     assert rows["GQA-8"]["is_current"] and rows["MQA"]["fraction_of_mha"] == 1 / 32
+    # heads as recommend's alternatives give them: an MLA cache is a latent, no KV heads (was 32: trial 334 #6)
+    assert [rows[label]["n_kv_heads"] for label in ("MHA", "GQA-8", "MQA", "MLA")] == [32, 8, 1, None]
 
 
 def test_human_output_names_the_numbers(cli):

@@ -231,7 +231,11 @@ def print_variants(console: "Console", report: KvReport) -> None:
         return
     console.print("Same shape, other projections")  # a narrow terminal: each variant's figures as words
     for row in report.variants:
-        heads = "a latent" if row.variant == "MLA" else f"{row.n_kv_heads} KV head{'s' if row.n_kv_heads > 1 else ''}"
+        heads = (
+            "a latent"
+            if row.variant == "MLA"
+            else f"{row.n_kv_heads} KV head{'s' if (row.n_kv_heads or 0) > 1 else ''}"
+        )
         seqs = f", {row.max_sequences:,} max seqs" if report.memory is not None else ""
         note = f"; {row.note}" if row.note else ""
         console.print(

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.dtypes import FLOAT16_REFUSED, is_engine_default_kv
+from mha_cli.core.dtypes import FLOAT16_REFUSED, fp8_variant_named, is_engine_default_kv, normalise_dtype_name
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -150,8 +150,8 @@ def merge_deployment(
         ):  # fmt: skip
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
     fields.setdefault("seq_len", default_seq_len(model, base))
-    if model is not None and fields.get("kv_dtype") == "fp8" and stores_fp8_as_ds_mla(model, fields.get("engine")):
-        fields["kv_dtype"] = "fp8_ds_mla"  # the layout vLLM and SGLang allocate for a sparse-MLA model's fp8 cache
+    if model is not None and _sparse_mla(model, fields.get("engine")):  # the layout vLLM and SGLang allocate for it
+        fields = _sparse_mla_layout(model, fields)
     if fields.get("async_scheduling") is not None:
         check_async_scheduling(fields)
     if fields.get("vllm_fp8_linear_kernel") is not None:
@@ -186,18 +186,41 @@ def merge_deployment(
 
 
 DS_MLA_ENGINES = (None, "vllm", "sglang")
-"""Engines (None: vLLM, the default) that store any fp8 cache of a sparse-MLA model (DeepSeek-V3.2's indexer) in the
-fp8_ds_mla layout, 656 B a layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE): vLLM's
-``DeepseekV32ForCausalLM.verify_and_update_config`` turns ``fp8*`` into ``fp8_ds_mla``; SGLang's
-``NSATokenToKVPool`` sets ``kv_cache_dim`` to that layout's width when it stores fp8 (``MLATokenToKVPool``:
-``override_kv_cache_dim if nsa_kv_cache_store_fp8``). TensorRT-LLM's is not read: priced as plain fp8."""
+"""Engines (None: vLLM, the default) that store a sparse-MLA model's (DeepSeek-V3.2's indexer) fp8 cache in the
+fp8_ds_mla layout, 656 B a layer (512 fp8 + 4 fp32 scales + 64 bf16 RoPE), somewhere: vLLM by release and GPU
+(``core.engine.sparse_mla_kv``); SGLang always (``NSATokenToKVPool`` sets ``kv_cache_dim`` to that layout's width
+when it stores fp8: ``MLATokenToKVPool``, ``override_kv_cache_dim if nsa_kv_cache_store_fp8``). TensorRT-LLM's is
+not read: priced as plain fp8."""
 
 
-def stores_fp8_as_ds_mla(model: ModelSpec, engine: str | None) -> bool:
-    """Whether ``engine`` stores ``model``'s fp8 cache as fp8_ds_mla (``DS_MLA_ENGINES``): ``--kv-dtype fp8`` on
-    DeepSeek-V3.2 was priced 708 B a layer (576 fp8 + the indexer's 132), where both engines hold 788."""
+def _sparse_mla(model: ModelSpec, engine: str | None) -> bool:
+    """Whether ``model`` is sparse MLA (an indexer) served by an engine of ``DS_MLA_ENGINES``."""
     mla = model.attention.mla
     return mla is not None and mla.indexer is not None and engine in DS_MLA_ENGINES
+
+
+def _sparse_mla_layout(model: ModelSpec, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with the KV format the engine stores a sparse-MLA model's cache in: fp8 typed in any spelling as
+    fp8_ds_mla on SGLang, without a target, and on vLLM where ``vllm_sparse_mla_kv`` says so (also bf16 on RTX
+    Blackwell), plain fp8 where vLLM's backend stores that (trial 333 #1: ``fp8_e4m3`` was priced 708 B a layer
+    where ``fp8`` was 788). Refused in one line where no sparse backend of the release takes the format."""
+    typed = fields.get("kv_dtype")
+    kv_dtype = None if typed is None else normalise_dtype_name(typed, kv=True)
+    e5m2 = fp8_variant_named(typed) == "e5m2" or (kv_dtype == "fp8" and fields.get("kv_fp8_variant") == "e5m2")
+    target = resolve_target(fields["target"]).target if fields.get("target") else None
+    if fields.get("engine") == "sglang" or target is None:
+        return {**fields, "kv_dtype": "fp8_ds_mla"} if kv_dtype == "fp8" else fields
+    from mha_cli.core.engine.flags import release_meant
+    from mha_cli.core.engine.generations import BY_ID, generation_of
+    from mha_cli.core.engine.sparse_mla_kv import vllm_sparse_mla_kv
+
+    generation = BY_ID.get(fields.get("engine_generation") or "") or generation_of("vllm")
+    release = release_meant(generation, fields.get("engine_version"))
+    heads = model.attention.n_heads // (fields.get("tp") or 1)
+    stored = vllm_sparse_mla_kv(kv_dtype, e5m2, release, target, heads)
+    if stored is None or stored == kv_dtype:
+        return fields
+    return {**{key: value for key, value in fields.items() if key != "kv_fp8_variant"}, "kv_dtype": stored}
 
 
 BLOCK_FLAGS = {"vllm": "--block-size", "sglang": "--page-size"}

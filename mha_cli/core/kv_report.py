@@ -25,7 +25,8 @@ class VariantRow(Record):
 
     label: str
     variant: str
-    n_kv_heads: int
+    n_kv_heads: int | None
+    """None for MLA, whose cache is a latent, not heads (as ``mha recommend``'s alternatives say: trial 334 #6)."""
     is_current: bool
     note: str
     bytes_per_token: int
@@ -126,7 +127,8 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
             else None
         )
         rows.append(VariantRow(
-            label=option.label, variant=option.variant, n_kv_heads=option.n_kv_heads, is_current=option.is_current,
+            label=option.label, variant=option.variant, is_current=option.is_current,
+            n_kv_heads=None if option.variant == "MLA" else option.n_kv_heads,
             note=_note(_naive_note(option.note, option.variant, deployment), option_kv.kv_dtype, deployment.kv_dtype),
             bytes_per_token=option_kv.bytes_per_token, total_bytes=option_kv.total_bytes,
             fraction_of_mha=option_kv.bytes_per_token / mha_bytes if mha_bytes else 1.0,
