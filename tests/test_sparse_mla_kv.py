@@ -32,8 +32,7 @@ def per_token(cli, target: str, *extra: str) -> int:
         ("8xb200", ["--kv-dtype", "fp8", "--engine", "sglang"], DS_MLA),  # NSATokenToKVPool
         ("8xb200", ["--kv-dtype", "fp8", "--engine", "trtllm"], PLAIN_FP8),  # not read: plain fp8
         ("8xmi300x", ["--kv-dtype", "fp8"], PLAIN_FP8),  # ROCM_AITER_MLA_SPARSE from 0.21
-        ("8xrtx-pro-6000-srv", [], DS_MLA),  # FLASHINFER_MLA_SPARSE_SM120 serves auto as fp8_ds_mla from 0.24
-        ("8xrtx-pro-6000-srv", ["--engine", "vllm@0.23"], BF16),  # the control: before it, the model's dtype
+        ("8xrtx-pro-6000-srv", ["--kv-dtype", "fp8"], DS_MLA),  # FLASHINFER_MLA_SPARSE_SM120 from 0.24
         ("8xh200", [], BF16),
     ],
 )
@@ -46,6 +45,18 @@ def test_vllm_0_18_on_blackwell_took_flashinfer_first_only_at_16_heads_a_rank_or
     common = ("--kv-dtype", "fp8", "--engine", "vllm@0.18")
     assert per_token(cli, "8xb200", "--tp", "8", *common) == PLAIN_FP8
     assert per_token(cli, "8xb200", "--tp", "4", "--dp", "2", *common) == DS_MLA
+
+
+def test_a_bf16_cache_vllm_stores_as_fp8_ds_mla_on_rtx_blackwell_is_said_not_repriced(cli):
+    """From 0.24 FLASHINFER_MLA_SPARSE_SM120 serves auto as fp8_ds_mla: priced as asked (the other engines' launch
+    lines share the deployment and must not gain an fp8 cache), with a note naming the flag that prices it."""
+    notes = {}
+    for engine in ("vllm", "vllm@0.23"):
+        report = cli.json("kv", MODEL, "--seq", "32k", "--target", "8xrtx-pro-6000-srv", "--engine", engine)
+        assert report["kv"]["bytes_per_token"] == BF16
+        notes[engine] = [note for note in report["memory"]["engine"]["notes"] if "FLASHINFER_MLA_SPARSE_SM120" in note]
+    assert notes["vllm"] and notes["vllm"][0].endswith("pass --kv-dtype fp8 to price what it allocates")
+    assert notes["vllm@0.23"] == []  # the control: no such backend before 0.24
 
 
 @pytest.mark.parametrize(
@@ -72,5 +83,6 @@ def test_the_rule_by_release_and_gpu_family():
     assert vllm_sparse_mla_kv("fp8", False, (0, 18, 0, 0), b200, 128) == "fp8_ds_mla"
     assert vllm_sparse_mla_kv("fp8", True, (0, 31, 0, 0), mi300x, 16) == "fp8"  # passed to AITER unchecked
     assert vllm_sparse_mla_kv(None, False, (0, 34, 0, 0), b200, 16) is None
+    assert vllm_sparse_mla_kv(None, False, (0, 34, 0, 0), resolve_target("rtx-pro-6000-srv").target, 16) is None
     with pytest.raises(BadInputError, match=r"fp8_e5m2 from 0\.31"):
         vllm_sparse_mla_kv("fp8", True, (0, 30, 0, 0), mi300x, 16)

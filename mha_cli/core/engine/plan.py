@@ -97,6 +97,7 @@ from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import MIXER_NAMES, StatePool, priced_here, state_pool
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
+from mha_cli.core.engine.sparse_mla_kv import rtx_blackwell_bf16_note
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.trtllm_state_pool import TrtllmStatePool, trtllm_state_pool
@@ -872,6 +873,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
     unread_fp8 = mla_fp8_unread_note(settings.release, model, kv.kv_dtype)
     notes += [unread_fp8] if unread_fp8 else []
+    stored_fp8 = rtx_blackwell_bf16_note(model, inputs.target, release, kv.kv_dtype)
+    notes += [stored_fp8] if stored_fp8 else []
     notes += _hybrid_cache_notes(inputs, release, mode) if state else []
     if kind_blocks and len(set(kind_blocks.values())) > 1:
         raised = ", ".join(f"{kind} layers {size}" for kind, size in kind_blocks.items() if size != block)

@@ -18,7 +18,7 @@ to date the changes; patch releases between not read):
   - Blackwell (10.x): with a quantized cache FlashInfer's sparse backend first from 0.19 (plain fp8 for ``fp8`` and
     ``fp8_e4m3``); in 0.18 first only at 16 heads a rank or fewer; ``fp8_e5m2`` none.
   - RTX Blackwell (12.x), from 0.24: ``FLASHINFER_MLA_SPARSE_SM120``, fp8_ds_mla for auto, bf16, fp8, fp8_e4m3;
-    ``fp8_e5m2`` none.
+    ``fp8_e5m2`` none. A bf16 cache is priced as asked, with a note (``rtx_blackwell_bf16_note``).
   - AMD: ``ROCM_AITER_MLA_SPARSE`` takes ``fp8`` and ``fp8_e4m3`` from 0.21 (plain fp8), ``fp8_e5m2`` from 0.31 (the
     backend is passed directly, unchecked).
 
@@ -33,6 +33,7 @@ kernel package missing (the next backend in the order), the GPUs no sparse backe
 from __future__ import annotations
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.schemas import ModelSpec
 from mha_cli.core.targets import Target
 
 Release = tuple[int, int, int, int]
@@ -60,13 +61,29 @@ def vllm_sparse_mla_kv(
         return DS_MLA if fp8 else None  # no sparse backend read runs there: the cache as 0.11-0.17 store it
     if fp8 and e5m2:
         _refuse(spelled, release, target, "no sparse-MLA backend lists fp8_e5m2")
-    if major == 12:  # FLASHINFER_MLA_SPARSE_SM120: auto and fp8 alike
-        return DS_MLA if kv_dtype in (None, "bf16", "fp8") else None
-    if not fp8:
+    if not fp8:  # a bf16 cache on RTX Blackwell: said, not priced (``rtx_blackwell_bf16_note``)
         return None
+    if major == 12:  # FLASHINFER_MLA_SPARSE_SM120
+        return DS_MLA
     if major == 10 and (release >= (0, 19, 0, 0) or heads_per_rank <= 16):
         return PLAIN_FP8  # FlashInfer's sparse backend first
     return DS_MLA  # FLASHMLA_SPARSE
+
+
+def rtx_blackwell_bf16_note(model: ModelSpec, target: Target, release: Release, kv_dtype: str) -> str | None:
+    """The plan's note where vLLM ``release`` stores a sparse-MLA ``model``'s bf16 cache as fp8_ds_mla on ``target``
+    (RTX Blackwell from 0.24: FLASHINFER_MLA_SPARSE_SM120 serves ``auto`` so). Priced as asked (bf16): the same
+    deployment gives the other engines' launch lines, which must not gain an fp8 cache no one asked for."""
+    mla = model.attention.mla
+    if mla is None or mla.indexer is None or kv_dtype not in ("bf16", "fp16") or target.vendor != "NVIDIA":
+        return None
+    if int(target.compute_capability or 0) != 12 or release < (0, 24, 0, 0):
+        return None
+    return (
+        f"vLLM stores this sparse-MLA model's {kv_dtype} cache as fp8_ds_mla on {target.id} from 0.24"
+        " (FLASHINFER_MLA_SPARSE_SM120 serves auto so: 656 B a layer, not the 1,152 priced): pass --kv-dtype fp8 to"
+        " price what it allocates"
+    )
 
 
 def _refuse(spelled: str | None, release: Release, target: Target, why: str) -> None:
