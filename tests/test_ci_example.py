@@ -27,8 +27,9 @@ BIN = Path(sys.executable).parent
 EXPRESSION = re.compile(r"\$\{\{\s*(inputs|steps)\.([\w-]+)(?:\.outputs\.([\w-]+))?\s*\}\}")
 
 
-def run_action(inputs: dict[str, str], tmp_path: Path) -> dict:
-    """Run every ``run:`` step in order (``if: always()`` ones after a failure); return what a runner would see."""
+def run_action(inputs: dict[str, str], tmp_path: Path, path_first: Path | None = None) -> dict:
+    """Run every ``run:`` step in order (``if: always()`` ones after a failure); return what a runner would see.
+    ``path_first``: a folder ahead of mha's on PATH (the runner's own ``python``)."""
     given = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()} | inputs
     outputs: dict[str, dict[str, str]] = {}
     summary = tmp_path / "step_summary.md"
@@ -59,7 +60,8 @@ def run_action(inputs: dict[str, str], tmp_path: Path) -> dict:
         output_file.write_text("")
         env = dict(os.environ)
         env.update({name: expand(value) for name, value in step.get("env", {}).items()})
-        env |= {"PATH": f"{BIN}{os.pathsep}{env['PATH']}", "GITHUB_OUTPUT": str(output_file),
+        first = f"{path_first}{os.pathsep}" if path_first else ""
+        env |= {"PATH": f"{first}{BIN}{os.pathsep}{env['PATH']}", "GITHUB_OUTPUT": str(output_file),
                 "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTION_PATH": str(ACTION_DIR),
                 "RUNNER_TEMP": str(tmp_path)}  # fmt: skip
         done = subprocess.run(
@@ -128,8 +130,33 @@ def test_a_failed_threshold_still_writes_the_summary_and_report_then_fails(recom
     assert "max-decode-ms 0.001 not applied: verify runs on the CPU" in result["logs"]["run"]
 
 
+def test_the_decode_gate_asks_the_torch_mha_runs_on_not_the_runners_python(recommended_config, tmp_path):
+    """Trial 334 #2: with mha installed in its own environment (pipx, a venv), the runner's `python` has no torch:
+    the probe printed a traceback and said "verify runs on the CPU" even with device: cuda. It now asks mha's own
+    interpreter, read from its script, here through pip's trampoline for a long path (``#!/bin/sh`` and an exec)."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python").symlink_to("/usr/bin/python3")  # no torch in it
+    assert subprocess.run([str(shims / "python"), "-c", "import torch"], capture_output=True).returncode != 0
+    script = (BIN / "mha").read_text().splitlines(keepends=True)
+    interpreter = script[0].removeprefix("#!").strip()
+    trampoline = ["#!/bin/sh\n", f'\'\'\'exec\' "{interpreter}" "$0" "$@"\n', "' '''\n"]
+    (shims / "mha").write_text("".join(trampoline + script[1:]))
+    (shims / "mha").chmod(0o755)
+    result = run_action(
+        {"config": str(recommended_config), "install-command": "true", "max-decode-ms": "0.001",
+         "verify-args": "--layers 1 --reps 1"},
+        tmp_path, path_first=shims,
+    )  # fmt: skip
+    log = result["logs"]["run"]
+    assert "Traceback" not in log and "max-decode-ms 0.001 not applied: verify runs on the CPU" in log
+    assert result["outputs"]["run"]["verify-exit-code"] == "0"
+
+
 def test_bad_input_is_summarised_without_a_report(tmp_path):
     result = run_action({"config": "missing.yaml", "install-command": "true"}, tmp_path)
+    # no empty report left to upload (trial 334 #4): each is written whole or not at all
+    assert not list(tmp_path.glob("mha-*.json*"))
     assert result["outputs"]["run"] == {"check-exit-code": "2", "verify-exit-code": "2",
                                         "check-json": str(tmp_path / "mha-check.json")}  # fmt: skip
     assert result["summary"].count("No report (see the step's log for the one-line error).") == 2
