@@ -215,3 +215,12 @@ def test_a_misspelt_name_of_the_same_version_is_still_offered(cli):
         {"3"}, "qwen3-235b-a22b-2507"
     )  # 0324: whole
     assert not _another_release({"2507"}, "qwen3-235b-a22b-2507") and not _another_release(set(), "deepseek-v3-0324")
+
+
+def test_a_name_two_listed_chips_share_offers_both_and_reads_as_neither(cli):
+    """Trial 333 #5: `--target tpu-v5` was read as the v5p (95 GB), where the v5e has 16 GB: a sixfold memory taken
+    for one of two chips; refused offering both, as rtx-pro-6000 offers both its editions."""
+    result = cli.run("kv", "llama-3-8b", "--target", "4xtpu-v5")
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: unknown target 'tpu-v5': two chips go by it, did you mean tpu-v5e, tpu-v5p?"
+    assert resolve_target("tpu-v5e").target.memory_gb == 16 and resolve_target("tpu-v5p").target.memory_gb == 95

@@ -61,9 +61,12 @@ ALIASES: dict[str, str] = {
     "orin": "jetson-orin",
     "dgx-spark": "gb10",
     "gaudi": "gaudi3",
-    "tpu-v5": "tpu-v5p",
     "trillium": "tpu-v6e",
 }
+
+NAMES_OF_TWO_CHIPS = {"tpu-v5": ("tpu-v5e", "tpu-v5p")}
+"""Names two listed chips share: refused offering both, never read as one (``tpu-v5`` was the v5p, 95 GB, where a
+v5e has 16 GB: trial 333 #5)."""
 
 MAX_TARGET_CHARS = 64
 """The longest target spec read (``8xh100-sxm`` is 10 characters); longer ones are refused before any matching."""
@@ -249,6 +252,9 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         return found
     _refuse_file_not_named_yaml(name)
     targets = load_targets()
+    both = NAMES_OF_TWO_CHIPS.get(name.strip().lower())
+    if both:
+        raise BadInputError(f"unknown target {shown(name)}: two chips go by it, did you mean {', '.join(both)}?")
     same_chip = same_chip_names(name.strip().lower(), {target.id: target.memory_gb for target in targets.values()})
     if not same_chip:  # h2008: not one chip, refused naming 8xh200 (core.glued_counts)
         refuse_glued_digits(name, name, _known_id, MAX_DEVICES, chip_memory)
