@@ -449,7 +449,17 @@ def test_an_fp4_cache_not_priced_is_refused_by_name_not_offered_fp8(cli, name):
     """`--kv-dtype fp4` was answered 'did you mean fp8?', a cache of twice the bytes (note62's lead)."""
     result = cli.run("kv", "llama-3-8b", "--kv-dtype", name)
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "this fp4 KV cache" in result.output and "did you mean" not in result.output
+    line = " ".join(result.output.split())
+    assert f"{name!r} is an fp4 KV cache mha does not price yet" in line and "did you mean" not in line
+
+
+def test_a_mistyped_fp8_encoding_is_never_offered_the_other_one(cli):
+    """Trial 333 #8: `fp8e4m3` was offered fp8_e5m2, another encoding; torch's fp8_e4m3fn was refused."""
+    for typed, offered in (("fp8e4m3", "fp8_e4m3"), ("fp8e5m2", "fp8_e5m2")):
+        line = " ".join(cli.run("kv", "llama-3-8b", "--kv-dtype", typed).output.split())
+        hint = line.split("did you mean ")[1].split("?")[0]
+        assert offered in hint and ("e5m2" if offered.endswith("e4m3") else "e4m3") not in hint, line
+    assert cli.json("kv", "llama-3-8b", "--kv-dtype", "fp8_e4m3fn")["kv"]["bytes_per_token"] == 65_536
 
 
 def test_vllms_nvfp4_cache_is_priced_by_hand():

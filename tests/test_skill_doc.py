@@ -26,7 +26,10 @@ def test_document_has_front_matter_and_every_rule():
 def test_skill_command_check_and_write(cli, tmp_path):
     stale = tmp_path / "skill.md"
     stale.write_text(generate_skill_doc().replace("MHA090", "MHA09O"))  # an older document
-    assert cli.run("skill", "--check", "--path", str(stale)).exit_code == EXIT_CHECK_FAILED
+    said = cli.run("skill", "--check", "--path", str(stale))
+    assert said.exit_code == EXIT_CHECK_FAILED
+    # an absolute path is named once (trial 334 #14: "X is stale (looked at X)")
+    assert said.stderr == f"{stale} is stale: run `mha skill --write --path {stale}`\n"
     assert cli.run("skill", "--check", "--path", str(tmp_path / "missing.md")).exit_code == EXIT_CHECK_FAILED
     assert cli.run("skill", "--write", "--path", str(stale)).exit_code == 0
     assert stale.read_text() == generate_skill_doc()

@@ -77,6 +77,8 @@ def render_presets(console: Console, result: PresetList) -> None:
     for row in result.presets:
         m = row.model
         window = f"{m.layers.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.layers.sliding_window else "-"
+        if m.layers.attention_chunk and m.count_layers("chunked"):  # Llama 4: chunks, not a sliding window
+            window = f"{m.layers.attention_chunk:,} chunk ({m.count_layers('chunked')}/{m.n_layers})"
         cells = {
             "variant": m.attention.variant or "",
             "params": format_count(row.total_params),
@@ -101,7 +103,7 @@ def render_presets(console: Console, result: PresetList) -> None:
     console.print(table)
     narrow = "" if wide else f"; d_model and head_dim: `mha presets --json` or a terminal of {NARROW_COLUMNS}+ columns"
     console.print(
-        "window: sliding-window tokens (local / all layers); state: fixed state per sequence of linear-attention"
+        "window: sliding-window (or chunk) tokens (local or chunked / all layers); state: fixed state per sequence of linear-attention"
         f" and state-space layers{narrow}. A preset also answers to the Hugging Face ids of its checkpoints"
         " (`mha kv meta-llama/Llama-3.1-8B`; `mha presets --json`: hf_ids) when their config.json is not cached",
         style="dim",

@@ -104,7 +104,7 @@ FormatOpt = Annotated[
     str,
     typer.Option(
         "--format",
-        help="--out format: mha (our YAML config) or hf (a transformers config.json: llama, qwen3_moe or deepseek_v3).",
+        help="--out format: mha (our YAML config) or hf (a transformers config.json: llama, ministral with sliding windows, qwen3_moe or deepseek_v3).",
     ),
 ]
 ActiveParamsOpt = Annotated[

@@ -50,14 +50,16 @@ def skill(
                 out.notice(f"{path} is missing: its folder {path.parent} does not exist")
                 raise typer.Exit(code=EXIT_CHECK_FAILED)
             rerun = "mha skill --write" + ("" if path == SKILL_PATH else f" --path {shlex.quote(str(path))}")
+            # where a relative path was resolved, said once (trial 334 #14: an absolute one was named twice)
+            looked = "" if str(path) == str(path.resolve()) else f" (looked at {path.resolve()})"
             if _foreign(path):  # review 325 #16: not "stale", and no command that overwrites it unasked
                 out.notice(
-                    f"{path} is no skill document (looked at {path.resolve()}): give --path the skill document's, or"
+                    f"{path} is no skill document{looked}: give --path the skill document's, or"
                     f" `{rerun} --force` to replace it"
                 )
                 raise typer.Exit(code=EXIT_CHECK_FAILED)
             what = "missing" if current is None else "stale"
-            out.notice(f"{path} is {what} (looked at {path.resolve()}): run `{rerun}`")
+            out.notice(f"{path} is {what}{looked}: run `{rerun}`")
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         out.notice(f"{path} is current")
         return

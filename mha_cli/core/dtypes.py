@@ -40,6 +40,8 @@ DTYPE_ALIASES = {
     "float8": "fp8",
     "fp8_e4m3": "fp8",
     "e4m3": "fp8",
+    "fp8_e4m3fn": "fp8",  # torch's name (float8_e4m3fn): trial 333 #8
+    "float8_e4m3fn": "fp8",
     "fp8-ds-mla": "fp8_ds_mla",
 }
 KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
@@ -61,7 +63,9 @@ instability): `--dtype auto` gives them bf16 even from a float16 checkpoint, and
 
 Fp8Variant = Literal["e4m3", "e5m2"]
 """An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
-FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {"fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e5m2": "e5m2"}
+FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {
+    "fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e4m3fn": "e4m3", "float8_e4m3fn": "e4m3", "fp8_e5m2": "e5m2",
+}  # fmt: skip
 """The KV dtype names that say which fp8 encoding they mean (plain ``fp8`` says none: the engines' e4m3)."""
 
 
@@ -154,12 +158,17 @@ def normalise_dtype_name(name: str, *, kv: bool = False) -> str:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
     names = get_args(KvDtypeName if kv else DtypeName)
     if kv and key.replace("-", "_") in FP4_KV_NAMES:  # no "did you mean fp8": twice the bytes is another cache
+        others = ", ".join(other for other in FP4_KV_NAMES if other != key.replace("-", "_"))
         raise BadInputError(
-            f"{name!r}: this fp4 KV cache (vLLM's nvfp4_4over6 and nvfp4_ds_mla, SGLang's fp4_e2m1) is not priced yet:"
-            f" use one of {', '.join(names)} (nvfp4 is vLLM's plain fp4 cache)"
+            f"{name!r} is an fp4 KV cache mha does not price yet (nor {others}; vLLM's plain nvfp4 cache it does):"
+            f" use one of {', '.join(names)}"
         )
     vllm_names = VLLM_KV_NAMES if kv else ()
-    close = close_names(key, names + vllm_names)
+    other = {"e4m3": "e5m2", "e5m2": "e4m3"}  # never offer the other fp8 encoding (trial 333 #8: fp8e4m3 -> fp8_e5m2)
+    close = [
+        known for known in close_names(key, names + vllm_names)
+        if not any(typed in key and other[typed] in known for typed in other)
+    ]  # fmt: skip
     guess = f"did you mean {', '.join(close)}? " if close else ""
     vllm = f" (or vLLM's {', '.join(vllm_names)})" if vllm_names else ""
     raise BadInputError(f"unknown dtype {name!r}: {guess}use one of {', '.join(names)}{vllm}")

@@ -69,7 +69,7 @@ Run it as `mha recommend --params 7B --seq 8192 --target a100`; lint an existing
 `n_kv_heads`, `head_dim`, `variant`, `total_params`, `active_params`, `experts`, `top_k`; for MLA
 `n_kv_heads` and `head_dim` are null and `kv_lora_rank`, `qk_rope_head_dim` describe the latent),
 `kv.bytes_per_token` and `rules_fired`. `--out config.json --format hf` writes a transformers
-config.json (llama, qwen3_moe or deepseek_v3).
+config.json (llama, ministral with sliding windows, qwen3_moe or deepseek_v3).
 
 ## Hard rules
 
