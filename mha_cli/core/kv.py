@@ -211,11 +211,20 @@ def state_bytes_per_layer(
     return recurrent + conv_channels * activation.vector_bytes(conv_columns(state, convention))
 
 
-def tokens_held(seq_len: int, window: int | None = None, block_size: int | None = None) -> int:
-    """Tokens a layer keeps for one sequence: min(seq, window or chunk), rounded up to whole blocks."""
+def tokens_held(
+    seq_len: int, window: int | None = None, block_size: int | None = None, *, sliding: bool = False
+) -> int:
+    """Tokens a layer keeps for one sequence: min(seq, window or chunk), rounded up to whole blocks. A ``sliding``
+    window's tokens straddle block edges: it holds every block its last ``window - 1`` tokens and the next one's slot
+    touch (vLLM frees a block once all of it has left the window: ``core.engine.window_blocks.skipped_tokens``),
+    between ceil((window - 1) / block) and that + 1 (trial 333 #3: 1,000 tokens of a 128-token window in 64-token
+    blocks hold 3 blocks, not 2); a chunk starts on a block edge where the block divides it."""
     held = seq_len if window is None else min(seq_len, window)
     if block_size:
-        held = -(-held // block_size) * block_size
+        blocks = -(-held // block_size)
+        if sliding and window is not None:
+            blocks = -(-seq_len // block_size) - max(0, seq_len - window + 1) // block_size
+        held = blocks * block_size
     return held
 
 
@@ -309,7 +318,9 @@ def kv_footprint(
     per_kind_geometry = model.attention.per_kind_geometry and "global" in token_layers
     held = {
         "global": tokens_held(seq_len, None, block_size),
-        "local": tokens_held(seq_len, model.layers.sliding_window, block_size) if model.layers.sliding_window else None,
+        "local": tokens_held(seq_len, model.layers.sliding_window, block_size, sliding=True)
+        if model.layers.sliding_window
+        else None,
         "chunked": tokens_held(seq_len, model.layers.attention_chunk, block_size)
         if model.layers.attention_chunk
         else None,
