@@ -326,9 +326,9 @@ def test_a_profile_name_ending_in_json_is_refused_as_plan_would_read_it_as_a_pat
     runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
     args = ["calibrate", "--from", str(RESULTS / "tiny-llama_c4_i128_o64.json"), "--model", str(TINY_LLAMA),
             "--target", "cpu", *SERVER]  # fmt: skip
-    refused = runner.invoke(app, [*args, "--name", "x.JSON"])
+    refused = runner.invoke(app, [*args, "--name", "x.json"])
     assert refused.exit_code == 2
-    assert "profile name 'x.JSON' ends in .json, which --profile reads as a file path: name it 'x'" in refused.output
+    assert "profile name 'x.json' ends in .json, which --profile reads as a file path: name it 'x'" in refused.output
     assert not (tmp_path / "profiles").exists()
     assert runner.invoke(app, [*args, "--name", "x"]).exit_code == 0
     assert (tmp_path / "profiles" / "x.json").is_file()

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mha_cli.core.engine.sparse_mla_kv import vllm_sparse_mla_kv
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.engine.sparse_mla_kv import vllm_sparse_mla_kv, vllm_sparse_mla_refusal
 from mha_cli.core.targets import resolve_target
 
 LAYERS = 61
@@ -65,12 +64,33 @@ def test_a_bf16_cache_vllm_stores_as_fp8_ds_mla_on_rtx_blackwell_is_said_not_rep
         ("8xh200", "vllm", "fp8_e5m2", "the latest release of vLLM has no sparse-MLA attention backend on h200"),
         ("8xb200", "vllm@0.25", "fp8_e5m2", "vLLM 0.25.x has no sparse-MLA attention backend on b200"),
         ("8xmi300x", "vllm@0.20", "fp8", "vLLM 0.20.x has no sparse-MLA attention backend on mi300x"),
+        ("8xmi300x", "vllm@0.17", "fp8", "vLLM 0.17.x has no sparse-MLA attention backend on mi300x"),  # review 336 #2
+        ("8xmi300x", "vllm", "fp8_e5m2", "it stores e5m2 as e4m3"),  # review 336 #5: not Triton MLA's reason
     ],
 )
-def test_a_format_no_sparse_backend_of_the_release_takes_is_refused(cli, target, engine, kv_dtype, said):
-    result = cli.run("kv", MODEL, "--seq", "32k", "--target", target, "--engine", engine, "--kv-dtype", kv_dtype)
-    line = " ".join(result.output.split())
-    assert result.exit_code == 2 and said in line and "supported_kv_cache_dtypes" in line
+def test_a_format_no_sparse_backend_of_the_release_takes_is_a_note_of_kv_and_refused_by_plan(
+    cli, target, engine, kv_dtype, said
+):
+    """As a dense MLA model's e5m2: `mha kv` prices the bytes and says so, `mha plan` refuses to launch it."""
+    args = (MODEL, "--target", target, "--engine", engine, "--kv-dtype", kv_dtype)
+    notes = cli.json("kv", *args, "--seq", "32k")["memory"]["engine"]["notes"]
+    assert any(said in note and note.endswith("not a deployment it runs") for note in notes), notes
+    refused = cli.run("plan", *args, "--tp", "8", "--concurrency", "4", "--closed-form")
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and said in line and "a plan prices a deployment the engine runs" in line
+
+
+def test_a_gpu_no_sparse_backend_runs_on_is_refused_by_plan_whatever_the_cache(cli):
+    """Review 336 #7: Ampere, Ada and RTX Blackwell before vLLM 0.24 have no sparse-MLA backend (FlashMLA's and
+    FlashInfer's sparse kernels: 9.x, 10.x; 12.x from 0.24): DeepSeek-V3.2 does not start, bf16 or fp8."""
+    for target, engine in (("8xa100", "vllm"), ("8xrtx-pro-6000-srv", "vllm@0.23")):
+        refused = cli.run("plan", MODEL, "--target", target, "--engine", engine, "--tp", "8", "--closed-form")
+        line = " ".join(refused.output.split())
+        assert refused.exit_code == 2 and "has no sparse-MLA attention backend on" in line, line
+        assert line.endswith("a plan prices a server that starts: plan it on a Hopper or Blackwell GPU")
+    control = cli.run("plan", MODEL, "--target", "8xrtx-pro-6000-srv", "--weight-dtype", "fp8", "--tp", "8",
+                      "--closed-form")  # fmt: skip
+    assert "has no sparse-MLA attention backend" not in control.output  # 0.24 on: FLASHINFER_MLA_SPARSE_SM120
 
 
 def test_the_rule_by_release_and_gpu_family():
@@ -81,8 +101,8 @@ def test_the_rule_by_release_and_gpu_family():
     assert vllm_sparse_mla_kv("fp8", False, (0, 34, 0, 0), h200, 16) == "fp8_ds_mla"
     assert vllm_sparse_mla_kv("fp8", False, (0, 19, 0, 0), b200, 128) == "fp8"
     assert vllm_sparse_mla_kv("fp8", False, (0, 18, 0, 0), b200, 128) == "fp8_ds_mla"
-    assert vllm_sparse_mla_kv("fp8", True, (0, 31, 0, 0), mi300x, 16) == "fp8"  # passed to AITER unchecked
     assert vllm_sparse_mla_kv(None, False, (0, 34, 0, 0), b200, 16) is None
     assert vllm_sparse_mla_kv(None, False, (0, 34, 0, 0), resolve_target("rtx-pro-6000-srv").target, 16) is None
-    with pytest.raises(BadInputError, match=r"fp8_e5m2 from 0\.31"):
-        vllm_sparse_mla_kv("fp8", True, (0, 30, 0, 0), mi300x, 16)
+    assert vllm_sparse_mla_kv("fp8", True, (0, 31, 0, 0), mi300x, 16) is None  # stored as e4m3: kept, refused
+    assert "stores e5m2 as e4m3" in str(vllm_sparse_mla_refusal("fp8", True, (0, 31, 0, 0), mi300x))
+    assert vllm_sparse_mla_refusal("fp8", False, (0, 21, 0, 0), mi300x) is None

@@ -38,7 +38,7 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.config_io import config_text, write_text_atomic
-from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
+from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError, refuse_standard_stream
 from mha_cli.core.recommend import RecommendRequest, RecommendResult, recommend
 from mha_cli.core.recommend.hf_config import HF_NOTES_KEY, hf_config
 
@@ -203,6 +203,8 @@ def recommend_command(
     if format != "mha" and out is None:
         raise BadInputError(f"--format {format} says how --out writes the design: give --out FILE (nothing is written"
                             " without it)")  # fmt: skip
+    if out is not None:  # before any work, the .yaml/.json check too (review 336 #12)
+        refuse_standard_stream(out, "--out", ".yaml or .json", "--json prints the recommendation")
     if format == "hf" and out is not None and out.suffix.lower() != ".json":
         raise BadInputError(f"--format hf writes a transformers config.json: give --out a .json path, not {out.name!r}")
     request = build_request(

@@ -201,9 +201,10 @@ def _sparse_mla(model: ModelSpec, engine: str | None) -> bool:
 
 def _sparse_mla_layout(model: ModelSpec, fields: dict[str, Any]) -> dict[str, Any]:
     """``fields`` with the KV format the engine stores a sparse-MLA model's cache in: fp8 typed in any spelling as
-    fp8_ds_mla on SGLang, without a target, and on vLLM where ``vllm_sparse_mla_kv`` says so (also bf16 on RTX
-    Blackwell), plain fp8 where vLLM's backend stores that (trial 333 #1: ``fp8_e4m3`` was priced 708 B a layer
-    where ``fp8`` was 788). Refused in one line where no sparse backend of the release takes the format."""
+    fp8_ds_mla on SGLang, without a target, and on vLLM where ``vllm_sparse_mla_kv`` says so, plain fp8 where vLLM's
+    backend stores that (trial 333 #1: ``fp8_e4m3`` was priced 708 B a layer where ``fp8`` was 788). Where no sparse
+    backend of the release takes it, kept as asked: ``core.engine.plan.kv_format_note`` says why (kv's note, plan's
+    refusal)."""
     typed = fields.get("kv_dtype")
     kv_dtype = None if typed is None else normalise_dtype_name(typed, kv=True)
     e5m2 = fp8_variant_named(typed) == "e5m2" or (kv_dtype == "fp8" and fields.get("kv_fp8_variant") == "e5m2")

@@ -44,7 +44,7 @@ DTYPE_ALIASES = {
     "float8_e4m3fn": "fp8",
     "fp8-ds-mla": "fp8_ds_mla",
 }
-KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "auto": "bf16"}
+KV_DTYPE_ALIASES = {"fp8_e5m2": "fp8", "float8_e5m2": "fp8", "auto": "bf16"}
 """vLLM's ``--kv-cache-dtype`` values beyond ours: e5m2 is a byte a value as e4m3 is; ``auto`` (vLLM's default) is the
 model's dtype, bf16 for today's checkpoints (an fp16 one's is the same two bytes), where a name alone is read; a
 deployment reads ``auto`` as the format left out (``is_engine_default_kv``), which a ModelOpt checkpoint's declared fp8
@@ -65,6 +65,7 @@ Fp8Variant = Literal["e4m3", "e5m2"]
 """An fp8 cache's encoding, priced alike (a byte a value): e4m3 (vLLM's ``fp8``, SGLang's ``fp8_e4m3``) or e5m2."""
 FP8_VARIANT_NAMES: dict[str, Fp8Variant] = {
     "fp8_e4m3": "e4m3", "e4m3": "e4m3", "fp8_e4m3fn": "e4m3", "float8_e4m3fn": "e4m3", "fp8_e5m2": "e5m2",
+    "float8_e5m2": "e5m2",
 }  # fmt: skip
 """The KV dtype names that say which fp8 encoding they mean (plain ``fp8`` says none: the engines' e4m3)."""
 

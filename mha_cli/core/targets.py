@@ -64,9 +64,9 @@ ALIASES: dict[str, str] = {
     "trillium": "tpu-v6e",
 }
 
-NAMES_OF_TWO_CHIPS = {"tpu-v5": ("tpu-v5e", "tpu-v5p")}
-"""Names two listed chips share: refused offering both, never read as one (``tpu-v5`` was the v5p, 95 GB, where a
-v5e has 16 GB: trial 333 #5)."""
+NAMES_OF_TWO_CHIPS = {"tpuv5": ("tpu-v5e", "tpu-v5p")}
+"""Names two listed chips share, without separators: refused offering both, never read as one (``tpu-v5`` was the
+v5p, 95 GB, where a v5e has 16 GB: trial 333 #5)."""
 
 MAX_TARGET_CHARS = 64
 """The longest target spec read (``8xh100-sxm`` is 10 characters); longer ones are refused before any matching."""
@@ -252,7 +252,7 @@ def _lookup(name: str) -> tuple[Target, str | None]:
         return found
     _refuse_file_not_named_yaml(name)
     targets = load_targets()
-    both = NAMES_OF_TWO_CHIPS.get(name.strip().lower())
+    both = NAMES_OF_TWO_CHIPS.get(re.sub(r"[\s_-]+", "", name.strip().lower()))  # tpu_v5, tpuv5, TPU v5
     if both:
         raise BadInputError(f"unknown target {shown(name)}: two chips go by it, did you mean {', '.join(both)}?")
     same_chip = same_chip_names(name.strip().lower(), {target.id: target.memory_gb for target in targets.values()})

@@ -44,7 +44,7 @@ def check_profile_name(name: str) -> str:
         raise BadInputError(
             f"profile name {shown(name)} must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
-    if name.lower().endswith(".json"):  # --profile reads such a name as a file path (``load_profile``)
+    if name.endswith(".json"):  # --profile reads such a name as a file path (``load_profile``, case as typed)
         stem = name[: -len(".json")]  # never empty: a name starts with a letter or digit
         raise BadInputError(
             f"profile name {shown(name)} ends in .json, which --profile reads as a file path: name it {shown(stem)}"

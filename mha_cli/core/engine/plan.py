@@ -87,6 +87,7 @@ from mha_cli.core.engine.pages import (
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES, Release
+from mha_cli.core.engine.release_numbers import LATEST as PAST_EVERY
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL, SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -97,7 +98,7 @@ from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import MIXER_NAMES, StatePool, priced_here, state_pool
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
-from mha_cli.core.engine.sparse_mla_kv import rtx_blackwell_bf16_note
+from mha_cli.core.engine.sparse_mla_kv import rtx_blackwell_bf16_note, vllm_sparse_mla_refusal
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.trtllm_state_pool import TrtllmStatePool, trtllm_state_pool
@@ -350,6 +351,11 @@ def kv_format_note(
         refused = nvfp4_kv_gpu_refusal(target, release, model)
         if refused is not None:
             return f"{refused}:{lacking}"
+    sparse = model is not None and model.attention.mla is not None and model.attention.mla.indexer is not None
+    if sparse and engine == "vllm" and target is not None:  # DeepSeek-V3.2's backends by release and GPU
+        at = (PAST_EVERY, 0, 0, 0) if release is None else (*release[:2], PAST_EVERY, 0)  # a minor's latest patch
+        refused = vllm_sparse_mla_refusal(kv_dtype, fp8_variant == "e5m2", at, target)
+        return None if refused is None else f"{refused}:{lacking}"
     if kv_dtype == "fp8" and fp8_variant == "e5m2" and engine == "vllm":
         refused = mla_e5m2_refusal(target, release, model)
         if refused is not None:
@@ -371,6 +377,23 @@ def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | Non
     return kv_format_note(
         engine, deployment.kv_dtype, release, target, model, deployment.engine_generation, deployment.kv_fp8_variant
     )
+
+
+def refuse_sparse_mla_gpu(deployment: DeploymentSpec, model: ModelSpec) -> None:
+    """One line where vLLM (the deployment's release) has no sparse-MLA backend on its GPU for ``model``
+    (DeepSeek-V3.2's indexer: ``core.engine.sparse_mla_kv``): a plan would price a server that does not start."""
+    mla = model.attention.mla
+    if mla is None or mla.indexer is None or (deployment.engine or "vllm") != "vllm" or deployment.target is None:
+        return
+    from mha_cli.core.engine.settings import release_in_force
+    from mha_cli.core.engine.sparse_mla_kv import vllm_sparse_mla_gpu_refusal
+    from mha_cli.core.targets import resolve_target
+
+    release = release_in_force(deployment)
+    at = (PAST_EVERY, 0, 0, 0) if release is None else (*release[:2], PAST_EVERY, 0)
+    refused = vllm_sparse_mla_gpu_refusal(at, resolve_target(deployment.target).target)
+    if refused is not None:
+        raise BadInputError(f"{refused}; a plan prices a server that starts: plan it on a Hopper or Blackwell GPU")
 
 
 def refuse_kv_format_the_engine_lacks(
