@@ -196,7 +196,9 @@ def test_a_self_referring_alias_is_refused(tmp_path):
         ("digits.json", '{"model": {"d_model": ' + "1" * 5000 + "}}", "more than 4,300 digits"),
         ("deep.yaml", "model: " + "[" * 100_000 + "]" * 100_000, "malformed YAML|nested too deeply"),
         ("deep.json", '{"model": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-        ("latin1.yaml", "name: caf\xe9\n", "not UTF-8 text"),
+        ("latin1.yaml", "name: caf\xe9\n", r"not UTF-8 text \(byte 9 cannot be decoded\): save it as UTF-8$"),
+        # trial 334 #13: "malformed YAML: cannot parse", with no place and no fix
+        ("escape.yaml", "model:\n  d_model: 64\x1b\n", "at line 2, column 14: character U[+]001B is not allowed"),
     ],
 )
 def test_values_a_parser_cannot_convert_are_bad_input(tmp_path, name, text, message):

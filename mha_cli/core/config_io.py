@@ -88,8 +88,8 @@ def read_text_bounded(path: Path, where: str, *, limit: int, what: str) -> str:
     except (OSError, ValueError) as exc:  # name too long, a folder without search permission, a NUL in the name
         reason = os_reason(exc) if isinstance(exc, OSError) else "not a valid file name"
         raise BadInputError(f"{where}: cannot open it ({reason})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise BadInputError(f"{where}: not a file")
+    if not stat.S_ISREG(info.st_mode):  # a device (/dev/null), a FIFO, a socket: trial 334 #13 asked what to give
+        raise BadInputError(f"{where}: not a file (a device, FIFO or socket): give the path of {what}")
     if info.st_size > limit:
         raise BadInputError(f"{where}: larger than {limit // 2**20} MiB; is this {what}?")
     try:
@@ -101,7 +101,9 @@ def read_text_bounded(path: Path, where: str, *, limit: int, what: str) -> str:
     try:
         return raw.decode("utf-8-sig")  # an editor's byte-order mark is not part of the text
     except UnicodeDecodeError as exc:
-        raise BadInputError(f"{where}: not UTF-8 text (byte {exc.start:,} cannot be decoded)") from None
+        raise BadInputError(
+            f"{where}: not UTF-8 text (byte {exc.start:,} cannot be decoded): save it as UTF-8"
+        ) from None
 
 
 def _parse_json(text: str, where: str) -> tuple[Any, str | None]:
@@ -142,6 +144,14 @@ def _parse_yaml(text: str, where: str) -> Any:
     try:
         _count_yaml_values(yaml, yaml.parse(text, Loader=loader), where)  # stops at the bound, before building
         return yaml.load(text, Loader=loader)  # a safe loader (C or pure Python)
+    except yaml.reader.ReaderError as exc:  # a control character: no mark, a position (trial 334 #13)
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise BadInputError(
+            f"{where}: malformed YAML at line {line}, column {column}: character U+{code:04X} is not allowed in YAML"
+            " (a control character): delete it"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
