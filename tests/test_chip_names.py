@@ -107,6 +107,8 @@ def test_unknown_targets_name_the_same_chip_or_say_none_is_close():
         ("h100 pci", ["h100-pcie"]),
         ("rtx-pro-6000-se", ["rtx-pro-6000-srv"]),
         ("rtxpro6000", ["rtx-pro-6000-ws", "rtx-pro-6000-srv"]),  # the PRO series word glued to its number
+        ("h100-sxn", ["h100-sxm"]),  # an edition with a letter mistyped (trial 334 #9)
+        ("a100-80gb-pcle", ["a100-80gb-pcie"]),
     ],
 )
 def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
@@ -127,6 +129,7 @@ def test_a_slip_that_can_only_mean_one_chip_offers_that_chip(typed, offered):
         "rtx6000",  # the Quadro RTX 6000 (Turing) as much as the RTX 6000 Ada
         "h200-pc", "h800-pc",  # an edition cut short that is another part no target lists, read whole
         "h100-s",  # one letter: the start of sxm, srv and server alike
+        "h200-nvk", "h200-pcle",  # a mistyped edition that is another part no target lists
     ],
 )  # fmt: skip
 def test_a_slip_that_could_be_another_chip_still_offers_nothing(typed):

@@ -14,8 +14,8 @@ is another part of the chip with other figures, which no target lists (``h800-pc
 ``OTHER_PARTS_NOT_LISTED``), offers nothing. A digit or a model letter that differs is another chip (``h1000``, ``mi300a``): nothing is
 offered for it.
 
-An edition word cut short (``h100-sx``, ``h100 pci``: at least two letters, the start of one edition alone) is read
-whole, and the RTX PRO series word glued to its number (``rtxpro6000``) is read apart. ``rtx6000`` offers nothing:
+An edition word cut short (``h100-sx``, ``h100 pci``: at least two letters, the start of one edition alone), or of
+three letters or more with one mistyped (``h100-sxn``), is read whole, and the RTX PRO series word glued to its number (``rtxpro6000``) is read apart. ``rtx6000`` offers nothing:
 it names the Quadro RTX 6000 (Turing), which no target lists, as much as the RTX 6000 Ada.
 
 Two slips are read as that chip too, each only where it cannot be another chip's name: a letter typed twice
@@ -132,10 +132,13 @@ def _slip_readings(words: tuple[str, ...], known: list[Spelling]) -> list[tuple[
 
 def _whole_edition(word: str) -> str:
     """``word`` read as the one edition it begins (``sx`` -> ``sxm``, ``pci`` -> ``pcie``), at least two letters and
-    no digit; else ``word``."""
+    no digit, or, at three or more, the one it spells with a letter mistyped (``sxn`` -> ``sxm``); else ``word``."""
     if len(word) < 2 or re.search(r"\d", word) or word in EDITIONS:
         return word
     begun = {_SXM_GENERATION.sub("sxm", e) for e in EDITIONS if e.startswith(word)}
+    if not begun and len(word) >= 3:  # one letter mistyped (sxn, pcle: trial 334 #9); editions tell no chips apart
+        same_length = [e for e in EDITIONS if len(e) == len(word)]
+        begun = {e for e in same_length if sum(a != b for a, b in zip(e, word, strict=True)) == 1}
     begun = {EDITION_SYNONYMS.get(e, e) for e in begun}
     return begun.pop() if len(begun) == 1 else word
 
