@@ -54,13 +54,21 @@ def test_the_pool_gains_what_the_pcie_rule_stops_charging():
     assert line.bytes == -268_435_456
 
 
-def test_a_target_file_is_judged_by_its_name():
-    """A target file copying the H100 row (``--target h100.yaml``, named "NVIDIA H100 SXM5 80GB") is a Hopper part;
-    one named for an Ada card is not."""
+def test_a_target_file_is_judged_by_its_compute_capability_not_its_name():
+    """Trial 338 #2: files with the same figures priced 0.25 or 2.1 GiB of non-torch memory by a word of their name
+    ("Acme B200 144GB" in, "Acme X144" out, an 8.0 part named "H100-like" in). vLLM decides by capability."""
     h100 = load_targets()["h100-sxm"]
-    copied = h100.model_copy(update={"id": "h100.yaml"})
-    ada = h100.model_copy(update={"id": "gpu.yaml", "name": "NVIDIA L40S 48GB"})
-    assert fused_allreduce_part(copied) and not fused_allreduce_part(ada)
+    named_anything = h100.model_copy(update={"id": "x144.yaml", "name": "Acme X144 144GB"})
+    ada_named_h100 = h100.model_copy(
+        update={"id": "gpu.yaml", "name": "Acme H100-like part", "compute_capability": 8.9}
+    )
+    ultra = h100.model_copy(update={"id": "u.yaml", "name": "Acme U", "compute_capability": 10.3})
+    assert fused_allreduce_part(named_anything) and not fused_allreduce_part(ada_named_h100)
+    assert fused_allreduce_part(ultra) and not fused_allreduce_part(ultra, (0, 18))  # the 10.x family from 0.19
+    for row in load_targets().values():  # the table's rows as the names read them before
+        named = row.vendor == "NVIDIA" and row.id.split("-")[0] in ("h100", "h200", "h20", "h800", "gh200", "b200",
+                                                                     "gb200", "b300", "gb300")  # fmt: skip
+        assert fused_allreduce_part(row) == named, row.id
 
 
 def test_the_fusion_is_a_default_from_vllm_0_17():

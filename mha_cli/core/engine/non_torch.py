@@ -32,8 +32,6 @@ figure: vLLM 0.11's H100 logs at tp 2 print 0.54-0.55 GiB (llm-d's tests/fixture
 Pure Python.
 """
 
-import re
-
 from mha_cli.core.byte_units import GIB
 from mha_cli.core.engine.generations import Version
 from mha_cli.core.targets import Target
@@ -51,27 +49,25 @@ FUSION_DEFAULT_FROM: Version = (0, 17)
 FUSION_FAMILY_100_FROM: Version = (0, 19)
 """The first vLLM release that turns it on across the 10.x family, not 10.0 alone (vllm-project/vllm#37755)."""
 
-FUSED_ALLREDUCE_PARTS = ("h100", "h200", "h20", "h800", "gh200", "b200", "gb200")
-"""Target ids (or their prefix) of compute capability 9.0 (Hopper) and 10.0 (B200, GB200): the parts on which vLLM
-0.17 and later enable the FlashInfer all-reduce fusion. RTX 50xx and RTX PRO Blackwell are 12.0: not in."""
-FAMILY_100_PARTS = ("b300", "gb300")
-"""Capability 10.3 (Blackwell Ultra): in from vLLM 0.19 (``FUSION_FAMILY_100_FROM``)."""
-
-
-def _named(target: Target, parts: tuple[str, ...]) -> bool:
-    """The target is one of ``parts``, by its id (a row of the table) or a word of its name (a target file)."""
-    words = set(re.split(r"[^a-z0-9]+", target.name.lower()))
-    return any(target.id == part or target.id.startswith(f"{part}-") or part in words for part in parts)
+FUSED_CAPABILITIES = (9.0, 10.0)
+"""Compute capabilities on which vLLM 0.17 and later enable the FlashInfer all-reduce fusion: Hopper (H100, H200, H20,
+H800, GH200) and 10.0 (B200, GB200). RTX 50xx and RTX PRO Blackwell are 12.0: not in."""
+FAMILY_100 = 10
+"""The 10.x family (B300 and GB300 are 10.3, Blackwell Ultra): in from vLLM 0.19 (``FUSION_FAMILY_100_FROM``)."""
 
 
 def fused_allreduce_part(target: Target, release: Version | None = None) -> bool:
-    """vLLM ``release`` (None: the latest) turns the all-reduce fusion on by default on ``target``: an NVIDIA Hopper
-    or Blackwell datacenter part (``FUSED_ALLREDUCE_PARTS``, and ``FAMILY_100_PARTS`` from 0.19), from 0.17 on. By
-    the target's id or a word of its name (a target file, ``--target my-gpu.yaml``: "NVIDIA H100 SXM5 80GB")."""
+    """vLLM ``release`` (None: the latest) turns the all-reduce fusion on by default on ``target``: an NVIDIA GPU of
+    compute capability 9.0 or 10.0 (``FUSED_CAPABILITIES``), and the 10.x family from 0.19, from 0.17 on. By its
+    capability, as vLLM decides, for a target file too (trial 338 #2: a file's name words decided, so renaming it
+    moved the pool by 1.85 GiB a GPU)."""
     if target.vendor != "NVIDIA" or (release is not None and release < FUSION_DEFAULT_FROM):
         return False
+    capability = target.compute_capability
+    if capability is None:
+        return False
     family = release is None or release >= FUSION_FAMILY_100_FROM
-    return _named(target, FUSED_ALLREDUCE_PARTS + (FAMILY_100_PARTS if family else ()))
+    return capability in FUSED_CAPABILITIES or (family and int(capability) == FAMILY_100)
 
 
 def non_torch_bytes(tp: int, target: Target, release: Version | None = None) -> int:
