@@ -150,6 +150,10 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": 3.35}), "a figure in TB/s is 3350 GB/s"),
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": 4_000_000}), "no accelerator has over 100,000: a figure in MB/s"),
         (yaml.safe_dump({**H100, "bf16_tflops_dense": 989_000}), "a figure in GFLOP/s is 989 TFLOP/s"),
+        # trial 338 #4: memory in MB priced a billion KV tokens, a link in TB/s collectives 25 times slower
+        (yaml.safe_dump({**H100, "memory_gb": 144_000}), "no accelerator has over 8,192: a figure in MB is 144 GB"),
+        (yaml.safe_dump({**H100, "interconnect_gbs": 1.8}), "a figure in TB/s is 1800 GB/s (leave it out for PCIe"),
+        (yaml.safe_dump({**H100, "interconnect_gbs": 900_000}), "a figure in MB/s is 900 GB/s"),
         (yaml.safe_dump({**H100, "fp8_tflops_dense": 100}), "fp8_tflops_dense (100) is below bf16_tflops_dense (989.4)"),
         # precisions the capability lacks were priced (trial 316 #5): fp8 tensor cores from 8.9, fp4 from 10.0
         (yaml.safe_dump({**H100, "compute_capability": 8.0}),
@@ -159,7 +163,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
     ],
     ids=["missing", "malformed", "list", "python-tag", "unknown-field", "no-source", "negative", "text-number",
          "torch-above", "cc-not-nvidia", "cc-not-nvidia-no-point", "cc-17", "cc-inf", "cc-nan", "cc-no-point", "cc-no-point-blackwell", "cc-left-out", "cc-two-minor-digits", "too-large", "bandwidth-in-tbs", "bandwidth-in-mbs",
-         "tflops-in-gflops", "fp8-below-bf16", "fp8-before-ada", "fp4-before-blackwell"],
+         "tflops-in-gflops", "memory-in-mb", "link-in-tbs", "link-in-mbs", "fp8-below-bf16", "fp8-before-ada", "fp4-before-blackwell"],
 )  # fmt: skip
 def test_a_bad_file_is_refused_in_one_line(cli, tmp_path, monkeypatch, content, expected):
     monkeypatch.chdir(tmp_path)

@@ -42,6 +42,13 @@ a figure below is one in TB/s."""
 MAX_BANDWIDTH_GBS = 100_000.0
 """A target file's memory bandwidth is at most this many GB/s: a B300's HBM3e has 8,000, so a figure above is one in
 MB/s (trial 320 #11: 4,000,000 was priced)."""
+MAX_MEMORY_GB = 8192.0
+"""A target file's device memory is at most this many GB: a B300 has 288, a unified-memory machine 512, so a figure
+above is one in MB (trial 338 #4: 144,000 was priced, a billion KV tokens)."""
+INTERCONNECT_GBS_RANGE = (20.0, 100_000.0)
+"""A target file's device-to-device bandwidth in GB/s lies in this range: an NVLink bridge has 112.5, NVLink5 1,800,
+PCIe 4.0 x16 64; below is a figure in TB/s (trial 338 #4: 1.8 made every collective 25 times slower), above one in
+MB/s."""
 MAX_DENSE_TFLOPS = 50_000.0
 """A target file's dense throughput is at most this many TFLOP/s at any precision: a B300's dense fp4 is about
 15,000, so a figure above is one in GFLOP/s."""
@@ -159,6 +166,19 @@ class TargetFile(Record):
             raise ValueError(
                 f"memory_bandwidth_gbs {self.memory_bandwidth_gbs:g} is in GB/s, and no accelerator has over"
                 f" {MAX_BANDWIDTH_GBS:,.0f}: a figure in MB/s is {self.memory_bandwidth_gbs / 1000:g} GB/s"
+            )
+        if self.memory_gb > MAX_MEMORY_GB:
+            raise ValueError(
+                f"memory_gb {self.memory_gb:g} is in GB, and no accelerator has over {MAX_MEMORY_GB:,.0f}: a figure in"
+                f" MB is {self.memory_gb / 1000:g} GB"
+            )
+        low, high = INTERCONNECT_GBS_RANGE
+        link = self.interconnect_gbs
+        if link is not None and not low <= link <= high:
+            unit, value = ("TB/s", link * 1000) if link < low else ("MB/s", link / 1000)
+            raise ValueError(
+                f"interconnect_gbs {link:g} is in GB/s, and device links run {low:g} to {high:,.0f}: a figure in {unit} is"
+                f" {value:g} GB/s (leave it out for PCIe only)"
             )
         for name in ("bf16_tflops_dense", "fp8_tflops_dense", "fp4_tflops_dense"):
             value = getattr(self, name)
