@@ -665,3 +665,17 @@ def test_vllms_quantization_flag_as_vllm_0_21_reads_each_checkpoint(cli, tmp_pat
     assert (
         unread.exit_code == EXIT_BAD_INPUT and "quant_method 'hqq' is not a weight format mha prices" in unread.stderr
     )
+
+
+def test_the_per_rank_row_of_an_mla_cache_names_the_latent_not_kv_heads(cli):
+    """Trial 338 #10: DeepSeek-V3 at tp 8 read "tp=8: 1 KV head(s)"; its cache is one latent, whole on every rank
+    (61 x 576 x 2 = 70,272 B a token per rank, as on one GPU). A GQA model keeps its heads (Llama-3-70B: 1 of 8)."""
+    from mha_cli.cli.app import app
+
+    def per_rank_row(*args: str) -> str:
+        shown = cli.runner.invoke(app, ["kv", *args, "--tp", "8"], env={"COLUMNS": "200"}).stdout
+        return " ".join(next(line for line in shown.splitlines() if "per token, per rank" in line).split())
+
+    mla = per_rank_row("deepseek-v3")
+    assert "70,272" in mla and "tp=8: the latent on every rank (not sharded)" in mla and "KV head" not in mla
+    assert "tp=8: 1 KV head(s)" in per_rank_row("llama-3-70b")

@@ -189,11 +189,13 @@ def kv_table(
         row("fixed state per sequence", kv.state_bytes_per_seq, "state_bytes_per_seq: does not grow with the context")
     row(f"per sequence ({kv.seq_len:,} tokens)", kv.bytes_per_sequence, span)
     if kv.tp > 1 and kv.n_token_layers:
-        latent = " (latent not sharded)" if kv.mla_cache == "absorbed" else ""
+        heads = f"{kv.kv_heads_per_rank} KV head(s)"
+        if kv.mla_cache == "absorbed":  # an MLA latent: no KV heads, every rank holds it whole (trial 338 #10)
+            heads = "the latent on every rank (not sharded)"
         row(
             "per token, per rank",
             kv.bytes_per_token_per_rank,
-            f"tp={kv.tp}: {kv.kv_heads_per_rank} KV head(s){latent}"
+            f"tp={kv.tp}: {heads}"
             + ("" if kv.global_kv_heads_per_rank is None else f", {kv.global_kv_heads_per_rank} in a global layer"),
         )
         row("per sequence, per rank", kv.bytes_per_sequence_per_rank, "")
