@@ -108,9 +108,8 @@ ON_THE_FLY = ("fp32", "fp16", "bf16", "fp8")
 STORED_AS_IS = ("fp32", "fp16", "bf16")
 """Weight formats the trtllm-serve line gets from an unquantized checkpoint: it has no ``--quantization``."""
 VLLM_FP8_KV = ("fp8", "fp8_ds_mla")
-"""KV formats the vLLM line asks with ``--kv-cache-dtype fp8``: vLLM turns any fp8 cache of a sparse-MLA model into
-its fp8_ds_mla layout (vllm/model_executor/models/config.py ``DeepseekV32ForCausalLM.verify_and_update_config``:
-``if cache_config.cache_dtype.startswith("fp8"): cache_config.cache_dtype = "fp8_ds_mla"``, index id 83456896)."""
+"""KV formats the vLLM line asks with ``--kv-cache-dtype fp8``: a sparse-MLA model's fp8 cache is stored as
+fp8_ds_mla or plain fp8 by the release and the GPU, asked for as ``fp8`` either way (``core.engine.sparse_mla_kv``)."""
 KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV, "nvfp4"),
                    "sglang": ("bf16", "fp16", "fp32", *VLLM_FP8_KV)}  # fmt: skip
 """KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
