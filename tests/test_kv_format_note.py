@@ -57,7 +57,7 @@ def test_check_counts_it_as_a_warning(cli):
 @pytest.mark.parametrize(("engine", "per_layer"), [("vllm", 788), ("sglang", 788), ("trtllm", 708)])
 def test_fp8_on_a_sparse_mla_model_is_priced_in_the_layout_the_engine_allocates(cli, engine, per_layer):
     """DeepSeek-V3.2 with --kv-dtype fp8 was priced 708 B a layer (576 fp8 + the indexer's 132) on every engine,
-    where vLLM (verify_and_update_config: fp8* -> fp8_ds_mla) and SGLang (NSATokenToKVPool's kv_cache_dim) hold
+    where vLLM on an H200 (FLASHMLA_SPARSE: core.engine.sparse_mla_kv) and SGLang (NSATokenToKVPool's kv_cache_dim) hold
     656 + 132 = 788: 11% more capacity than they have (found by newuser trial 240). TensorRT-LLM's is not read."""
     data = cli.json("kv", "tests/fixtures/hf_configs/deepseek-v3.2-exp.json", "--target", "8xh200", "--kv-dtype",
                     "fp8", "--seq", "128k", "--engine", engine)  # fmt: skip
