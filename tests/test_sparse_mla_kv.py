@@ -106,3 +106,10 @@ def test_the_rule_by_release_and_gpu_family():
     assert vllm_sparse_mla_kv("fp8", True, (0, 31, 0, 0), mi300x, 16) is None  # stored as e4m3: kept, refused
     assert "stores e5m2 as e4m3" in str(vllm_sparse_mla_refusal("fp8", True, (0, 31, 0, 0), mi300x))
     assert vllm_sparse_mla_refusal("fp8", False, (0, 21, 0, 0), mi300x) is None
+
+
+def test_a_format_vllm_has_for_no_model_is_still_said_for_a_sparse_mla_model(cli):
+    """The sparse rule only adds reasons: an int8 cache, which vLLM offers for no model, keeps its note (the last
+    read found the sparse branch returned before it)."""
+    notes = cli.json("kv", MODEL, "--seq", "32k", "--target", "8xh200", "--kv-dtype", "int8")["memory"]["engine"]
+    assert any(note.startswith("vLLM has no int8 KV cache") for note in notes["notes"])

@@ -87,7 +87,6 @@ from mha_cli.core.engine.pages import (
 )  # fmt: skip
 from mha_cli.core.engine.per_kind_pages import has_per_kind_pages, vllm_sliding_block, vllm_unified_pages
 from mha_cli.core.engine.release_numbers import ENGINE_NAMES, Release
-from mha_cli.core.engine.release_numbers import LATEST as PAST_EVERY
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL, SGLANG_BYTES_PER_VALUE, rope_cache_bytes, rope_cache_how
 from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
@@ -98,7 +97,7 @@ from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
 from mha_cli.core.engine.sglang_state_pool import MIXER_NAMES, StatePool, priced_here, state_pool
 from mha_cli.core.engine.sglang_swa_pool import ESTIMATE_AFTER_SPLIT_FROM, SwaSplit, split_tokens, swa_pool_on
-from mha_cli.core.engine.sparse_mla_kv import rtx_blackwell_bf16_note, vllm_sparse_mla_refusal
+from mha_cli.core.engine.sparse_mla_kv import minor_release, rtx_blackwell_bf16_note, vllm_sparse_mla_refusal
 from mha_cli.core.engine.trtllm_buffers import TrtllmBuffers, trtllm_buffers
 from mha_cli.core.engine.trtllm_profile import TrtllmProfile, trtllm_profile
 from mha_cli.core.engine.trtllm_state_pool import TrtllmStatePool, trtllm_state_pool
@@ -353,10 +352,10 @@ def kv_format_note(
             return f"{refused}:{lacking}"
     sparse = model is not None and model.attention.mla is not None and model.attention.mla.indexer is not None
     if sparse and engine == "vllm" and target is not None:  # DeepSeek-V3.2's backends by release and GPU
-        at = (PAST_EVERY, 0, 0, 0) if release is None else (*release[:2], PAST_EVERY, 0)  # a minor's latest patch
-        refused = vllm_sparse_mla_refusal(kv_dtype, fp8_variant == "e5m2", at, target)
-        return None if refused is None else f"{refused}:{lacking}"
-    if kv_dtype == "fp8" and fp8_variant == "e5m2" and engine == "vllm":
+        refused = vllm_sparse_mla_refusal(kv_dtype, fp8_variant == "e5m2", minor_release(release), target)
+        if refused is not None:
+            return f"{refused}:{lacking}"
+    elif kv_dtype == "fp8" and fp8_variant == "e5m2" and engine == "vllm":  # a dense MLA model's backends
         refused = mla_e5m2_refusal(target, release, model)
         if refused is not None:
             return f"{refused}:{lacking}"
@@ -389,8 +388,7 @@ def refuse_sparse_mla_gpu(deployment: DeploymentSpec, model: ModelSpec) -> None:
     from mha_cli.core.engine.sparse_mla_kv import vllm_sparse_mla_gpu_refusal
     from mha_cli.core.targets import resolve_target
 
-    release = release_in_force(deployment)
-    at = (PAST_EVERY, 0, 0, 0) if release is None else (*release[:2], PAST_EVERY, 0)
+    at = minor_release(release_in_force(deployment))
     refused = vllm_sparse_mla_gpu_refusal(at, resolve_target(deployment.target).target)
     if refused is not None:
         raise BadInputError(f"{refused}; a plan prices a server that starts: plan it on a Hopper or Blackwell GPU")

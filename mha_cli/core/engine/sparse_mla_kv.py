@@ -49,6 +49,21 @@ Release = tuple[int, int, int, int]
 DS_MLA, PLAIN_FP8 = "fp8_ds_mla", "fp8"
 
 
+def minor_release(version: tuple[int, int] | None) -> Release:
+    """A (major, minor) release as the rules here compare it: that minor's latest patch (None: after every release)."""
+    from mha_cli.core.engine.release_numbers import LATEST
+
+    return (LATEST, 0, 0, 0) if version is None else (*version[:2], LATEST, 0)
+
+
+def _vllm_named(release: Release) -> str:
+    """``vLLM 0.25.x``, or ``the latest release of vLLM``, as a clause names the release."""
+    from mha_cli.core.engine.flags import format_release
+
+    shown = format_release(release)
+    return f"vLLM {shown}" if shown[:1].isdigit() else f"{shown} of vLLM"
+
+
 def _runs_sparse_mla(release: Release, target: Target) -> bool:
     """Whether some sparse-MLA backend of vLLM ``release`` runs on ``target``'s NVIDIA GPU (9.x and 10.x; 12.x from
     0.24; any from 0.11.0, whose selection returned FlashMLA's sparse backend unchecked)."""
@@ -61,12 +76,8 @@ def vllm_sparse_mla_gpu_refusal(release: Release, target: Target) -> str | None:
     backend runs on the GPU: ``_runs_sparse_mla``); None where one does, or the vendor's rules were not read here."""
     if target.vendor != "NVIDIA" or _runs_sparse_mla(release, target):
         return None
-    from mha_cli.core.engine.flags import format_release
-
-    shown = format_release(release)
-    vllm = f"vLLM {shown}" if shown[:1].isdigit() else f"{shown} of vLLM"
     return (
-        f"{vllm} has no sparse-MLA attention backend on {target.id} (compute capability {target.compute_capability})"
+        f"{_vllm_named(release)} has no sparse-MLA attention backend on {target.id} (compute capability {target.compute_capability})"
         " for this model's indexer: FlashMLA's and FlashInfer's sparse kernels run on 9.x and 10.x, FlashInfer's on"
         " 12.x from 0.24"
     )
@@ -76,10 +87,7 @@ def vllm_sparse_mla_refusal(kv_dtype: str, e5m2: bool, release: Release, target:
     """Why vLLM ``release`` has no sparse-MLA attention backend on ``target`` for this cache (mha's ``kv_dtype``,
     ``e5m2`` its fp8 encoding), a clause for ``core.engine.plan.kv_format_note`` (a note beside ``mha kv``'s
     figures, a refusal of ``plan``'s); None where one takes it (the module docstring)."""
-    from mha_cli.core.engine.flags import format_release
-
-    shown = format_release(release)
-    vllm = f"vLLM {shown}" if shown[:1].isdigit() else f"{shown} of vLLM"
+    vllm = _vllm_named(release)
     cache = "fp8_e5m2" if kv_dtype == "fp8" and e5m2 else kv_dtype
     if target.vendor == "AMD":
         if kv_dtype == "fp8" and e5m2:
