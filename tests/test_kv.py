@@ -152,12 +152,14 @@ def test_paged_cache_rounds_up_to_whole_blocks():
     assert tokens_held(1000, None, 16) == 1008
     assert tokens_held(1000, 256, 16) == 256  # a chunk: starts on a block edge
     assert tokens_held(1000, 250, 16) == 256
-    # a sliding window straddles block edges (trial 333 #3): vLLM skips the first 1,000 - 256 + 1 = 745 tokens, so
-    # tokens 745-999 lie in blocks 46-62, 17 blocks, one more than 256 / 16; a sequence shorter than it, its own
+    # a sliding window straddles block edges (trial 333 #3): the last 256 of 1,000 tokens, 744-999, lie in blocks
+    # 46-62, 17 blocks, one more than 256 / 16; a sequence shorter than it, its own; in blocks of 1 the window
     assert tokens_held(1000, 256, 16, sliding=True) == 17 * 16
     assert tokens_held(1000, 250, 16, sliding=True) == 17 * 16
     assert tokens_held(100, 256, 16, sliding=True) == 7 * 16
-    assert tokens_held(10_000, 4096, 16, sliding=True) == 4096  # skipped 5,905: blocks 369-624, whole blocks
+    assert tokens_held(10_000, 4096, 16, sliding=True) == 4096  # tokens 5,904-9,999: blocks 369-624, whole
+    assert tokens_held(1000, 128, 1, sliding=True) == 128 == tokens_held(1000, 128)
+    assert tokens_held(1024, 128, 64, sliding=True) == 128  # tokens 896-1,023: blocks 14-15, an edge
     footprint = kv_footprint(get_preset("llama-3-8b"), seq_len=1000, block_size=16)
     assert footprint.bytes_per_sequence == 1008 * 131_072
 

@@ -33,7 +33,7 @@ def test_kv_total_applies_window_paging_and_tp(cli):
     per_layer_rank = 2 * 4 * 256 * 2  # 8 KV heads over 2 ranks
     assert data["total_bytes"] == per_layer_rank * (21 * 10000 + 21 * 4096)  # 10000 and 4096 are whole blocks
     assert data["bytes_per_token"] == 344_064
-    # trial 333 #3: gpt-oss-20b's 128-token windows at 1,000 tokens in 64-token blocks: tokens 873-999, blocks 13-15
+    # trial 333 #3: gpt-oss-20b's 128-token windows at 1,000 tokens in 64-token blocks: tokens 872-999, blocks 13-15
     oss = cli.json("kv", "gpt-oss-20b", "--seq", "1000", "--block-size", "64")["kv"]
     assert oss["bytes_per_sequence"] == 2 * 8 * 64 * 2 * (12 * 1024 + 12 * 3 * 64)  # was 12 x 128
 

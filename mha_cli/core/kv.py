@@ -215,15 +215,15 @@ def tokens_held(
     seq_len: int, window: int | None = None, block_size: int | None = None, *, sliding: bool = False
 ) -> int:
     """Tokens a layer keeps for one sequence: min(seq, window or chunk), rounded up to whole blocks. A ``sliding``
-    window's tokens straddle block edges: it holds every block its last ``window - 1`` tokens and the next one's slot
-    touch (vLLM frees a block once all of it has left the window: ``core.engine.window_blocks.skipped_tokens``),
-    between ceil((window - 1) / block) and that + 1 (trial 333 #3: 1,000 tokens of a 128-token window in 64-token
-    blocks hold 3 blocks, not 2); a chunk starts on a block edge where the block divides it."""
+    window's tokens straddle block edges: it holds every block the sequence's last ``window`` tokens touch (vLLM,
+    computing the last token, has freed only the blocks wholly before them: ``core.engine.window_blocks``
+    ``skipped_tokens``), ceil(window / block) or one more (trial 333 #3: 1,000 tokens of a 128-token window in
+    64-token blocks hold 3 blocks, not 2); a chunk starts on a block edge where the block divides it."""
     held = seq_len if window is None else min(seq_len, window)
     if block_size:
         blocks = -(-held // block_size)
         if sliding and window is not None:
-            blocks = -(-seq_len // block_size) - max(0, seq_len - window + 1) // block_size
+            blocks = -(-seq_len // block_size) - max(0, seq_len - window) // block_size
         held = blocks * block_size
     return held
 
