@@ -679,3 +679,16 @@ def test_the_per_rank_row_of_an_mla_cache_names_the_latent_not_kv_heads(cli):
     mla = per_rank_row("deepseek-v3")
     assert "70,272" in mla and "tp=8: the latent on every rank (not sharded)" in mla and "KV head" not in mla
     assert "tp=8: 1 KV head(s)" in per_rank_row("llama-3-70b")
+
+
+def test_a_hybrids_token_count_says_it_is_concurrency_times_the_context(cli):
+    """Trial 338 #9: Qwen3-Next on 4 x H100 showed 2,219,739 tokens beside "7,587 blocks of 320 x 4 groups", which
+    make 2,427,840: vLLM logs a hybrid's tokens as max concurrency x max_model_len, and the row now says so."""
+    from mha_cli.cli.app import app
+
+    args = ["kv", "qwen3-next-80b-a3b", "--target", "4xh100", "--seq", "32k"]
+    engine = cli.json(*args)["memory"]["engine"]
+    assert engine["kv_tokens"] == int(engine["max_concurrency"] * 32_768) != engine["kv_blocks"] // 4 * 320
+    shown = cli.runner.invoke(app, args, env={"COLUMNS": "250"}).stdout
+    row = " ".join(next(line for line in shown.splitlines() if "KV cache size (tokens)" in line).split())
+    assert f"{engine['kv_tokens']:,}" in row and "max concurrency x 32,768, as vLLM logs it" in row

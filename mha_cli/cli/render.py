@@ -283,6 +283,9 @@ def memory_table(plan: MemoryPlan) -> Table:
     blocks = f"{engine.kv_blocks:,} blocks of {engine_blocks(engine)}"
     if engine.layers_per_group and len(engine.groups) > 1:
         blocks += f" x {len(engine.groups)} groups of {engine.layers_per_group} layers"
+        if engine.name == "vllm" and engine.kv_tokens == int(engine.max_concurrency * engine.max_model_len):
+            # vLLM 0.21+ logs a hybrid's tokens so, not blocks x block size (trial 338 #9: the row did not add up)
+            blocks = f"max concurrency x {engine.max_model_len:,}, as vLLM logs it ({blocks})"
     if engine.kv_bytes_per_token_per_rank:
         table.add_row("KV cache size (tokens)", f"{engine.kv_tokens:,}", "", blocks)
     else:  # attention-free: the pool holds states, not tokens
