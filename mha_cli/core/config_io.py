@@ -22,7 +22,6 @@ from mha_cli.core.errors import (
     OutputError,
     one_line,
     os_reason,
-    refuse_standard_stream,
     shown_path,
     value_kind,
 )
@@ -336,7 +335,6 @@ def config_text(config: MhaConfig, path: Path, header: str | None = None) -> str
     """The config in the format ``path``'s extension names: ``.json`` JSON, ``.yaml``/``.yml`` YAML (with ``header``
     as comments). JSON has no comments, so there the header goes first in ``notes``. Other extensions are refused:
     a ``design.json`` holding YAML would be rejected by ``mha kv design.json``."""
-    refuse_standard_stream(path, "--out", ".yaml or .json", "--json prints the recommendation")
     kind = CONFIG_SUFFIXES.get(path.suffix.lower())
     try:
         folder = path.is_dir()
