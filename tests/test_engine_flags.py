@@ -71,7 +71,8 @@ def test_the_table_agrees_with_every_release_read():
 
 def test_the_words_added_later_agree_with_the_releases_read_around_their_first():
     """The words read after presence.json (``FIRST_READS``: vLLM --block-size 0.2.0, --kv-cache-memory-bytes 0.10.2,
-    VLLM_CPU_KVCACHE_SPACE 0.4.1, --disable-hybrid-kv-cache-manager 0.9.1; SGLang --page-size 0.4.4, --enable-ep-moe 0.4.0.post1 to 0.5.2, refused from 0.5.3):
+    VLLM_CPU_KVCACHE_SPACE 0.4.1, --disable-hybrid-kv-cache-manager 0.9.1, --trust-remote-code 0.2.0; SGLang --page-size 0.4.4,
+    --enable-ep-moe 0.4.0.post1 to 0.5.2, refused from 0.5.3, --trust-remote-code 0.4.0):
     in every release read in their span, in none read outside it."""
     reads = json.loads((PRESENCE.parent / "first_reads.json").read_text())
     later = [span for span in SPANS if FIRST_READS in span.source]
@@ -79,12 +80,14 @@ def test_the_words_added_later_agree_with_the_releases_read_around_their_first()
         ("vllm", "--block-size", "0.2.0"), ("vllm", "--kv-cache-memory-bytes", "0.10.2"),
         ("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1"), ("sglang", "--page-size", "0.4.4"),
         ("sglang", "--enable-ep-moe", "0.4.0.post1"), ("sglang", "--attn-dp-size", "0.5.22"),
-        ("vllm", "--disable-hybrid-kv-cache-manager", "0.9.1"),
+        ("vllm", "--disable-hybrid-kv-cache-manager", "0.9.1"), ("vllm", "--trust-remote-code", "0.2.0"),
+        ("sglang", "--trust-remote-code", "0.4.0"),
     }  # fmt: skip
     for span in later:
         releases = reads[span.engine]
         earlier = [r for r in releases if release_key(r) < release_key(span.first)]
-        assert span.first in releases and (earlier or span.first == "0.2.0")  # 0.2.0: the oldest vLLM the table reads
+        oldest = {"vllm": "0.2.0", "sglang": "0.4.0"}[span.engine]  # the oldest release the table reads
+        assert span.first in releases and (earlier or span.first == oldest)
         for release, words in releases.items():
             assert span.has(release_key(release)) == (span.word in words), (span.engine, span.word, release)
 

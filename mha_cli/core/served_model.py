@@ -33,6 +33,17 @@ class ServedModel(Record):
     named_by: NamedBy
     note: str | None = None
     """Shown under the launch lines: what to replace, or where the name came from when the user did not type it."""
+    remote_code: str | None = None
+    """Why the engines load it only with ``--trust-remote-code`` (``core.remote_code``); None: they load it without."""
+
+    def remote_code_note(self, engines: list[str]) -> str | None:
+        """The note on the flag under launch lines for ``engines`` (``vllm``, ``sglang``, ``trtllm``), where they
+        write it."""
+        if self.remote_code is None or not engines:
+            return None
+        flag = "--trust-remote-code" if engines != ["trtllm"] else "--trust_remote_code"
+        also = " (trtllm-serve's --trust_remote_code)" if "trtllm" in engines and flag != "--trust_remote_code" else ""
+        return f"{flag}{also} runs Python code from the checkpoint: {self.remote_code}"
 
 
 def placeholder(why: str) -> ServedModel:

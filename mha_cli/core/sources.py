@@ -124,6 +124,11 @@ def _preset(typed: str, name: str, served: ServedModel, assumption: str | None =
     """Preset ``name`` as ``typed`` (a name, a short name or an id), priced in its checkpoint's format."""
     # constructed, not validated: every part is valid already (the preset and ``served`` are validated models), and
     # a command that never prints the source does not build its validator (``mha kv``'s start, core.record)
+    from mha_cli.core.remote_code import preset_remote_code
+
+    remote_code = preset_remote_code(name)
+    if remote_code is not None:
+        served = served.model_copy(update={"remote_code": remote_code})
     source = ModelSource.model_construct(
         kind="preset", origin=typed, model=get_preset(name).model_copy(deep=True), served=served,
         assumptions=[] if assumption is None else [assumption],
@@ -179,6 +184,15 @@ def _load_path(path: Path, weight_dtype: str | None = None) -> ModelSource:
     )
 
 
+def _with_remote_code(served: ServedModel, config: dict) -> ServedModel:
+    """``served``, saying why the engines load it only with ``--trust-remote-code`` where ``config`` says
+    (``core.remote_code``)."""
+    from mha_cli.core.remote_code import config_remote_code
+
+    why = config_remote_code(config)
+    return served if why is None else served.model_copy(update={"remote_code": why})
+
+
 def _without_origin(refusal: BadInputError, path: Path) -> str:
     """A quantization reader's refusal without the file it names (and the field, ``text_config.quantization_config``,
     where it names one)."""
@@ -219,7 +233,7 @@ def _load_file(
             kind=kind, origin=str(path), model=imported.model,
             assumptions=[*assumptions, *repeated, *imported.assumptions], read_as=repeated,
             notes=[note for note in written_notes if isinstance(note, str)] if isinstance(written_notes, list) else [],
-            served=from_config(path, quantised) if served is None else served,
+            served=_with_remote_code(from_config(path, quantised) if served is None else served, data),
         )  # fmt: skip
         try:
             stored = read_checkpoint_weights(quantised, shown_path(path))

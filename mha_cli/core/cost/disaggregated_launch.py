@@ -128,6 +128,8 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
     flags += pool.sglang if sglang else pool.vllm
     if served.revision is not None:
         flags += ["--revision", served.revision]
+    if served.remote_code is not None:  # the checkpoint's own tokenizer or config class (core.remote_code)
+        flags.append("--trust-remote-code")
     return flags
 
 
@@ -291,7 +293,7 @@ def disaggregated_with_launch(
             *nodes,
             *([TRTLLM_NOT_WRITTEN] if deployment.engine == "trtllm" else []),
             *old_vllm,
-            *([served.note] if served.note else []),
+            *[note for note in (served.note, served.remote_code_note(list(launch))) if note],
             *left_out,
             *notes_for(
                 [*pool_words(deployment, cpu=False, trtllm=False).notes, *format_notes(deployment, list(launch))],

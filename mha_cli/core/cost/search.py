@@ -684,6 +684,9 @@ def launch_commands(
     if served.revision is not None:
         vllm += ["--revision", served.revision]
         sglang += ["--revision", served.revision]
+    if served.remote_code is not None:  # a tokenizer or config class the checkpoint ships as code (core.remote_code)
+        vllm.append("--trust-remote-code")
+        sglang.append("--trust-remote-code")
     if deployment.limit_mm_per_prompt is not None:  # the encoder profiling (and, at 0, the tower) priced
         vllm += ["--limit-mm-per-prompt", json.dumps(deployment.limit_mm_per_prompt, separators=(",", ":"))]
     from mha_cli.core.cost.launch_settings import (
@@ -727,6 +730,8 @@ def launch_commands(
                   f"{engine.gpu_memory_utilization:g}"]  # fmt: skip
         if d.expert_parallel:
             trtllm += ["--ep_size", str(d.expert_ranks)]
+        if served.remote_code is not None:
+            trtllm.append("--trust_remote_code")
         trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
         lines["trtllm"] = [*trtllm, *trtllm_step]
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
@@ -948,7 +953,7 @@ def _launch_note(
     deployment drafts tokens (where the trtllm line takes its options file)."""
     if not launch:
         return "; ".join(node_notes or []) or None
-    notes = [served.note] if served.note else []
+    notes = [note for note in (served.note, served.remote_code_note(list(launch))) if note]
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
         written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there

@@ -86,6 +86,14 @@ SGLANG_PAGE = (
     f"{FIRST_READS}: 0.4.4's server_args.py (ServerArgs.page_size), 0.4.3.post4 lacks it;"
     " https://docs.sglang.io/advanced_features/server_arguments.html"
 )
+VLLM_REMOTE_CODE = (
+    f"{FIRST_READS}: every release read from 0.2.0 has it (engine/arg_utils.py, EngineArgs.trust_remote_code);"
+    " https://docs.vllm.ai/en/stable/configuration/engine_args.html"
+)
+SGLANG_REMOTE_CODE = (
+    f"{FIRST_READS}: every release read from 0.4.0 has it (server_args.py, ServerArgs.trust_remote_code);"
+    " https://docs.sglang.io/advanced_features/server_arguments.html"
+)
 SGLANG_RECV = (
     "server_args.py (ServerArgs.scheduler_recv_interval) in the wheels of 0.4.10, 0.4.10.post1 and 0.4.10.post2 (no"
     " flag), 0.5.0rc0, 0.5.0rc2, 0.5.1-0.5.4, 0.5.6, 0.5.10 and 0.5.12-0.5.16, 0.5.23's arg_groups/fields/schedule.py"
@@ -136,6 +144,7 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
     Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
+    Span("vllm", "--trust-remote-code", "0.2.0", None, VLLM_REMOTE_CODE),
     Span("vllm", "--kv-cache-memory-bytes", "0.10.2", None, VLLM_CACHE),
     Span("vllm", "VLLM_CPU_KVCACHE_SPACE", "0.4.1", None, VLLM_CPU_POOL),
     Span("vllm", "VLLM_MXFP4_USE_MARLIN", "0.10.1", "0.23.0",
@@ -204,6 +213,7 @@ SPANS: tuple[Span, ...] = (
         "--base-gpu-id", "--host", "--port",
     )),
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
+    Span("sglang", "--trust-remote-code", "0.4.0", None, SGLANG_REMOTE_CODE),
     Span("sglang", "--scheduler-recv-interval", "0.5.1", None, SGLANG_RECV),
     Span("sglang", "--attn-dp-size", "0.5.22", None, SGLANG_ATTN_DP),
     Span("sglang", "--kv-cache-dtype fp8_e4m3", "0.4.1.post6", None, f"{SGLANG_ARGS} (before: fp8_e5m2 only)"),
@@ -234,7 +244,7 @@ SPANS: tuple[Span, ...] = (
     # --- TensorRT-LLM: trtllm-serve (its wheels are not read: the release documentation) ---
     *(Span("trtllm", word, "0.18.2", None, TRTLLM_0_18) for word in (
         "trtllm-serve", "--tp_size", "--pp_size", "--max_seq_len", "--max_batch_size",
-        "--kv_cache_free_gpu_memory_fraction", "--max_num_tokens",
+        "--kv_cache_free_gpu_memory_fraction", "--max_num_tokens", "--trust_remote_code",
     )),
     Span("trtllm", "--ep_size", "0.19.0rc0", None, TRTLLM_0_19),
 )  # fmt: skip
