@@ -143,11 +143,13 @@ def test_configs_it_does_not_build_are_refused_naming_the_field(model_type, extr
     assert named in refused.value.message and "\n" not in refused.value.message
 
 
-def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it():
+@pytest.mark.parametrize(("layers", "pattern"), [(6, ["global", "local", "local"]), (2, ["global", "local"])])
+def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it(layers, pattern):
     """A config.json of before transformers 5 (local_attention, global_attn_every_n_layers, the two RoPE thetas):
-    the same windows, layer pattern and RoPE as the config class's own to_dict()."""
+    the same windows, layer pattern and RoPE as the config class's own to_dict(); fewer layers than the cycle take
+    its first ones (2 layers were refused: a pattern of 3 entries)."""
     config = transformers.AutoConfig.for_model(
-        "modernbert-decoder", hidden_size=32, num_hidden_layers=6, num_attention_heads=4, intermediate_size=48,
+        "modernbert-decoder", hidden_size=32, num_hidden_layers=layers, num_attention_heads=4, intermediate_size=48,
         vocab_size=96, local_attention=16, global_attn_every_n_layers=3,
     )  # fmt: skip
     current = import_hf_config(config.to_dict()).model
@@ -157,7 +159,7 @@ def test_an_older_modernbert_decoder_config_reads_as_its_config_class_derives_it
     assert (spec.layers.sliding_window, spec.layers.pattern, spec.attention.rope, spec.attention.rope_local) == (
         current.layers.sliding_window, current.layers.pattern, current.attention.rope, current.attention.rope_local,
     )  # fmt: skip
-    assert (spec.layers.sliding_window, spec.layers.pattern) == (8, ["global", "local", "local"])
+    assert (spec.layers.sliding_window, spec.layers.pattern) == (8, pattern)
 
 
 @pytest.mark.parametrize("model_type", ["bert", "electra", "rembert", "modernbert-decoder"])

@@ -1,7 +1,8 @@
 """Read a Hugging Face ``config.json`` into a ``ModelSpec``, saying what it had to assume.
 
 Rules the common calculators get wrong, handled here:
-- an explicit ``head_dim`` wins over hidden_size / num_attention_heads (Gemma, Qwen3, Mistral NeMo);
+- an explicit ``head_dim`` wins over hidden_size / num_attention_heads (Gemma, Qwen3, Mistral NeMo), in the families
+  whose attention reads it (``core.families.head_width``: GPT-2's takes the quotient whatever it says);
 - MQA flags (Falcon's ``multi_query``) and missing ``num_key_value_heads`` (MHA);
 - MLA fields (``kv_lora_rank``, ``qk_rope_head_dim`` ...) make the model MLA, not MHA;
 - sliding windows: ``layer_types`` when present, else the family's own fields (Qwen2's ``max_window_layers``),
@@ -44,6 +45,7 @@ from mha_cli.core.families.field_defaults import (
     MOE_PLACEMENT_FIELDS,
     MOE_SHARED_FIELDS,
 )
+from mha_cli.core.families.head_width import HEAD_WIDTH_DERIVED
 from mha_cli.core.families.layer_types import MIXER_LAYER_TYPES, kinds_of_layer_types, sliding_window
 from mha_cli.core.families.state_readers import stated_state_dtype
 from mha_cli.core.hf_unread import (
@@ -112,6 +114,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if fam.config_view is not None:
         config = fam.config_view(config, origin)
     ignored = WINDOW_FIELDS - fam.window_fields  # fields its transformers model does not window by: named as unread
+    if fam.name in HEAD_WIDTH_DERIVED:  # its heads are hidden_size / num_attention_heads wide whatever head_dim says
+        ignored |= {"head_dim"}
     # the config class's own defaults where model_type names it (a family found by its architecture alone, as
     # kimi_k2, has remote code's class, whose defaults are not read)
     class_key = None if known is None or by_architecture is not None else written
@@ -251,7 +255,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         if head_dim is not None:
             fields["head_dim"] = head_dim
         elif d_model % n_heads == 0:
-            r.assumptions.append(f"head_dim absent: hidden_size / num_attention_heads = {d_model // n_heads}")
+            unread = "head_dim" in ignored and as_written.get("head_dim") is not None  # HEAD_WIDTH_DERIVED
+            r.assumptions.append(
+                f"head_dim {'not read' if unread else 'absent'}: hidden_size / num_attention_heads = {d_model // n_heads}"
+            )
 
     window = sliding_window(r, *spelled.get("window", ()))
     chunk = r.count("attention_chunk_size", "attention_chunk_size") if r.get("attention_chunk_size") else None

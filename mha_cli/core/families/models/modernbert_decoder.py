@@ -35,8 +35,8 @@ def _older_layout(r: ConfigReader, fields: dict[str, Any]) -> None:
     RoPE theta ``global_rope_theta`` and ``local_rope_theta``."""
     every = r.count("global_attn_every_n_layers", "global_attn_every_n_layers")
     window = r.config.get("sliding_window") or r.count("local_attention", "local_attention") // 2
-    if every > 1 and window > 0:
-        fields["layer_pattern"] = ["global"] + ["local"] * (every - 1)
+    if every > 1 and window > 0:  # one cycle, or the layers there are when fewer (2 layers: full, then local)
+        fields["layer_pattern"] = (["global"] + ["local"] * (every - 1))[: fields["n_layers"]]
         fields["sliding_window"] = window
         fields["rope_local"] = {"theta": float(r.get("local_rope_theta"))}
     if not isinstance(r.config.get("rope_parameters"), dict):
