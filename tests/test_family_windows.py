@@ -210,6 +210,24 @@ def test_layers_listed_as_sliding_with_a_window_of_zero_are_refused():
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("fixture", ["gemma-2-9b", "gemma-3-27b-it", "mistral-7b-v0.1", "phi-3-mini"])
+def test_a_window_of_zero_on_a_family_that_slides_by_it_is_refused(fixture):
+    """Without layer_types: Gemma's pattern, or every Mistral and Phi-3 layer, slides by the window; a window of 0
+    was priced as full attention with nothing said (Gemma 3 27B at 32K: 16.6 GB, not 3.1; trial 340 #1). The
+    control: Qwen2.5's 0 under use_sliding_window false is no window (the test below)."""
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.hf_import import import_hf_config
+
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / f"{fixture}.json").read_text())
+    text = config.get("text_config", config)
+    text["sliding_window"] = 0
+    with pytest.raises(BadInputError, match="sliding_window is 0, a window of no tokens, where") as refused:
+        import_hf_config(config)
+    assert "\n" not in str(refused.value)
+    text["sliding_window"] = None
+    assert import_hf_config(config).model.n_local_layers == 0  # null: full attention, as said below
+
+
 def test_layers_listed_as_sliding_without_a_window_are_full_attention_and_said():
     """A null window: vLLM builds those layers without one (full attention); the import says so."""
     from mha_cli.core.hf_import import import_hf_config

@@ -267,6 +267,13 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         patterned = dict.get(r.config, "sliding_window_pattern") or fam.local_cycle or fam.layer_kinds
         null = "sliding_window" in dict.keys(r.config) and dict.get(r.config, "sliding_window") is None
         switch = r.get("use_sliding_window")  # the family's default where absent: Qwen's is off (review 301 #3)
+        stated = dict.get(r.config, "sliding_window")
+        read = "sliding_window" not in r.config.hidden  # a window the family's model applies
+        if type(stated) is int and stated == 0 and read and (switch is None or switch) and kinds is None:
+            raise BadInputError(  # trial 340 #1: Gemma 2 and 3, Mistral were priced as full attention, unsaid
+                f"{r.origin}: sliding_window is 0, a window of no tokens, where {fam.name}'s layers slide by it: give"
+                " the window, or null for full attention"
+            )
         if kinds is None and patterned and null and (switch is None or switch):
             r.assume(None, f"sliding_window null: the layers {fam.name}'s pattern makes sliding are priced as full"  # 299 #2
                            " attention, as vLLM builds a layer whose window is unset")  # fmt: skip
