@@ -74,4 +74,22 @@ def test_write_refuses_a_file_that_is_no_skill_document_without_force(cli, tmp_p
     assert cli.run("skill", "--write", "--path", str(design), "--force").exit_code == 0
     assert design.read_text() == generate_skill_doc()
     nowhere = " ".join(cli.run("skill", "--check", "--path", str(tmp_path / "no" / "sk.md")).output.split())
-    assert "its folder" in nowhere and "does not exist" in nowhere and "run `" not in nowhere
+    assert "its folder" in nowhere and "does not exist" in nowhere and "run `" not in nowhere  # exit 2: below
+
+
+def test_a_mistyped_path_is_bad_input_not_a_stale_document(cli, tmp_path):
+    """Trial 340 #3 and #4: a folder that does not exist gave exit 1, as a stale document does, and an empty --path
+    was read as the working folder (with a --force hint for it). Each is exit 2 in one line; the control, a missing
+    file in a folder that is there, stays exit 1."""
+    for words, said in (
+        (("--check", "--path", str(tmp_path / "no" / "sk.md")), f"its folder {tmp_path / 'no'} does not exist"),
+        (("--write", "--path", str(tmp_path / "no" / "sk.md")), "does not exist"),
+        (("--write", "--path", ""), "--path is empty"),
+        (("--check", "--path", ""), "--path is empty"),
+        (("--write", "--path", str(tmp_path), "--force"), "is a folder"),
+    ):
+        result = cli.run("skill", *words)
+        assert result.exit_code == EXIT_BAD_INPUT and said in result.stderr, (words, result.output)
+        assert len(result.stderr.strip().splitlines()) == 1 and "--force" not in result.stderr
+    assert cli.run("skill", "--check", "--path", str(tmp_path / "sk.md")).exit_code == EXIT_CHECK_FAILED
+    assert list(tmp_path.iterdir()) == []

@@ -1,7 +1,8 @@
 """``mha skill``: print, write or check the configurator skill document generated from the rules.
 
 Exit codes: 0; 1 with ``--check`` when the file differs from what the rules generate; 2 for bad
-input (``--write`` and ``--check`` together, ``--write`` over a file that is no skill document without ``--force``).
+input (``--write`` and ``--check`` together, ``--write`` over a file that is no skill document without ``--force``,
+an empty ``--path``, one that is a folder, or one whose folder does not exist: a path mistyped, not a stale file).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mha_cli.cli.options import named_path
 from mha_cli.cli.output import Output, write_stdout
 from mha_cli.core.config_io import write_text_atomic
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
@@ -24,7 +26,9 @@ if TYPE_CHECKING:
 def skill(
     write: Annotated[bool, typer.Option("--write", help="Regenerate the document (overwrites it).")] = False,
     check: Annotated[bool, typer.Option("--check", help=f"Exit {EXIT_CHECK_FAILED} if the file is stale.")] = False,
-    path: Annotated[Path, typer.Option("--path", help="The document's path.")] = SKILL_PATH,
+    path: Annotated[
+        Path, typer.Option("--path", parser=named_path("--path"), help="The document's path.")
+    ] = SKILL_PATH,
     force: Annotated[
         bool, typer.Option("--force", help="With --write: overwrite a file at --path that is no skill document.")
     ] = False,
@@ -32,6 +36,10 @@ def skill(
     """Print the mha-configurator skill document, generated from the rules catalog."""
     if write and check:
         raise BadInputError("--write and --check exclude each other: pick one")
+    if path.is_dir():
+        raise BadInputError(f"--path {path} is a folder: give the skill document's file")
+    if (write or check) and not path.parent.is_dir():  # trial 340 #3: exit 1 read as a stale document
+        raise BadInputError(f"--path {path}: its folder {path.parent} does not exist")
     text = generate_skill_doc()
     out = Output(False)
     if write:
@@ -46,9 +54,6 @@ def skill(
     if check:
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current != text:
-            if not path.parent.is_dir():
-                out.notice(f"{path} is missing: its folder {path.parent} does not exist")
-                raise typer.Exit(code=EXIT_CHECK_FAILED)
             rerun = "mha skill --write" + ("" if path == SKILL_PATH else f" --path {shlex.quote(str(path))}")
             # where a relative path was resolved, said once (trial 334 #14: an absolute one was named twice)
             looked = "" if str(path) == str(path.resolve()) else f" (looked at {path.resolve()})"
