@@ -58,6 +58,17 @@ def test_uncertain_rows_are_flagged():
     assert not targets["h100-sxm"].uncertain
 
 
+def test_the_json_carries_the_marks_the_table_shows(cli):
+    """Trial 340 #5: the table's ``!`` and ``~`` were in no JSON field; each row now says both, as the table does."""
+    rows = {row["id"]: row for row in cli.json("targets")["targets"]}
+    table = cli.run("targets").stdout
+    assert "a10g !" in table and rows["a10g"]["uncertain"] is True and rows["h100-sxm"]["uncertain"] is False
+    estimated = [tid for tid, row in rows.items() if not row["device_memory_measured"]]
+    assert estimated and all(rows[tid]["torch_memory_source"].startswith("estimate") for tid in estimated)
+    assert all(f"{tid} ~" in table or f"{tid} ! ~" in table for tid in estimated)
+    assert rows["h100-sxm"]["device_memory_measured"] is True
+
+
 @pytest.mark.parametrize(
     ("target_id", "memory_gb", "bandwidth_gbs", "bf16", "fp8", "fp4", "interconnect_gbs"),
     [

@@ -1,8 +1,9 @@
 """``mha targets``: the hardware database with its sources."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from mha_cli.cli.options import JsonOpt
 from mha_cli.cli.output import Output, write_stdout
@@ -21,6 +22,15 @@ class TargetList(Record):
     aliases: dict[str, str]
     resolved: ResolvedTarget | None = None
     """Set when one target was asked for: the row, the device count (8xh100) and the alias used."""
+
+    @model_serializer(mode="wrap")
+    def _with_row_marks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Each row with what the table marks ``!`` and ``~``: ``uncertain`` (a figure the reference table flags)
+        and ``device_memory_measured`` (false: an estimate), so a script need not search the notes (trial 340 #5)."""
+        data = handler(self)
+        for row, target in zip(data["targets"], self.targets, strict=True):
+            row.update(uncertain=target.uncertain, device_memory_measured=target.device_memory_measured)
+        return data
 
 
 def targets(
