@@ -121,3 +121,20 @@ def test_leaving_out_every_field_at_its_class_default_prices_the_same_model(path
     trimmed_text = {key: value for key, value in text.items() if key not in at_default}
     trimmed = {**config, "text_config": trimmed_text} if text is not config else trimmed_text
     assert import_hf_config(trimmed).model == whole.model, at_default
+
+
+def test_an_invalid_model_names_the_defaults_read_that_made_it_so_and_no_other():
+    """MistralConfig's default of 8 KV heads on a 4-head config: the refusal names the field left out and read at the
+    class's default, where "n_kv_heads (8)" alone pointed at nothing in the file; not sliding_window, read at its
+    default too but no part of the problem (trial 340 #7: every refusal ended with "hidden_act 'silu'")."""
+    config = {"model_type": "mistral", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+              "vocab_size": 100, "intermediate_size": 128}  # fmt: skip
+    with pytest.raises(BadInputError) as refused:
+        import_hf_config(config)
+    assert refused.value.message.endswith(
+        "n_kv_heads (8) must not exceed n_heads (4) (left out, so read at its config class's default:"
+        " num_key_value_heads 8)"
+    )
+    with pytest.raises(BadInputError) as refused:  # the file's own 8: no default to name, hidden_act's neither
+        import_hf_config({**config, "num_key_value_heads": 8})
+    assert refused.value.message.endswith("n_kv_heads (8) must not exceed n_heads (4)")
