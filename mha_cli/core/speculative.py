@@ -35,6 +35,7 @@ from mha_cli.core.weight_bytes import rank_weight_bytes
 from mha_cli.core.weight_formats import weight_format
 
 if TYPE_CHECKING:
+    from mha_cli.core.engine.flags import Release
     from mha_cli.core.engine.generations import Generation
     from mha_cli.core.engine.plan import EnginePlan
     from mha_cli.core.sources import ModelSource
@@ -450,9 +451,35 @@ def draft_checkpoint(spec: SpeculativeSpec) -> str | None:
     return checkpoint_id(spec.draft_model) or spec.draft_model
 
 
-def vllm_flags(spec: SpeculativeSpec) -> list[str]:
+VLLM_MTP_METHOD = "0.11.0"
+"""The first vLLM release taking ``method=mtp`` (``core.engine.flags``)."""
+VLLM_MTP_FROM_THE_MODEL = {"deepseek_v3": "0.8.5", "mimo": "0.9.0", "ernie4_5_moe": "0.10.2", "qwen3_next": "0.10.2"}
+"""Before ``method=mtp``, vLLM drafted with a model's own MTP layers when ``--speculative-config`` gave
+``num_speculative_tokens`` and no model, on a target whose text ``model_type`` ``SpeculativeConfig.__post_init__``
+lists (the method then found from the draft's config: ``hf_config_override`` makes deepseek_v3 ``deepseek_mtp``):
+each type with the first release read that lists it, read in the wheels of 0.5.0 (no MTP), 0.8.5, 0.9.0, 0.9.1,
+0.10.0, 0.10.1, 0.10.1.1 and 0.10.2 (``config.py``, from 0.10.1 ``config/__init__.py``); the releases between 0.5.0
+and 0.8.5 were not read, so no line is written for them (trial 339 #2: ``vllm@0.9.2`` had no vllm line at all)."""
+
+
+def vllm_mtp_from_the_model(model_type: str, release: "Release | None") -> bool:
+    """Whether the vLLM ``release`` (None: the latest) takes MTP in its older form for ``model_type``
+    (``VLLM_MTP_FROM_THE_MODEL``): before ``method=mtp``, on a release that lists the type."""
+    from mha_cli.core.engine.release_numbers import release_key
+
+    first = VLLM_MTP_FROM_THE_MODEL.get(model_type)
+    if release is None or first is None:
+        return False
+    return release_key(first) <= release < release_key(VLLM_MTP_METHOD)
+
+
+def vllm_flags(spec: SpeculativeSpec, older_mtp: bool = False) -> list[str]:
     """``--speculative-config '{...}'`` as ``vllm serve`` takes it (``config/speculative.py``: method, model,
-    num_speculative_tokens)."""
+    num_speculative_tokens); ``older_mtp``: MTP as vLLM before 0.11.0 takes it, the number of tokens alone
+    (``vllm_mtp_from_the_model``)."""
+    if older_mtp and spec.method == "mtp":
+        tokens = {"num_speculative_tokens": spec.num_speculative_tokens}
+        return ["--speculative-config", json.dumps(tokens, separators=(",", ":"))]
     config: dict[str, object] = {"method": spec.method}
     model = draft_checkpoint(spec)
     if model is not None:

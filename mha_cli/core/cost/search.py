@@ -662,10 +662,17 @@ def launch_commands(
         vllm.append("--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling")
     if deployment.recv_interval > 1:  # as priced (core.serve.recv_interval): SGLang's alone
         sglang += ["--scheduler-recv-interval", str(deployment.scheduler_recv_interval)]
+    speculative_notes = []
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
-        from mha_cli.core.speculative import sglang_flags, vllm_flags
+        from mha_cli.core.speculative import sglang_flags, vllm_flags, vllm_mtp_from_the_model
 
-        vllm += vllm_flags(deployment.speculative)
+        older_mtp = engine.name == "vllm" and vllm_mtp_from_the_model(model.family, release_key_priced(deployment))
+        vllm += vllm_flags(deployment.speculative, older_mtp=older_mtp)
+        if older_mtp and deployment.speculative.method == "mtp":
+            speculative_notes.append(
+                "the vllm line asks MTP as vLLM before 0.11.0 does: num_speculative_tokens alone, the draft its own"
+                f" MTP layers (SpeculativeConfig finds them for model_type {model.family})"
+            )
         sglang += sglang_flags(deployment.speculative)
     offload_notes = []
     if deployment.kv_offload_bytes:  # the host tier priced (core.engine.offload): each engine's own flags
@@ -698,7 +705,7 @@ def launch_commands(
     )
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
-    pool = pool._replace(notes=[*pool.notes, *offload_notes])
+    pool = pool._replace(notes=[*pool.notes, *offload_notes, *speculative_notes])
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
