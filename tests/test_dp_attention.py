@@ -166,7 +166,8 @@ def test_the_search_finds_dp_attention_at_128k_x_32_and_tp_8_queues(cli, request
     found = cli.json("plan", V3, *LONG, "--kv-dtype", "fp8")
     assert any(
         line.startswith(
-            "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1: 6 request(s) at once per attention rank"
+            "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts whole over all 8 ranks: 6 request(s)"
+            " at once per attention rank"
         )
         for line in found["layouts"]
     )
@@ -460,7 +461,7 @@ def test_the_header_says_one_server_of_attention_ranks(cli):
     args = ("plan", V3, "--target", "8xh200", "--engine", "sglang", "--dp", "8", "--concurrency", "64", "--closed-form")
     result = cli.run(*args)
     assert result.exit_code == 0, result.output
-    header = " ".join(result.output.split("\n")[:2]).replace("\n", " ")
+    header = " ".join(result.output.split("\n")[:3]).replace("\n", " ")
     assert "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1" in " ".join(header.split())
     assert "replica" not in header and "8 running per attention rank" in " ".join(header.split())
     found = cli.json(*args)

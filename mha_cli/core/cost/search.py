@@ -227,10 +227,11 @@ def _shares_experts(model: ModelSpec, tp: int, replicas: int, deployment: Deploy
 
 
 def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, shares_experts: bool) -> str:
-    return layout_words(
+    words = layout_words(
         tp, pp, replicas, dp_attention=bool(deployment.dp), expert_parallel=bool(deployment.expert_parallel),
         shared_experts=shares_experts, separate_servers=bool(deployment.separate_servers),
     )  # fmt: skip
+    return words + (" (DeepEP)" if deployment.dp and deployment.moe_a2a_backend == "deepep" else "")
 
 
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:

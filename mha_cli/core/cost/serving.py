@@ -61,7 +61,7 @@ def layout_words(
 ) -> str:  # fmt: skip
     """A layout in words: ``tp 4 x pp 1 x 2 replica(s) with expert parallelism``; DP attention is one server whose
     replicas are its attention ranks (SGLang ``--tp-size 8 --attn-dp-size 8``, vLLM ``--data-parallel-size 8``):
-    ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1``. Replicas that share an MoE model's experts
+    ``one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts whole over all 8 ranks``. Replicas that share an MoE model's experts
     (``shared_experts``) are such ranks too, not servers each holding every expert (vLLM ``--data-parallel-size 8``
     without ``--enable-expert-parallel``: "expert layers form a tensor parallel group of size DP x TP",
     docs/serving/data_parallel_deployment.md): ``..., the experts split by width over all 8 ranks``. MoE replicas
@@ -69,12 +69,12 @@ def layout_words(
     every expert``."""
     if dp_attention or (shared_experts and replicas > 1):
         words = f"one server of {tp * pp * replicas} GPUs, {replicas} DP-attention ranks of tp {tp} x pp {pp}"
-        if not dp_attention:
-            how = "whole" if expert_parallel else "split by width"
-            # under pp each stage's experts over its own GPUs (trial 326 #6: "over all 2 ranks" read as 2 GPUs)
-            where = f"all {tp * replicas} ranks" if pp == 1 else f"the {tp * replicas} GPUs of each of the {pp} stages"
-            words += f", the experts {how} over {where}"
-        return words
+        # DP attention's experts are whole over every rank too: said, or its line read as the split one's twin in
+        # the search's header (trial 339 #7)
+        how = "whole" if expert_parallel or dp_attention else "split by width"
+        # under pp each stage's experts over its own GPUs (trial 326 #6: "over all 2 ranks" read as 2 GPUs)
+        where = f"all {tp * replicas} ranks" if pp == 1 else f"the {tp * replicas} GPUs of each of the {pp} stages"
+        return f"{words}, the experts {how} over {where}"
     ep = " with expert parallelism" if expert_parallel else ""
     if separate_servers and replicas > 1:
         return f"tp {tp} x pp {pp} x {replicas} separate servers{ep}, each with every expert (--separate-servers)"
