@@ -43,3 +43,17 @@ def test_an_engine_that_never_registered_the_model_gets_no_line(cli):
     )
     llama = cli.json("plan", "llama-3.1-8b", *args)
     assert set(llama["launch"]) == {"vllm", "sglang"} and "no line" not in (llama["launch_note"] or "")
+
+
+def test_a_vllm_line_beside_another_engines_plan_says_it_is_not_priced(cli):
+    """Trial 339 #5: priced on SGLang, the vllm line carries SGLang's cap and its chunk plus the cap as its budget,
+    and nothing said it was not the deployment priced. The control: priced on vLLM, no such note."""
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--isl", "2000", "--osl", "500", "--closed-form", "--engine")
+    for engine, name in (("sglang", "SGLang"), ("trtllm", "TensorRT-LLM")):
+        found = cli.json(*args, engine)
+        assert "vllm" in found["launch"]
+        assert (
+            f"the vllm line is not priced: it starts this layout with the requests {name} was priced at"
+            in (found["launch_note"])
+        )
+    assert "the vllm line is not priced" not in (cli.json(*args, "vllm")["launch_note"] or "")

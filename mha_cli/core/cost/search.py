@@ -749,6 +749,15 @@ def launch_commands(
     if d.replicas > 1 and one_server_each and plan.nodes is None and not trays:  # several hosts: launch_nodes says
         pool = pool._replace(notes=[*pool.notes, replicas_note(d.replicas, d.tp * d.pp, one_server_each)])
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
+    if engine.name != "vllm" and "vllm" in lines:  # trial 339 #5: pasted as if it were the deployment priced
+        priced_name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine.name]
+        pool = pool._replace(
+            notes=[
+                *pool.notes,
+                f"the vllm line is not priced: it starts this layout with the requests {priced_name} was priced at"
+                " (and its step budget), in a pool vLLM sizes by its own rules (--engine vllm prices it)",
+            ]
+        )
     notes: list[str] = []
     if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
         notes.append(
