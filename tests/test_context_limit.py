@@ -110,3 +110,16 @@ def test_hunyuans_ntk_alpha_stays_unread_and_said():
     imported = import_hf_config(config | {"rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0}})
     assert imported.model.rotary.scaling is None
     assert "rope_scaling type 'dynamic' is not modelled: unscaled RoPE frequencies" in imported.assumptions
+
+
+def test_the_note_says_outputs_past_the_trained_length_are_not_assured():
+    """Trial 339 #4: the override alone was offered; it serves the length, not the model's quality there. A model
+    without RoPE scaling is told where its scaling goes; one with YaRN already is not told it again."""
+    plain = _model("qwen3-8b")
+    note = str(past_derived_length(plain, 62_000))
+    assert "outputs past the length the model was trained to are not assured" in note
+    assert "config.json's rope_scaling, which mha reads" in note
+    extended = _model("qwen3-8b", rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                 "original_max_position_embeddings": 32_768})  # fmt: skip
+    scaled = str(past_derived_length(extended, 200_000))
+    assert "are not assured" in scaled and "rope_scaling" not in scaled

@@ -68,7 +68,13 @@ def past_derived_length(
         return None
     names = {"vllm": "vLLM", "sglang": "SGLang"}
     each = "; ".join(f"{names[e]} derives {limits[e]:,}: run it with {OVERRIDES[e]}" for e in refusing)
+    scaled = model.rotary is not None and model.rotary.scaling is not None
+    extend = (
+        "" if scaled or model.rotary is None else " (a model extended by RoPE scaling, as Qwen3 by YaRN, takes it in its"
+        " config.json's rope_scaling, which mha reads)"
+    )  # fmt: skip
     return (
         f"a context of {tokens:,} tokens is past the length derived from {model.name}'s config.json, and an engine"
-        f" refuses such a launch line: {each}"
+        f" refuses such a launch line: {each}; the override serves the length, but outputs past the length the model"
+        f" was trained to are not assured{extend}"
     )
