@@ -134,5 +134,9 @@ def test_an_attention_list_of_ones_of_the_wrong_length_is_refused():
     wrong length was already refused in these words."""
     config = _config("minimax-m2")
     config["attn_type_list"] = [1] * 10
-    with pytest.raises(BadInputError, match="attn_type_list has 10 entries but num_hidden_layers is 62"):
+    with pytest.raises(BadInputError, match="attn_type_list has 10 entries but num_hidden_layers is 62: give one"):
         import_hf_config(config)
+    gemma = _config("gemma-3-27b-it")  # the way out said too (trial 340 #10)
+    gemma["text_config"]["layer_types"] = ["sliding_attention"] * 10
+    with pytest.raises(BadInputError, match="layer_types has 10 entries but num_hidden_layers is 62: give one entry"):
+        import_hf_config(gemma)

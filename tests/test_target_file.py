@@ -129,7 +129,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
         ("- a list\n", "expected a mapping of fields at the top level, found a list"),
         ("!!python/object/apply:os.system ['echo pwned']\n", "malformed YAML"),  # the safe loader builds no objects
         (yaml.safe_dump({**H100, "memory_gbs": 80}), "memory_gbs: unknown field (check its spelling; `mha targets --schema`)"),
-        (yaml.safe_dump({k: v for k, v in H100.items() if k != "source"}), "source: missing (required)"),
+        (yaml.safe_dump({k: v for k, v in H100.items() if k != "source"}), "source: missing (required: where the figures come from, a datasheet's title or URL)"),
         (yaml.safe_dump({**H100, "memory_gb": -80}), "target file bad.yaml: memory_gb: must be greater than 0"),
         (yaml.safe_dump({**H100, "memory_bandwidth_gbs": "fast"}), "memory_bandwidth_gbs: must be a number"),
         (yaml.safe_dump({**H100, "torch_memory_gib": 90}), "torch_memory_gib (90) is above memory_gb (80)"),

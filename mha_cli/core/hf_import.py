@@ -857,7 +857,10 @@ def _refuse_unread_fields(r: ConfigReader, model_type: str, fam: Family) -> None
         plain = PLAIN_DECODER_LAYOUTS.get(field)
         layers = r.config.get("num_hidden_layers")
         if plain is not None and plain(value) and isinstance(layers, int) and len(value) != layers:
-            raise BadInputError(f"{r.origin}: {field} has {len(value)} entries but num_hidden_layers is {layers}")
+            raise BadInputError(
+                f"{r.origin}: {field} has {len(value)} entries but num_hidden_layers is {layers}: give one entry per"
+                " layer"
+            )
         if plain is None or not plain(value):
             raise BadInputError(
                 f"{r.origin}: {field!r} sets {what}, which mha does not read for model_type {model_type!r}: a figure"

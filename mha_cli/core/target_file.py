@@ -89,7 +89,7 @@ class TargetFile(Record):
     another vendor's. vLLM's defaults follow it (its sampler from 7.5, CUDA graphs up to 1,024 tokens on 10.x, its
     attention and MoE kernels), and the formats a GPU is offered (fp8 from 8.9, NVFP4 from 10.0)."""
     source: str = Field(min_length=1, max_length=2000)
-    """Where the figures come from: a datasheet's title or URL."""
+    """Where the figures come from (``SOURCE_MEANS``)."""
     notes: str = Field(default="", max_length=4000)
     """Anything a reader of the figures should know (write UNCERTAIN to flag a figure in ``mha targets``)."""
 
@@ -226,6 +226,10 @@ def _read_unchanged(abspath: str, mtime_ns: int, size: int, path_text: str) -> T
     return _read(path_text)
 
 
+SOURCE_MEANS = "where the figures come from, a datasheet's title or URL"
+"""What a target file's ``source`` holds, said where it is missing (trial 340 #10)."""
+
+
 def _read(path_text: str) -> TargetFile:
     from mha_cli.core.config_io import read_mapping  # the YAML reader: imported only for a file target
     from mha_cli.core.validation import describe_validation_error
@@ -239,6 +243,7 @@ def _read(path_text: str) -> TargetFile:
         return TargetFile.model_validate(data)
     except ValidationError as exc:
         described = describe_validation_error(exc).replace("`mha schema` lists the fields", "`mha targets --schema`")
+        described = described.replace("source: missing (required)", f"source: missing (required: {SOURCE_MEANS})")
         raise BadInputError(f"{where}: {described}") from None
 
 

@@ -28,7 +28,10 @@ def kinds_of_layer_types(r: ConfigReader, types: Any, n_layers: int) -> list[Lay
     if not isinstance(types, list):
         raise BadInputError(f"{r.origin}: layer_types must be a list with one layer type per layer")
     if len(types) != n_layers:
-        raise BadInputError(f"{r.origin}: layer_types has {len(types)} entries but num_hidden_layers is {n_layers}")
+        raise BadInputError(
+            f"{r.origin}: layer_types has {len(types)} entries but num_hidden_layers is {n_layers}: give one entry per"
+            " layer"
+        )
     unknown = sorted({str(t) for t in types} - set(KIND_OF_LAYER_TYPE))
     if unknown:
         raise BadInputError(f"{r.origin}: unknown layer type(s) {', '.join(unknown)} in layer_types")
