@@ -149,6 +149,21 @@ def test_wrong_field_values_name_the_field_and_the_file(field, value, message):
 
 def test_whole_floats_are_accepted():
     assert import_hf_config({**LLAMA_LIKE, "num_hidden_layers": 32.0}).model.n_layers == 32
+    # head_dim as every count: 128.0 was refused where num_key_value_heads 8.0 was read (trial 340 #6)
+    assert (
+        import_hf_config({**LLAMA_LIKE, "head_dim": 128.0, "num_key_value_heads": 8.0}).model.attention.head_dim == 128
+    )
+    with pytest.raises(BadInputError, match=r"head_dim must be a positive whole number, got 128\.5"):
+        import_hf_config({**LLAMA_LIKE, "head_dim": 128.5})
+
+
+def test_a_null_kv_head_count_is_said_as_null():
+    """Trial 340 #8: present as null, it was said to be absent; read the same (MHA), said as written."""
+    null = import_hf_config({**LLAMA_LIKE, "num_key_value_heads": None})
+    assert "num_key_value_heads null: MHA (one KV head per query head)" in null.assumptions
+    left_out = import_hf_config({k: v for k, v in LLAMA_LIKE.items() if k != "num_key_value_heads"})
+    assert null.model == left_out.model
+    assert "num_key_value_heads absent: MHA (one KV head per query head)" in left_out.assumptions
 
 
 def test_context_length_comes_from_max_position_embeddings():

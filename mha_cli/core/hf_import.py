@@ -253,8 +253,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         spelled_as = next((key for key in spellings if r.config.get(key) is not None), "head_dim")
         if head_dim is not None and spelled_as != "head_dim":
             r.assumptions.append(f"head_dim absent: {spelled_as} = {head_dim} read as the head width")
-        if head_dim is not None:
-            fields["head_dim"] = head_dim
+        if head_dim is not None:  # a whole number, as every count is read (128.0 is 128; trial 340 #6)
+            fields["head_dim"] = r.count("head_dim", spelled_as) if isinstance(head_dim, float) else head_dim
         elif d_model % n_heads == 0:
             unread = "head_dim" in ignored and as_written.get("head_dim") is not None  # HEAD_WIDTH_DERIVED
             r.assumptions.append(
@@ -473,8 +473,9 @@ def _kv_heads(r: ConfigReader, fam: Family, n_heads: int) -> int:
     if r.get("multi_query"):
         return 1
     n_kv = r.get("num_key_value_heads", "num_kv_heads")
-    if n_kv is None:
-        return r.assume(n_heads, "num_key_value_heads absent: MHA (one KV head per query head)")
+    if n_kv is None:  # null reads as absent does (transformers' classes take None as MHA), said as written
+        said = "null" if dict.get(r.config, "num_key_value_heads", 0) is None else "absent"
+        return r.assume(n_heads, f"num_key_value_heads {said}: MHA (one KV head per query head)")
     return r.count("num_key_value_heads", "num_key_value_heads", "num_kv_heads")
 
 
