@@ -129,3 +129,22 @@ def test_a_compressed_tensors_fp8_block_checkpoint_gets_no_refined_experts(tmp_p
     said = group_straddle_refusal(source.model, "fp8-block", scheme, 8)
     assert said is not None and "experts' down_proj holds 96 inputs on a rank" in said
     assert group_straddle_refusal(source.model, "fp8-block", None, 8) is None  # vLLM's own fp8: refined, gcd 32
+
+
+def test_a_vllm_plan_writes_no_sglang_line_sglang_cannot_load(cli, tmp_path):
+    """Trial 342 #1: Qwen3-30B-A3B in fp8 blocks at tp 8 on vLLM (from 0.29 it refines the experts' 96 inputs a rank
+    to blocks of 32) printed an SGLang line too, whose Fp8MoEMethod refuses 96 inputs a rank. Left out, with why;
+    the control, expert parallelism (whole experts a rank), keeps the SGLang line."""
+    config = json.loads(reference_hf_config("qwen3-30b-a3b").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128],
+                                     "activation_scheme": "dynamic"}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    args = ("plan", str(tmp_path / "config.json"), "--target", "8xh100", "--tp", "8", "--isl", "1024", "--osl", "256",
+            "--closed-form")  # fmt: skip
+    split = cli.json(*args)
+    assert "vllm" in split["launch"] and "sglang" not in split["launch"]
+    note = split["launch_note"]
+    assert "sglang: no line: SGLang cannot load " in note
+    assert "fp8-block weights at tp 8: experts' down_proj holds 96 inputs on a rank" in note
+    whole = cli.json(*args, "--expert-parallel")
+    assert "--ep-size 8" in whole["launch"]["sglang"] and "sglang: no line" not in (whole["launch_note"] or "")

@@ -41,7 +41,7 @@ from mha_cli.core.cost.plan import (
 )
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
-from mha_cli.core.cost.serving import layout_words, share_word
+from mha_cli.core.cost.serving import Deployment, layout_words, share_word
 from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
@@ -721,8 +721,11 @@ def launch_commands(
     sglang_release = release_key_priced(deployment) if engine.name == "sglang" else None  # else its latest
     ep_size = d.expert_ranks if d.expert_parallel else None  # where the sglang line writes --ep-size
     uneven = sglang_experts_uneven(model, ep_size, sglang_release)
+    straddle = _sglang_straddle(model, deployment, d) if engine.name != "sglang" else None
     if uneven is not None and "sglang" in lines:  # its MoE layer asserts the experts divide (trial 268 #2)
         unloadable["sglang"] = uneven
+    elif straddle is not None and "sglang" in lines:  # a quantisation block its loader refuses to split (342 #1)
+        unloadable["sglang"] = straddle
     elif "sglang" in lines and redundant_experts(model, ep_size):  # copies that make them divide (sglang_ep)
         assert ep_size is not None
         lines["sglang"] += ["--ep-num-redundant-experts", str(redundant_experts(model, ep_size))]
@@ -785,6 +788,25 @@ def launch_commands(
     notes += notes_for(pool.notes, list(fitted))
     notes += [f"{name}: no line: {why}" for name, why in unloadable.items()]
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
+
+
+def _sglang_straddle(model: ModelSpec, deployment: DeploymentSpec, d: Deployment) -> str | None:
+    """Why the latest SGLang cannot load the checkpoint in the pick's layout: a quantisation group or fp8 block split
+    over its ranks (``core.engine.group_alignment``, which refuses it where SGLang is the engine priced); None where
+    it can. Attention at the pick's tp; the experts as the line lays them out, whole over ``--ep-size`` ranks under
+    expert parallelism or DP attention, else split by width over the ranks sharing them (its ``--tp-size``)."""
+    from mha_cli.core.engine.group_alignment import group_straddle_refusal
+    from mha_cli.core.tensor_parallel import ExpertLayout
+    from mha_cli.core.weight_bytes import stored_scheme
+
+    if model.block.moe is None:
+        experts = None
+    else:
+        whole = d.expert_parallel or d.dp_attention
+        experts = ExpertLayout(d.expert_ranks or d.tp, whole=whole, dp_attention=d.dp_attention)
+    weight_dtype = deployment.weight_dtype
+    scheme = stored_scheme(deployment, weight_dtype)
+    return group_straddle_refusal(model, weight_dtype, scheme, d.tp, "sglang", None, experts)
 
 
 def release_lines(
