@@ -634,3 +634,34 @@ def test_a_whole_float_count_is_read_as_compressed_tensors_reads_it():
     as_float = read_checkpoint_weights({"quantization_config": w4a16(group_size=128.0, num_bits=4.0)}, "config.json")
     as_int = read_checkpoint_weights({"quantization_config": w4a16()}, "config.json")
     assert as_float == as_int
+
+
+def test_kvs_step_reads_each_module_as_the_checkpoint_stores_it(cli, tmp_path):
+    """Trial 342 #2: ModelOpt MIXED_PRECISION on Llama-3.1-8B, attention in FP8 and the MLP in NVFP4, held 6.61 GB
+    against the all-FP8 export's 9.08 GB, yet ``mha kv``'s decode step read every module in fp8 (the same 1.02 ms
+    bound as the all-FP8 one; ``mha plan``'s step read the scheme). Now between the all-FP8 and all-NVFP4 exports',
+    as the bytes are."""
+    config = json.loads((Path(__file__).parent / "fixtures" / "hf_configs" / "llama-3.1-8b.json").read_text())
+    layers = {}
+    for i in range(32):
+        layers |= {
+            f"model.layers.{i}.self_attn.{p}": {"quant_algo": "FP8"} for p in ("q_proj", "k_proj", "v_proj", "o_proj")
+        }
+        layers |= {
+            f"model.layers.{i}.mlp.{p}": {"quant_algo": "NVFP4", "group_size": 16}
+            for p in ("gate_proj", "up_proj", "down_proj")
+        }
+    exports = {
+        "mixed": {"quant_algo": "MIXED_PRECISION", "quantized_layers": layers},
+        "fp8": {"quant_algo": "FP8"},
+        "nvfp4": {"quant_algo": "NVFP4", "group_size": 16},
+    }
+    bound, held = {}, {}
+    for name, algo in exports.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "modelopt", **algo,
+                                                                       "exclude_modules": ["lm_head"]}}))  # fmt: skip
+        result = cli.json("kv", str(path), "--target", "b200", "--seq", "1024")
+        bound[name], held[name] = result["latency"]["decode_bound_ms"], result["memory"]["weight_bytes_per_device"]
+    assert held["nvfp4"] < held["mixed"] < held["fp8"]
+    assert bound["nvfp4"] < bound["mixed"] < bound["fp8"]

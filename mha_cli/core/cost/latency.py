@@ -65,6 +65,7 @@ def predict_latency(
     from mha_cli.core.engine.sglang_state_pool import engine_state_model
     from mha_cli.core.memory import expert_layout
     from mha_cli.core.targets import CPU_TARGET_ID, resolve_target
+    from mha_cli.core.weight_bytes import stored_scheme
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
     case = ServingCase(
@@ -72,6 +73,8 @@ def predict_latency(
         concurrency=memory.sequences_per_replica, tp=memory.tp,
         weight_dtype=deployment.weight_dtype, kv_dtype=deployment.kv_dtype, mla_cache=deployment.mla_cache,
         experts=expert_layout(model, memory.tp, memory.replicas, deployment),  # the memory plan's, as plan's step
+        weight_scheme=stored_scheme(deployment, deployment.weight_dtype),  # each module as stored, as plan's step
+        expert_kernel=memory.expert_kernel,  # (trial 342 #2: a mixed checkpoint's step read every module in one)
     )  # fmt: skip
     if target.id == CPU_TARGET_ID:  # no datasheet: this machine's profile (none yet: no latency) and its peaks
         from mha_cli.core.cost.store import cpu_profile
