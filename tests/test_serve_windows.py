@@ -259,3 +259,15 @@ def test_the_windowed_shortcut_is_vllms_alone():
     fast, fast_times = simulate(workload, limits, _cost())
     slow, slow_times = simulate(workload, limits, _cost(), skip_repeated_steps=False)
     assert fast == slow and fast_times == slow_times and slow.steps == 48
+
+
+def test_the_hybrid_note_names_the_logged_figure_where_the_scheduler_runs_another(cli):
+    """Trial 342 #4: Gemma 3 27B at 32K on an H100 said "Plan with the maximum concurrency (1.40x, what vLLM admits
+    at once)" and, a note later, "vLLM's scheduler runs 2 request(s) ..., not the logged 1.40x". The first now names
+    the logged figure; the control, where the scheduler runs what is logged (vLLM 0.18 admits by it), keeps it."""
+    notes = " ".join(cli.json("kv", "gemma-3-27b", "--target", "h100", "--seq", "32k")["memory"]["engine"]["notes"])
+    assert "vLLM's scheduler runs 2 request(s) of 32,768 tokens at once, not the logged 1.40x" in notes
+    assert "what vLLM admits at once" not in notes and "The logged maximum concurrency (1.40x)" in notes
+    older = cli.json("kv", "gemma-3-27b", "--target", "h100", "--seq", "32k", "--engine", "vllm@0.18")
+    said = " ".join(older["memory"]["engine"]["notes"])
+    assert "scheduler runs" not in said and "what vLLM admits at once" in said

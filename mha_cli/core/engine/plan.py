@@ -869,8 +869,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if len(pool.groups) > 1:
         notes.append(
             f"hybrid allocator: {len(pool.groups)} KV cache groups of {pool.layers_per_group} layers"
-            f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. Plan with the maximum"
-            f" concurrency ({concurrency:.2f}x, what vLLM admits at once): a request takes blocks in every group"
+            f"{f' ({pool.padding_layers} empty slots)' if pool.padding_layers else ''}. {_plan_with(concurrency)}:"
+            " a request takes blocks in every group"
             + (
                 f", a sliding-window (or chunked) group those of its window (chunk) plus"
                 f" {_steps_in_flight(in_flight, settings.max_num_batched_tokens, pp, async_on)}. The per-layer ideal ({ideal:.2f}x) is what each layer holding only its own window would"
@@ -1373,6 +1373,19 @@ class WindowedRunning(NamedTuple):
     """Why, where ``running`` is not the logged maximum concurrency."""
 
 
+def _plan_with(concurrency: float) -> str:
+    """The hybrid allocator note's advice on the logged maximum concurrency, where vLLM admits that many."""
+    return f"Plan with the maximum concurrency ({concurrency:.2f}x, what vLLM admits at once)"
+
+
+def _logged_only(notes: list[str | None], concurrency: float) -> list[str | None]:
+    """``notes`` where vLLM's scheduler runs another number than the logged concurrency: the hybrid allocator note
+    names it the logged figure, not what vLLM admits (trial 342 #4: the two notes contradicted each other)."""
+    said = _plan_with(concurrency)
+    logged = f"The logged maximum concurrency ({concurrency:.2f}x)"
+    return [note.replace(said, logged) if note else note for note in notes]
+
+
 def _windowed_running(settings: EngineSettings, pool: _Pool, seq_len: int) -> WindowedRunning | None:
     """vLLM 0.19+ with sliding-window, chunked or state groups: its scheduler's requests of ``seq_len`` tokens at once
     (``WindowedRunning``); None otherwise (the logged maximum concurrency counts them)."""
@@ -1512,7 +1525,8 @@ def plan_engine(
     running_kv_bytes = None
     if windowed is not None:
         admitted = min(windowed.running, settings.max_num_seqs)
-        notes += [windowed.note] if windowed.note else []
+        if windowed.note:
+            notes = [*_logged_only(notes, pool.concurrency), windowed.note]
         running_kv_bytes = (windowed.held_blocks * pool.block_bytes, windowed.ask_blocks * pool.block_bytes)
     if running_note is not None:
         notes.append(running_note)
