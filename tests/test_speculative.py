@@ -493,36 +493,39 @@ def test_mtp_on_a_vllm_before_its_mtp_spelling_is_priced(cli):
 
 @pytest.mark.parametrize(
     ("release", "written", "running"),
-    [("0.9.2", '{"num_speculative_tokens":2}', "0.8.5-0.10.2"), ("0.10.2", '{"num_speculative_tokens":2}', None),
-     ("0.11.0", '{"method":"mtp","num_speculative_tokens":2}', None), ("0.8.4", None, None)],
+    [("0.9.2", '{"method":"deepseek_mtp","num_speculative_tokens":2}', "0.9.0-0.10.2"),
+     ("0.10.2", '{"method":"deepseek_mtp","num_speculative_tokens":2}', None),
+     ("0.11.0", '{"method":"mtp","num_speculative_tokens":2}', None), ("0.8.5", None, None)],
 )  # fmt: skip
 def test_a_vllm_before_method_mtp_gets_its_own_mtp_line(cli, release, written, running):
-    """Trial 339 #2: ``--engine vllm@0.9.2`` with MTP wrote no vllm line (0.9.2 has no method=mtp). vLLM 0.8.5 to
-    0.10.2 draft with the model's MTP layers from num_speculative_tokens alone, on the model types they list
-    (DeepSeek-V3's from 0.8.5); 0.11.0 raises on that form unless method is mtp; 0.8.0-0.8.4 were not read."""
+    """Trial 339 #2: ``--engine vllm@0.9.2`` with MTP wrote no vllm line (0.9.2 has no method=mtp). vLLM 0.9.0 to
+    0.10.2 name DeepSeek's MTP deepseek_mtp, which their V1 check accepts (without a method 0.9.x fell back to V0:
+    review 341 #1); 0.8.5's V1 takes no MTP: no line, the plan prices V1."""
     args = ("plan", "deepseek-v3", "--target", "8xh200", "--engine", f"vllm@{release}", "--tp", "8", "--closed-form",
             "--num-speculative-tokens", "2", "--isl", "2048", "--osl", "1024", "--concurrency", "16")  # fmt: skip
     result = cli.json(*args)
     line = result["launch"].get("vllm")
     assert (line is None) if written is None else line.endswith(f"--speculative-config '{written}'")
-    older = "the vllm line asks MTP as vLLM before 0.11.0 does" in (result["launch_note"] or "")
-    assert older == (written is not None and "method" not in written)
+    named = "the vllm line names MTP deepseek_mtp, as vLLM before 0.11.0 does" in (result["launch_note"] or "")
+    assert named == (written is not None and "deepseek_mtp" in written)
     if running is not None:
         assert f"run the vllm line on a release of {running}" in result["launch_note"]
     if written is None:
-        assert "no vllm line: vLLM 0.8.4 has no --speculative-config method=mtp" in result["launch_note"]
+        assert "no vllm line: vLLM 0.8.5 has no --speculative-config method=mtp" in result["launch_note"]
 
 
-def test_older_mtp_form_is_kept_to_the_model_types_each_release_lists():
+def test_each_release_before_method_mtp_names_it_by_model():
+    """The names read in the wheels (``VLLM_MTP_BY_MODEL``): none before its first release, none from 0.11.0."""
     from mha_cli.core.engine.release_numbers import release_key
-    from mha_cli.core.speculative import vllm_mtp_from_the_model
+    from mha_cli.core.speculative import vllm_mtp_method
 
-    assert vllm_mtp_from_the_model("deepseek_v3", release_key("0.8.5"))
-    assert not vllm_mtp_from_the_model("qwen3_next", release_key("0.10.1"))  # 0.10.2 lists it first
-    assert vllm_mtp_from_the_model("qwen3_next", release_key("0.10.2"))
-    assert not vllm_mtp_from_the_model("deepseek_v3", release_key("0.11.0"))  # method=mtp from here
-    assert not vllm_mtp_from_the_model("glm4_moe", release_key("0.10.2"))  # not listed: the line says why not
-    assert not vllm_mtp_from_the_model("deepseek_v3", None)  # the latest release
+    assert vllm_mtp_method("deepseek_v3", release_key("0.8.5")) is None  # V1 takes no MTP: V0 alone
+    assert vllm_mtp_method("deepseek_v3", release_key("0.9.0")) == "deepseek_mtp"
+    assert vllm_mtp_method("qwen3_next", release_key("0.10.1")) is None  # 0.10.2 names it first
+    assert vllm_mtp_method("qwen3_next", release_key("0.10.2")) == "qwen3_next_mtp"
+    assert vllm_mtp_method("deepseek_v3", release_key("0.11.0")) is None  # method=mtp from here
+    assert vllm_mtp_method("glm4_moe", release_key("0.10.2")) is None  # none named: the line says why not
+    assert vllm_mtp_method("deepseek_v3", None) is None  # the latest release
 
 
 def test_a_searched_pick_shows_the_per_token_figure_it_was_judged_on(cli):

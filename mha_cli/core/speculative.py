@@ -453,33 +453,39 @@ def draft_checkpoint(spec: SpeculativeSpec) -> str | None:
 
 VLLM_MTP_METHOD = "0.11.0"
 """The first vLLM release taking ``method=mtp`` (``core.engine.flags``)."""
-VLLM_MTP_FROM_THE_MODEL = {"deepseek_v3": "0.8.5", "mimo": "0.9.0", "ernie4_5_moe": "0.10.2", "qwen3_next": "0.10.2"}
-"""Before ``method=mtp``, vLLM drafted with a model's own MTP layers when ``--speculative-config`` gave
-``num_speculative_tokens`` and no model, on a target whose text ``model_type`` ``SpeculativeConfig.__post_init__``
-lists (the method then found from the draft's config: ``hf_config_override`` makes deepseek_v3 ``deepseek_mtp``):
-each type with the first release read that lists it, read in the wheels of 0.5.0 (no MTP), 0.8.5, 0.9.0, 0.9.1,
-0.10.0, 0.10.1, 0.10.1.1 and 0.10.2 (``config.py``, from 0.10.1 ``config/__init__.py``); the releases between 0.5.0
-and 0.8.5 were not read, so no line is written for them (trial 339 #2: ``vllm@0.9.2`` had no vllm line at all)."""
+VLLM_MTP_BY_MODEL = {
+    "deepseek_v3": ("deepseek_mtp", "0.9.0"),
+    "ernie4_5_moe": ("ernie_mtp", "0.10.2"),
+    "qwen3_next": ("qwen3_next_mtp", "0.10.2"),
+}
+"""Before ``method=mtp``, vLLM named MTP by model, ``model_type`` -> (its method, the first release read with it on
+the V1 engine): ``SpeculativeMethod`` lists ``deepseek_mtp`` from 0.9.0, ``ernie_mtp`` and ``qwen3_next_mtp`` from
+0.10.2, and ``SpeculativeConfig.__post_init__`` drafts with the target's own MTP layers for a target of that type
+(read in the wheels of 0.8.5, 0.9.0, 0.9.1, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2: ``config.py``, from 0.10.1
+``config/__init__.py``). The method is written, not left to be found from the model: 0.9.x's V1 check
+(``engine/arg_utils.py`` ``_is_v1_supported_oracle``) reads it from the flag's JSON and falls back to the V0 engine
+without it (review 341 #1), and 0.8.5's accepts no MTP at all (V0 alone: no line, the plan prices V1). From 0.11.0
+these names are read as ``mtp`` with a warning (``config/speculative.py`` ``MTP_MODEL_TYPES``); trial 339 #2:
+``vllm@0.9.2`` had no vllm line."""
 
 
-def vllm_mtp_from_the_model(model_type: str, release: "Release | None") -> bool:
-    """Whether the vLLM ``release`` (None: the latest) takes MTP in its older form for ``model_type``
-    (``VLLM_MTP_FROM_THE_MODEL``): before ``method=mtp``, on a release that lists the type."""
+def vllm_mtp_method(model_type: str, release: "Release | None") -> str | None:
+    """vLLM ``release``'s (None: the latest) own name for MTP on ``model_type`` before ``method=mtp``
+    (``VLLM_MTP_BY_MODEL``); None where the release takes ``mtp``, or names none for the type."""
     from mha_cli.core.engine.release_numbers import release_key
 
-    first = VLLM_MTP_FROM_THE_MODEL.get(model_type)
-    if release is None or first is None:
-        return False
-    return release_key(first) <= release < release_key(VLLM_MTP_METHOD)
+    method, first = VLLM_MTP_BY_MODEL.get(model_type, (None, None))
+    if release is None or method is None or release >= release_key(VLLM_MTP_METHOD):
+        return None
+    return method if release >= release_key(first) else None
 
 
-def vllm_flags(spec: SpeculativeSpec, older_mtp: bool = False) -> list[str]:
+def vllm_flags(spec: SpeculativeSpec, mtp_method: str | None = None) -> list[str]:
     """``--speculative-config '{...}'`` as ``vllm serve`` takes it (``config/speculative.py``: method, model,
-    num_speculative_tokens); ``older_mtp``: MTP as vLLM before 0.11.0 takes it, the number of tokens alone
-    (``vllm_mtp_from_the_model``)."""
-    if older_mtp and spec.method == "mtp":
-        tokens = {"num_speculative_tokens": spec.num_speculative_tokens}
-        return ["--speculative-config", json.dumps(tokens, separators=(",", ":"))]
+    num_speculative_tokens); ``mtp_method``: MTP under the name a release before 0.11.0 takes (``vllm_mtp_method``)."""
+    if mtp_method is not None and spec.method == "mtp":
+        named = {"method": mtp_method, "num_speculative_tokens": spec.num_speculative_tokens}
+        return ["--speculative-config", json.dumps(named, separators=(",", ":"))]
     config: dict[str, object] = {"method": spec.method}
     model = draft_checkpoint(spec)
     if model is not None:

@@ -665,15 +665,12 @@ def launch_commands(
         sglang += ["--scheduler-recv-interval", str(deployment.scheduler_recv_interval)]
     speculative_notes = []
     if deployment.speculative is not None:  # the drafter priced (core.speculative)
-        from mha_cli.core.speculative import sglang_flags, vllm_flags, vllm_mtp_from_the_model
+        from mha_cli.core.speculative import sglang_flags, vllm_flags, vllm_mtp_method
 
-        older_mtp = engine.name == "vllm" and vllm_mtp_from_the_model(model.family, release_key_priced(deployment))
-        vllm += vllm_flags(deployment.speculative, older_mtp=older_mtp)
-        if older_mtp and deployment.speculative.method == "mtp":
-            speculative_notes.append(
-                "the vllm line asks MTP as vLLM before 0.11.0 does: num_speculative_tokens alone, the draft its own"
-                f" MTP layers (SpeculativeConfig finds them for model_type {model.family})"
-            )
+        named = vllm_mtp_method(model.family, release_key_priced(deployment)) if engine.name == "vllm" else None
+        vllm += vllm_flags(deployment.speculative, mtp_method=named)
+        if named is not None and deployment.speculative.method == "mtp":
+            speculative_notes.append(f"the vllm line names MTP {named}, as vLLM before 0.11.0 does for {model.family}")
         sglang += sglang_flags(deployment.speculative)
     offload_notes = []
     if deployment.kv_offload_bytes:  # the host tier priced (core.engine.offload): each engine's own flags

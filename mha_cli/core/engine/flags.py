@@ -191,12 +191,11 @@ SPANS: tuple[Span, ...] = (
     Span("vllm", "--speculative-config", "0.8.2", None, f"{VLLM_ARGS} (before: --speculative-model)"),
     Span("vllm", "--speculative-config method=eagle", "0.8.2", None, f"{WHEELS} (SpeculativeConfig)"),
     Span("vllm", "--speculative-config method=eagle3", "0.8.5", None, f"{WHEELS} (SpeculativeConfig)"),
-    Span("vllm", "--speculative-config method=none", "0.8.5", "0.10.2",
-         "config.py (0.10.1 on config/__init__.py) SpeculativeConfig.__post_init__ in the wheels of 0.5.0 (no MTP),"
-         " 0.8.5, 0.9.0, 0.9.1, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2: num_speculative_tokens with no model drafts with"
-         " the target's MTP layers for the model types core.speculative.VLLM_MTP_FROM_THE_MODEL lists;"
-         " 0.11.0's config/speculative.py raises 'num_speculative_tokens was provided but without speculative"
-         " model' unless method is mtp"),
+    *(Span("vllm", f"--speculative-config method={method}", first, "0.10.2",
+           "config.py (0.10.1 on config/__init__.py) SpeculativeMethod and engine/arg_utils.py's V1 check in the wheels"
+           " of 0.8.5, 0.9.0, 0.9.1, 0.10.0, 0.10.1, 0.10.1.1 and 0.10.2 (core.speculative.VLLM_MTP_BY_MODEL); 0.11.0"
+           " reads it as mtp, the line written with mtp from there")
+      for method, first in (("deepseek_mtp", "0.9.0"), ("ernie_mtp", "0.10.2"), ("qwen3_next_mtp", "0.10.2"))),
     Span("vllm", "--speculative-config method=mtp", "0.11.0", None,
          f"{WHEELS} (SpeculativeMethod; before: deepseek_mtp and other per-model names)"),
     Span("vllm", "--speculative-config method=draft_model", "0.15.0", None,
@@ -290,8 +289,7 @@ def value_word(flag: str, value: str) -> str:
     """The table's word for ``flag`` set to ``value``: ``--kv-cache-dtype fp8``, ``--speculative-config method=mtp``
     for a JSON value (its tracked key), ``--limit-mm-per-prompt json`` for vLLM's JSON limits."""
     if flag in JSON_KEYS and value.startswith("{"):
-        tracked = json.loads(value).get(JSON_KEYS[flag])  # none: vLLM 0.8.5-0.10's MTP by its token count alone
-        return f"{flag} {JSON_KEYS[flag]}={'none' if tracked is None else tracked}"  # (core.speculative)
+        return f"{flag} {JSON_KEYS[flag]}={json.loads(value).get(JSON_KEYS[flag])}"
     if flag == "--limit-mm-per-prompt":
         return f"{flag} json" if value.startswith("{") else f"{flag} key=value"
     return f"{flag} {value}"
