@@ -270,7 +270,10 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         switch = r.get("use_sliding_window")  # the family's default where absent: Qwen's is off (review 301 #3)
         stated = dict.get(r.config, "sliding_window")
         read = "sliding_window" not in r.config.hidden  # a window the family's model applies
-        if type(stated) is int and stated == 0 and read and (switch is None or switch) and kinds is None:
+        zero = type(stated) is int and stated == 0 and read and (switch is None or switch) and kinds is None
+        if zero and fam.layer_kinds is not None:  # the class's own kinds, where it derives some (Mellum: all full)
+            zero = "local" in (fam.layer_kinds(r, n_layers) or ["local"])
+        if zero:
             raise BadInputError(  # trial 340 #1: Gemma 2 and 3, Mistral were priced as full attention, unsaid
                 f"{r.origin}: sliding_window is 0, a window of no tokens, where {fam.name}'s layers slide by it: give"
                 " the window, or null for full attention"

@@ -5,12 +5,14 @@ Pure Python; ``core.hf_import`` and the family modules that derive kinds from th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
 
 if TYPE_CHECKING:
     from mha_cli.core.config_reader import ConfigReader
+    from mha_cli.core.families import LayerKindsReader
     from mha_cli.core.schemas import LayerKind
 
 KIND_OF_LAYER_TYPE: dict[str, LayerKind] = {
@@ -47,3 +49,16 @@ def sliding_window(r: ConfigReader, *keys: str) -> int | None:
         if r.get(key):
             return r.count("sliding window", key)
     return None
+
+
+def class_default_kinds(is_full: Callable[[int, int], bool], class_name: str, rule: str) -> LayerKindsReader:
+    """The layer kinds a family's config class derives when config.json has no ``layer_types`` (its
+    ``__post_init__``): full attention where ``is_full(i, n_layers)``, else sliding; ``rule`` says which in words,
+    in the assumption the import lists. Review 341 #2: without it every layer of such a config slid by the window
+    (Mellum's class makes every layer full, Flint's its first two, every fourth from 1 and its last)."""
+
+    def kinds(r: ConfigReader, n_layers: int) -> list[LayerKind]:
+        derived: list[LayerKind] = ["global" if is_full(i, n_layers) else "local" for i in range(n_layers)]
+        return r.assume(derived, f"layer_types absent: {rule}, as {class_name} derives them")
+
+    return kinds

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import EQUAL_BY_SWEEP, SLIDES, Family
+from mha_cli.core.families.layer_types import class_default_kinds
 from mha_cli.core.families.models.glm4 import SANDWICH_NORMS
 from mha_cli.core.weight_layout import WeightLayout
 
@@ -23,6 +24,9 @@ FAMILY = Family(
     model_types=("kolibri1",),
     config_class="Kolibri1Config (transformers 5.24)",
     window_fields=SLIDES,
+    layer_kinds=class_default_kinds(
+        lambda i, n: (i + 1) % 5 == 0, "Kolibri1Config", "every fifth layer full, the others sliding"
+    ),
     defaults={"sliding_window": 513},
     layout={"n_norms_per_layer": 4, "qk_norm": True},
     routing_defaults={"scoring_func": "sigmoid", "topk_method": "noaux_logits", "norm_topk_prob": False},

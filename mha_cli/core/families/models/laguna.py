@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.families import ANY_VALUE, SLIDES, Family
+from mha_cli.core.families.layer_types import class_default_kinds
 from mha_cli.core.families.models.glm4_moe import SIGMOID_NOAUX
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ FAMILY = Family(
     model_types=("laguna",),
     config_class="LagunaConfig (transformers 5.24)",
     window_fields=SLIDES,
+    layer_kinds=class_default_kinds(lambda i, n: True, "LagunaConfig", "every layer full"),
     defaults={"gating": True, "moe_routed_scaling_factor": 1.0},
     layout={"qk_norm": True},
     routing_defaults={"scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True},

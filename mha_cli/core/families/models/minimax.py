@@ -16,10 +16,13 @@ if TYPE_CHECKING:
 
 
 def _attention_type_list(r: ConfigReader, n_layers: int) -> list[LayerKind] | None:
-    """``attn_type_list``: 0 lightning, 1 softmax, one per layer."""
+    """``attn_type_list``: 0 lightning, 1 softmax, one per layer; without it (nor ``layer_types``), MiniMaxConfig's
+    own: softmax on every other layer from 0, lightning between (review 341 #2: every layer was read as attention)."""
     flags = r.config.get("attn_type_list")
     if not flags:
-        return None
+        derived: list[LayerKind] = ["global" if i % 2 == 0 else "linear" for i in range(n_layers)]
+        return r.assume(derived, "layer_types absent: softmax attention on every other layer from 0, lightning"
+                                 " between, as MiniMaxConfig derives them")  # fmt: skip
     if not isinstance(flags, list) or not set(flags) <= {0, 1}:
         raise BadInputError(f"{r.origin}: attn_type_list must be a list with one 0 or 1 per layer")
     return kinds_of_layer_types(r, ["full_attention" if f else "linear_attention" for f in flags], n_layers)
