@@ -67,6 +67,8 @@ def test_the_json_carries_the_marks_the_table_shows(cli):
     assert estimated and all(rows[tid]["torch_memory_source"].startswith("estimate") for tid in estimated)
     assert all(f"{tid} ~" in table or f"{tid} ! ~" in table for tid in estimated)
     assert rows["h100-sxm"]["device_memory_measured"] is True
+    one = cli.json("targets", "8xa10g")
+    assert one["resolved"]["target"]["uncertain"] is True and one["targets"][0]["uncertain"] is True
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,10 @@ class TargetList(Record):
         """Each row with what the table marks ``!`` and ``~``: ``uncertain`` (a figure the reference table flags)
         and ``device_memory_measured`` (false: an estimate), so a script need not search the notes (trial 340 #5)."""
         data = handler(self)
-        for row, target in zip(data["targets"], self.targets, strict=True):
+        rows = list(zip(data["targets"], self.targets, strict=True))
+        if self.resolved is not None:  # the one asked for, counted (8xh100): its row again (review 341 #9)
+            rows.append((data["resolved"]["target"], self.resolved.target))
+        for row, target in rows:
             row.update(uncertain=target.uncertain, device_memory_measured=target.device_memory_measured)
         return data
 
