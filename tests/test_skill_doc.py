@@ -87,6 +87,7 @@ def test_a_mistyped_path_is_bad_input_not_a_stale_document(cli, tmp_path):
         (("--write", "--path", ""), "--path is empty"),
         (("--check", "--path", ""), "--path is empty"),
         (("--write", "--path", str(tmp_path), "--force"), "is a folder"),
+        (("--check", "--path", "/etc/passwd/sk.md"), "its folder /etc/passwd is a file, not a folder"),
     ):
         result = cli.run("skill", *words)
         assert result.exit_code == EXIT_BAD_INPUT and said in result.stderr, (words, result.output)

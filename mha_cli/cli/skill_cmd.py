@@ -39,7 +39,8 @@ def skill(
     if path.is_dir():
         raise BadInputError(f"--path {path} is a folder: give the skill document's file")
     if (write or check) and not path.parent.is_dir():  # trial 340 #3: exit 1 read as a stale document
-        raise BadInputError(f"--path {path}: its folder {path.parent} does not exist")
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise BadInputError(f"--path {path}: its folder {path.parent} {what}")
     text = generate_skill_doc()
     out = Output(False)
     if write:
