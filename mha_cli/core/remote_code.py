@@ -72,7 +72,7 @@ def config_remote_code(config: dict[str, Any]) -> str | None:
     for part in (config, config.get("text_config")):
         if not isinstance(part, dict) or not isinstance(part.get("model_type"), str):
             continue
-        auto_map = part.get("auto_map", config.get("auto_map"))
+        auto_map = part.get("auto_map")  # its own: the outer one names the wrapper's class (review 341 #13)
         auto_config = auto_map.get("AutoConfig") if isinstance(auto_map, dict) else None
         why = remote_code_reason(part["model_type"], auto_config if isinstance(auto_config, str) else None)
         if why is not None:
