@@ -13,6 +13,12 @@ from tests.conftest import reference_hf_config
 SEARCH = ("plan", "llama-3-8b", "--target", "h100", "--closed-form")
 CPU = ("plan", "llama-3.2-1b", "--target", "cpu", "--profile", "h100-sxm-prior", "--closed-form")
 
+VLLM_LINE_NOT_PRICED = (
+    "the vllm line is not priced: it starts this layout with the requests TensorRT-LLM was priced at (and its step"
+    " budget), in a pool vLLM sizes by its own rules (--engine vllm prices it)"
+)
+"""The one note beside a TensorRT-LLM plan's lines (trial 339 #5)."""
+
 
 def value(line: str, flag: str) -> str | None:
     words = shlex.split(line)
@@ -90,7 +96,7 @@ def test_trtllm_takes_the_step_budget_on_its_line_and_the_cache_format_in_a_note
     assert value(found["launch"]["trtllm"], "--max_num_tokens") == "4096"
     assert "kv_cache_config.dtype: fp8" in found["launch_note"]
     plain = cli.json(*SEARCH, "--engine", "trtllm")  # trtllm-serve's own default (8,192) priced: nothing to add
-    assert "--max_num_tokens" not in plain["launch"]["trtllm"] and plain["launch_note"] is None
+    assert "--max_num_tokens" not in plain["launch"]["trtllm"] and plain["launch_note"] == VLLM_LINE_NOT_PRICED
     no_reuse = cli.json(*SEARCH, "--engine", "trtllm", "--no-enable-prefix-caching")  # priced off: said how (trial 285)
     assert "kv_cache_config.enable_block_reuse: false" in no_reuse["launch_note"]
 
@@ -170,7 +176,7 @@ def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtll
     assert "the trtllm line loads the checkpoint as stored" in found["launch_note"]
     assert "vllm line loads" not in found["launch_note"] and "sglang line loads" not in found["launch_note"]
     plain = cli.json(*SEARCH, "--engine", "trtllm")  # bf16 priced, bf16 stored: nothing to say
-    assert plain["launch_note"] is None
+    assert plain["launch_note"] == VLLM_LINE_NOT_PRICED
 
 
 def test_trtllm_serve_has_no_data_parallel_flag_so_a_note_says_to_run_one_server_per_replica(cli):
@@ -181,7 +187,7 @@ def test_trtllm_serve_has_no_data_parallel_flag_so_a_note_says_to_run_one_server
     assert "run the trtllm line once per replica (2 servers)" in found["launch_note"]
     assert "server 1: CUDA_VISIBLE_DEVICES=0,1,2,3; server 2: CUDA_VISIBLE_DEVICES=4,5,6,7" in found["launch_note"]
     one = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--engine", "trtllm", "--closed-form")
-    assert one["launch_note"] is None  # one replica: the line is the whole deployment
+    assert one["launch_note"] == VLLM_LINE_NOT_PRICED  # one replica: the line is the whole deployment
 
 
 def test_the_cpu_gets_no_sglang_line(cli):
