@@ -216,3 +216,19 @@ def test_an_mla_models_mha_row_says_which_head_width_it_prices():
     mha = next(option for option in variant_options(get_preset("deepseek-v3")) if option.label == "MHA")
     assert mha.model.attention.head_dim == 128 and "heads of 128: DeepSeek-V2's d_h" in mha.note
     assert "192-wide MLA query head" in mha.note
+
+
+@pytest.mark.parametrize(("preset", "n_heads", "gqa"), [("qwen2.5-7b", 28, "GQA-4"), ("llama-3.1-405b", 128, "GQA-8")])
+def test_the_gqa_a_shape_is_compared_with_is_the_one_recommend_designs(preset, n_heads, gqa):
+    """An MHA at 28 heads is compared with GQA-4, rule MHA020's count (tp 2, 4 and 8 split it), not GQA-7, the
+    divisor nearest 8 that no tp of 2, 4 or 8 splits (trial 345 #4); a model already GQA keeps its own count."""
+    from mha_cli.core.variants import variant_options
+
+    model = get_preset(preset)
+    assert model.attention.n_heads == n_heads
+    labels = [option.label for option in variant_options(model)]
+    assert gqa in labels
+    as_mha = model.model_copy(
+        update={"attention": model.attention.model_copy(update={"variant": "MHA", "n_kv_heads": n_heads})}
+    )
+    assert [o.label for o in variant_options(as_mha) if o.variant == "GQA"] == ["GQA-4" if n_heads == 28 else "GQA-16"]

@@ -42,12 +42,13 @@ def gqa_kv_heads_choices(n_heads: int, tp: int = 1) -> list[int]:
 
 
 def default_gqa_kv_heads(n_heads: int, tp: int = 1) -> int | None:
-    """8 KV heads when n_heads allows (today's common choice), else the divisor nearest to it
-    (ties: the larger, so the group stays small); ``None`` when no GQA split exists."""
-    choices = gqa_kv_heads_choices(n_heads, tp)
-    if not choices:
-        return None
-    return min(choices, key=lambda k: (abs(k - DEFAULT_GQA_KV_HEADS), -k))
+    """The GQA a shape is compared with: rule MHA020's balanced KV-head count (``balanced_kv_heads``: 8, or
+    n_heads / 8, counts tp 2/4/8 split: GQA-4 for 28 heads, GQA-16 for 128), the count ``mha recommend`` designs
+    with, so that ``mha kv`` and ``mha check`` offer that one (trial 345 #4: GQA-7 was offered for 28 heads);
+    ``None`` when no GQA split exists."""
+    from mha_cli.core.recommend.kv_heads import balanced_kv_heads  # here: the rules catalog imports this module
+
+    return balanced_kv_heads(n_heads, tp if tp > 1 else None)
 
 
 MLA_LATENT_PER_HEAD_DIM = 4
