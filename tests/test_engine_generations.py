@@ -103,6 +103,35 @@ def test_json_names_the_generation(cli):
     assert (recommend["engine"]["generation"], recommend["engine"]["block_size"]) == ("trtllm-cpp", 64)
 
 
+@pytest.mark.parametrize(
+    ("engine", "generation", "rules"),
+    [
+        (None, "vllm-0.21", "0.33"), ("vllm@0.21", "vllm-0.21", "0.21"), ("vllm@0.28", "vllm-0.21", "0.28"),
+        ("vllm@0.99", "vllm-0.21", "0.33"), ("vllm-v1", "vllm-v1", "0.20"), ("vllm@0.10.2", "vllm-v1", "0.10.2"),
+        ("vllm-v0", "vllm-v0", "0.7"), ("sglang@0.4", "sglang-0.4", "0.4.10"), ("sglang@0.4.6", "sglang-0.4", "0.4.6"),
+        ("trtllm@0.8", "trtllm-cpp", None),
+    ],
+)  # fmt: skip
+def test_json_names_the_release_whose_rules_priced_the_plan(cli, engine, generation, rules):
+    """One generation holds releases priced differently (vLLM 0.21 and 0.28 give Llama-3-8B on an H100 two pools),
+    so the JSON names the release whose rules priced it, the newest read for a release past it (trial 344 #3); the
+    pools of 0.21, 0.28 and the latest differ, which the generation alone did not say."""
+    args = ("kv", "llama-3-8b", "--target", "h100", "--seq", "8k") + (() if engine is None else ("--engine", engine))
+    priced = cli.json(*args)["memory"]["engine"]
+    assert (priced["generation"], priced.get("rules_release")) == (generation, rules)
+
+
+def test_releases_of_one_generation_price_different_pools(cli):
+    """The control for the field above: were the rules one per generation, 0.21, 0.28 and the latest would agree."""
+    pools = {
+        engine: cli.json("kv", "llama-3-8b", "--target", "h100", "--seq", "8k", "--engine", engine)["memory"]["engine"][
+            "available_kv_bytes"
+        ]
+        for engine in ("vllm@0.21", "vllm@0.28", "vllm")
+    }
+    assert len(set(pools.values())) == 3
+
+
 def _plan(log: dict, generation: str | None = None, **overrides):
     """The plan of ``generation`` (the log's own by default) for a log of engine_logs.yaml."""
     model = load_source(str(ROOT / log["config"])).model

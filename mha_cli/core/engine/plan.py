@@ -92,6 +92,7 @@ from mha_cli.core.engine.sampler import bytes_per_logit
 from mha_cli.core.engine.settings import (
     CUDA_GRAPH_ESTIMATE,
     EngineSettings,
+    rules_release,
 )  # fmt: skip
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_running import RunningLimit, running_limit, running_release
@@ -162,6 +163,10 @@ class EnginePlan(Record):
     name: EngineName
     generation: GenerationId
     """The engine generation whose rules priced this plan (``core.engine.generations``: ``vllm-0.21``, ...)."""
+    rules_release: str | None = None
+    """The release whose memory rules priced it within the generation (``core.engine.settings.rules_release``):
+    ``0.28`` for ``--engine vllm@0.28``, ``0.33`` for ``--engine vllm`` (the newest whose rules mha read), ``0.20`` for
+    ``vllm-v1``, ``0.5.23`` for ``--engine sglang``; None: TensorRT-LLM, whose rules are its generation's."""
     total_memory_bytes: int
     """Device memory as torch reports it (``Target.device_memory_bytes``)."""
     gpu_memory_utilization: float
@@ -1560,7 +1565,7 @@ def plan_engine(
     if pool.starts and int(pool.concurrency) > settings.max_num_seqs:
         notes.append(f"max_num_seqs {settings.max_num_seqs} caps the requests run at once below what the pool holds")
     return EnginePlan(
-        name=settings.engine, generation=settings.generation, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
+        name=settings.engine, generation=settings.generation, rules_release=rules_release(settings), total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         state_pool_bytes=pool.state_bytes,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,

@@ -117,6 +117,24 @@ def _covered_release(chosen: Generation, typed: str | None) -> str | None:
     return typed if typed and chosen.covers(parse_version(typed)) else None
 
 
+def rules_release(settings: EngineSettings) -> str | None:
+    """The release whose memory rules price ``settings``' plan, as the JSON names it (trial 344 #3: four vLLM figures
+    shared one generation, ``vllm-0.21``): the one typed (``--engine vllm@0.28``, ``sglang@0.4.6``) up to the newest
+    release whose rules were read (``core.engine.releases_read.NEWEST_READ``), else the generation's last
+    (``vllm-v1``: 0.20; ``sglang-0.4``: 0.4.10), else that newest read (vLLM 0.33, SGLang's newest); None for
+    TensorRT-LLM, whose rules are its generation's, not dated by release."""
+    from mha_cli.core.engine.releases_read import NEWEST_READ, past_newest_read
+
+    typed, engine = settings.engine_version, settings.engine
+    if engine == "sglang":
+        return ".".join(map(str, running_release(typed, settings.generation)))
+    if engine != "vllm":
+        return None
+    if typed is not None:
+        return NEWEST_READ[engine].rules if past_newest_read(engine, typed) is not None else typed
+    return NEWEST_READ[engine].rules if settings.release is None else ".".join(map(str, settings.release))
+
+
 def release_in_force(deployment: DeploymentSpec) -> Version | None:
     """The vLLM release whose rules ``deployment`` is priced by (``_release_in_force``; None: the latest)."""
     return _release_in_force(generation_of(deployment.engine_generation or deployment.engine or "vllm"),
