@@ -181,7 +181,29 @@ def test_a_model_name_is_offered_models_of_the_sizes_it_spells(cli):
     seven = cli.run("kv", "llama-3.1-7b")
     assert seven.exit_code == 2 and "70b" not in seven.stderr and "8b" not in seven.stderr
     eight = cli.run("kv", "qwen3-8b-fp8")
-    assert "did you mean qwen3-8b?" in eight.stderr
+    assert "did you mean qwen3-8b with --weight-dtype fp8?" in eight.stderr
+
+
+@pytest.mark.parametrize(
+    "typed", ["kimi-k2-thinking", "kimi-k2-thinkng", "qwen3-235b-a22b-thinking-2507", "deepseek-v3.2"]
+)
+def test_a_model_name_is_offered_no_other_checkpoint_of_it(cli, typed):
+    """Trial 344 #4: kimi-k2-thinking (int4 weights, 256K) was offered kimi-k2-instruct and kimi-k2, the Thinking 2507
+    release the Instruct one, deepseek-v3.2 the earlier V3.2-Exp: none is offered, a typo of the word included."""
+    refused = cli.run("kv", typed)
+    assert refused.exit_code == 2 and "did you mean" not in refused.stderr
+
+
+def test_a_weight_format_typed_is_offered_as_the_option_that_prices_it(cli):
+    """Trial 344 #4: llama-3.1-405b-fp8 was offered the bf16 preset alone (twice the weights); the option that prices
+    fp8 weights comes with it. The control: a format the presets hold as is, or none, adds nothing (bf16 is the
+    presets' own), and a word a typo cut short is still offered (deepseek-v3.2-ex)."""
+    fp8 = cli.run("kv", "llama-3.1-405b-fp8").stderr
+    assert "did you mean llama-3.1-405b, llama-3.1-405b-instruct with --weight-dtype fp8?" in fp8
+    assert "did you mean qwen2.5-7b with --weight-dtype awq?" in cli.run("kv", "qwen2.5-7b-awq").stderr
+    assert "did you mean llama-3-8b, meta-llama-3-8b?" in cli.run("kv", "llama-3-8b-bf16").stderr
+    assert "did you mean deepseek-v3.2-exp?" in cli.run("kv", "deepseek-v3.2-ex").stderr
+    assert "did you mean gpt-oss-20b?" in cli.run("kv", "gpt-oss-20").stderr  # gpt is no mistyped gptq
 
 
 @pytest.mark.parametrize("typed", ["mistral-7b-v0.3", "llama-3.2-3b", "llama-3.1-7b", "gpt3", "qwen3-235b"])

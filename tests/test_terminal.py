@@ -178,7 +178,7 @@ def test_the_variants_notes_are_never_cut(narrow, monkeypatch, columns):
     for row in variants:
         assert row["note"] in words and f"{row['bytes_per_token']:,}" in words, row["label"]
         assert f"{row['max_sequences']:,}" in words and f"{row['fraction_of_mha']:.3f}" in words, row["label"]
-    assert "16 query heads per KV head" in words and "latent 512 + RoPE 64" in words
+    assert "8 query heads per KV head" in words and "latent 512 + RoPE 64" in words
 
 
 def test_captions_are_printed_at_the_terminal_width(narrow):

@@ -37,15 +37,69 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     be ``qwen3-30b-a3b``): a string distance would offer ``llama-3.1-70b`` for ``llama-3.1-7b``, a model ten times the
     size one character away, as ``h200`` for ``h20`` (``core.chip_names``), and ``mistral-7b-v0.1`` (a 4,096-token
     window) for ``mistral-7b-v0.3`` (none), ``llama-2-7b`` for ``llama-3.1-7b``, ``gpt2`` for ``gpt3`` (trial 304
-    #3). Where some are of the family the name begins with (its first word of letters, ``qwen``), only those."""
+    #3). Where some are of the family the name begins with (its first word of letters, ``qwen``), only those. A
+    weight format typed that the models offered lack (``llama-3.1-405b-fp8``) is named as the option that prices it
+    (trial 344 #4: the bf16 preset was offered alone, at twice the weights)."""
     sizes, versions = model_sizes(word), model_versions(word)
     same = [
         name for name in known
         if sizes <= model_sizes(name) and _versions_held(versions, name) and not _another_release(versions, name)
+        and _same_checkpoint_words(word, name)
     ]  # fmt: skip
     family = re.match(r"[a-z]+", str(word).strip().lower())
     of_family = [name for name in same if family and family.group() in re.findall(r"[a-z]+", name.lower())]
-    return did_you_mean(word, of_family or same, otherwise)  # review 305 #12: qwen3-8b before meta-llama-3-8b
+    offered = did_you_mean(word, of_family or same, otherwise)
+    formats = sorted(_format_words(word) - set().union(*(_checkpoint_words(name) for name in of_family or same)))
+    if offered == otherwise or not formats:
+        return offered
+    return f"{offered.removesuffix('?')} with --weight-dtype {formats[0]}?"
+
+
+_CHECKPOINT_WORDS = frozenset({"thinking", "exp", "preview", "awq", "gptq", "bnb", "gguf", "w4a16", "w8a8", "w4a8"})
+"""Words naming another checkpoint of a model, whose figures differ (K2-Thinking's int4 weights and 256K context,
+DeepSeek-V3.2-Exp's earlier release, a quantised repo's weights), beside the quantised formats ``_QUANTISED`` matches."""
+_QUANTISED = re.compile(r"(?:fp[48]|int[48]|uint[48]|nvfp4|mxfp[468])")
+"""A quantised weight format in a model name (``fp8``, ``int4``, ``nvfp4``), not the 16-bit ones a model is in."""
+_TYPO_RATIO = 0.8
+"""difflib's ratio at which a typed word is that checkpoint word mistyped (``thinkng``), not another word."""
+_TYPO_LENGTH = 5
+"""The shortest checkpoint word a typo is read as: ``gpt`` (gpt-oss) is no mistyped ``gptq``."""
+
+
+def _checkpoint_words(name: str) -> set[str]:
+    """The words of model ``name`` that name a checkpoint apart from the model's (``_CHECKPOINT_WORDS``, formats)."""
+    words = re.split(r"[-_/ ]+", str(name).strip().lower())
+    return {word for word in words if word in _CHECKPOINT_WORDS or _QUANTISED.fullmatch(word)}
+
+
+def _format_words(name: str) -> set[str]:
+    """The checkpoint words of ``name`` that ``--weight-dtype`` prices as they are spelt (``fp8``, ``int4``, ``awq``)."""
+    from mha_cli.core.errors import MhaError
+    from mha_cli.core.weight_formats import normalise_weight_format  # here: that module imports this one
+
+    def priced(word: str) -> bool:
+        try:
+            return normalise_weight_format(word) == word
+        except MhaError:
+            return False
+
+    return {word for word in _checkpoint_words(name) if priced(word)}
+
+
+def _same_checkpoint_words(typed: str, name: str) -> bool:
+    """Whether model ``name`` spells the checkpoint words ``typed`` spells and no other, a typed word close to one
+    (``thinkng``) counting as it, and a weight format ``--weight-dtype`` prices (``_format_words``) left to that
+    option: ``kimi-k2-thinking`` is not offered ``kimi-k2-instruct``, ``deepseek-v3.2`` not ``deepseek-v3.2-exp``
+    (trial 344 #4)."""
+    typed_words = re.split(r"[-_/ ]+", str(typed).strip().lower())
+
+    def spelled(word: str) -> bool:
+        return any(difflib.SequenceMatcher(None, word, own).ratio() >= _TYPO_RATIO for own in typed_words)
+
+    meant = {own for own in _CHECKPOINT_WORDS if len(own) >= _TYPO_LENGTH and spelled(own)}
+    held = _checkpoint_words(name)
+    asked = (_checkpoint_words(typed) - _format_words(typed)) | meant
+    return asked <= held and all(spelled(word) for word in held)
 
 
 _RELEASE_TAG = re.compile(r"\d{4}")
