@@ -290,6 +290,15 @@ def test_training_priority_keeps_mha_at_short_context():
     assert rec(350e6, seq=4096).model.variant == "GQA"
 
 
+def test_training_priority_at_8_heads_gives_its_own_reason():
+    """Trial 345 #5: 125M at 32K under training kept MHA "8 heads, too few for sharing K/V to save much", while the
+    balanced pick at the same 8 heads is GQA (MHA012): the priority is the reason, in the trace and the summary."""
+    trained, balanced = rec(125e6, seq=32768, priority="training"), rec(125e6, seq=32768)
+    assert (trained.model.variant, trained.model.n_heads) == ("MHA", 8) and balanced.model.variant == "GQA"
+    finding = next(f for f in trained.trace if f.id == "MHA021")
+    assert finding.message == "MHA: priority training at short context: quality first"
+
+
 def test_training_priority_above_16_heads_says_what_it_did():
     result = rec(70e9, priority="training")
     assert result.model.variant == "GQA"

@@ -93,6 +93,25 @@ def test_width_and_attention_follow_the_active_budget():
     assert "MHA007" in moe.rules_fired
 
 
+def test_the_moe_designs_qk_norm_is_said_and_counted_in_attention():
+    """Trial 345 #3: an MoE design writes qk_norm (Qwen3-MoE's) with no trace line: MHA007 now says it, and its
+    weights are counted in attention, 2 x head_dim a layer over q/k/v/o by hand (256 at head_dim 128); MLA
+    designs have none, nor its line (the control)."""
+    result = rec(params="30B", active_params="3B")
+    spec = result.config.model
+    assert spec.attention.qk_norm is True
+    line = next(entry for entry in result.trace if entry.id == "MHA007")
+    assert line.message.endswith("; QK-norm on every query and key head (Qwen3-MoE)") and line.values["qk_norm"] is True
+    from mha_cli.core.params import count_params
+
+    a = spec.attention
+    projections = spec.d_model * a.head_dim * (2 * a.n_heads + 2 * a.n_kv_heads)
+    assert count_params(spec).attention_per_layer == projections + 2 * a.head_dim
+    mla = rec(params="200B", active_params="20B", variant="MLA")
+    assert mla.config.model.attention.qk_norm is False
+    assert "QK-norm" not in next(entry.message for entry in mla.trace if entry.id == "MHA007")
+
+
 def test_moe_with_mla():
     result = rec(params="200B", active_params="20B", variant="MLA")
     assert result.model.variant == "MLA" and result.model.experts is not None

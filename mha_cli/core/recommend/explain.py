@@ -11,7 +11,7 @@ from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.recommend.context import Context
 from mha_cli.core.recommend.result import Alternative, InitPlan
-from mha_cli.core.recommend.tradeoff import QUALITY_SOURCES, RISK_LABELS, Option, quality_risk
+from mha_cli.core.recommend.tradeoff import QUALITY_SOURCES, RISK_LABELS, Option, quality_risk, training_keeps_mha
 from mha_cli.core.rules import catalog as C
 from mha_cli.core.rules.engine import counted
 from mha_cli.core.schemas import ModelSpec
@@ -87,6 +87,8 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
     r = ctx.request
     if r.variant == "MHA":
         why = "asked for with --variant MHA"
+    elif training_keeps_mha(ctx, model.attention.n_heads):  # before few heads: at 125M balanced is GQA-2 (trial 345 #5)
+        why = "priority training at short context keeps the reference quality"
     elif model.attention.n_heads <= C.FEW_HEADS:
         why = f"{model.attention.n_heads} heads, too few for sharing K/V to save much"
     elif not gqa_kv_heads_choices(model.attention.n_heads):

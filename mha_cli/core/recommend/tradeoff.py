@@ -204,7 +204,7 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
     layer, in units of head_dim, the balanced goal allows; None (no cap) for training's MHA, few heads, or heads with no GQA divisor.
     An explicit --variant keeps the cap: ``--variant GQA`` is GQA at the balanced KV-head count, not the smallest
     group (a variant with nothing within the cap, MHA, is kept by ``pick``'s fallback)."""
-    if _training_keeps_mha(ctx, n_heads):
+    if training_keeps_mha(ctx, n_heads):
         return None
     if ctx.small and (small := small_kv_heads(n_heads)) is not None:  # MHA012: few KV heads however few the heads
         return 2 * small
@@ -363,7 +363,7 @@ def _record_requests_and_refusals(ctx: Context, rows: list[Option], n_heads: int
         )
 
 
-def _training_keeps_mha(ctx: Context, n_heads: int) -> bool:
+def training_keeps_mha(ctx: Context, n_heads: int) -> bool:
     """MHA021: --priority training puts quality first only up to 16 heads at up to 32K tokens."""
     r = ctx.request
     return (
@@ -374,7 +374,7 @@ def _training_keeps_mha(ctx: Context, n_heads: int) -> bool:
 def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: int) -> None:
     """MHA020/MHA021/MHA022: what the priority did; MHA024: the tp and what it replicates."""
     r = ctx.request
-    if r.priority == "training" and not _training_keeps_mha(ctx, n_heads):
+    if r.priority == "training" and not training_keeps_mha(ctx, n_heads):
         ctx.trace.fire(
             "MHA021",
             f"--priority training keeps MHA only up to {C.MHA_LONG_CONTEXT_MAX_HEADS} heads at up to"
@@ -385,7 +385,7 @@ def _record_choice(ctx: Context, chosen: Option, rows: list[Option], n_heads: in
         )
     if r.variant is None and chosen.variant == "MHA":
         why = f"{n_heads} heads: sharing K/V saves little" if n_heads <= C.FEW_HEADS else f"{n_heads} heads"
-        if _training_keeps_mha(ctx, n_heads) and n_heads > C.FEW_HEADS:
+        if training_keeps_mha(ctx, n_heads):  # at 8 heads too: a small model's balanced pick is GQA (trial 345 #5)
             why = "priority training at short context: quality first"
         ctx.trace.fire("MHA021", f"MHA: {why}", n_heads=n_heads, priority=r.priority, seq_len=r.seq_len)
     elif r.variant is None and r.priority != "inference":

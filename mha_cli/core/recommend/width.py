@@ -363,6 +363,7 @@ def _record(
             else "the number that fills the total"
         )  # fmt: skip
         extras = f" + {block.n_shared_experts} shared" if block.n_shared_experts else ""
+        qk_norm = "; QK-norm on every query and key head (Qwen3-MoE)" if model.attention.qk_norm else ""
         extras += (
             f", the first {counted(block.n_dense_layers, 'layer')} dense (d_ff {model.block.d_ff})"
             if block.n_dense_layers
@@ -372,8 +373,9 @@ def _record(
             "MHA007",
             f"{block.n_experts} experts ({how_many}) of d_ff {block.d_ff_expert}, top-{block.n_active_experts}"
             f" per token{extras}: width, depth and attention spend the {format_count(moe.active)} active budget,"
-            f" the experts the {format_count(moe.total)} total",
+            f" the experts the {format_count(moe.total)} total{qk_norm}",
             n_experts=block.n_experts,
+            qk_norm=model.attention.qk_norm,
             top_k=block.n_active_experts,
             d_ff_expert=block.d_ff_expert,
             shared_experts=block.n_shared_experts,

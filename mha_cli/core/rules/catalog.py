@@ -158,7 +158,8 @@ RULES: tuple[Rule, ...] = (
         id="MHA003", name="gated-mlp-width", topic="shape", severity="info", scope="recommend",
         condition="Always.",
         action=f"SwiGLU MLP with d_ff = {FFN_MULTIPLIER} x d_model rounded up to a multiple of {FFN_ROUND}.",
-        rationale="Gated MLPs beat GELU at equal compute; Llama 3's ratio of 3.5 gives its published shapes exactly.",
+        rationale="Gated MLPs beat GELU at equal compute; Llama 3's ratio of 3.5 gives its 8B and 70B shapes exactly "
+        "(405B's 53,248 is 3.25 x 16,384).",
         reference="Shazeer 2020 (GLU variants); Llama 3 config.json (14336 = 3.5 x 4096).",
     ),
     Rule(
@@ -175,8 +176,10 @@ RULES: tuple[Rule, ...] = (
         id="MHA012", name="small-model-shape", topic="shape", severity="info", scope="recommend",
         condition=f"A dense budget below {SMALL_MODEL_PARAMS // 1_000_000}M (no explicit --variant for the attention).",
         action=f"The gated MLP is {SMALL_FFN_MULTIPLIER:.3g} x d_model (rounded up to {FFN_ROUND}), and the balanced "
-        f"attention is GQA with the KV heads whose group is nearest {SMALL_MODEL_GROUP} query heads, however few the "
-        "heads (fewer KV heads on a tie); MHA001 then solves width and depth, deep and thin.",
+        f"attention is GQA with the KV heads (more than 1, fewer than the query heads) whose group is nearest "
+        f"{SMALL_MODEL_GROUP} query heads, however few the heads (fewer KV heads on a tie); where no such count divides "
+        "the heads (5 or 7 of them) the other rules decide (MHA at 8 heads or fewer); MHA001 then solves width and "
+        "depth, deep and thin.",
         rationale="At small scale the embedding takes a large share of the budget and depth buys more than width "
         "(MobileLLM); the public small models share one shape: 576 x 30 with 9 query and 3 KV heads and a 1,536-wide "
         "MLP at 125-135M, 960 x 32 with 15 / 5 and 2,560 at 350-360M.",
@@ -212,7 +215,10 @@ RULES: tuple[Rule, ...] = (
         "itself), and widths whose experts stay coarse rank last. With --experts the expert width fills the total. No shared expert and no "
         "dense layer by default (Qwen3-MoE, MiniMax-M2, gpt-oss); --shared-experts N adds N experts every token "
         "uses, each as wide as a routed one, and --dense-layers N makes the first N layers dense (MHA003's d_ff), "
-        "both counted in the active budget. The trace cites this rule, not MHA003, for the MLP. Budgets that "
+        "both counted in the active budget. Its attention (not MLA) normalises each query and key head (QK-norm, "
+        "one RMSNorm of head_dim weights each for the queries and the keys a layer, counted in attention), as "
+        "Qwen3-MoE does, so the design writes as a qwen3_moe config. "
+        "The trace cites this rule, not MHA003, for the MLP. Budgets that "
         "cannot describe an MoE (active >= total, k >= E, total / active above E / k) are refused in one line.",
         rationale="Most large designs of 2025-26 are mixtures of experts: attention and the residual stream are "
         "sized by what one token computes, memory by every expert. Counts 8-, 16- and 32-way expert parallelism "
@@ -221,7 +227,8 @@ RULES: tuple[Rule, ...] = (
         reference="Qwen3-30B-A3B (128 experts, top-8, 768 = 3 x 2048 / 8), Qwen3-235B-A22B (128, top-8, 1536), "
         "DeepSeek-V3 (256 + 1 shared, top-8, 3 dense layers), Kimi-K2 (384 + 1, 1 dense), GLM-4.5 (160 + 1, 3 dense),"
         " MiniMax-M2 (256, top-8), Mixtral-8x7B (8, top-2), gpt-oss (32/128, top-4) config.json files; Yang et al. "
-        "2025 (Qwen3 technical report: no shared experts).",
+        "2025 (Qwen3 technical report: no shared experts, QK-norm); Muennighoff et al. 2024 (OLMoE: QK-norm for "
+        "stable MoE training).",
     ),
     Rule(
         id="MHA008", name="sparse-moe-shape", topic="shape", severity="info", scope="recommend",
@@ -272,7 +279,8 @@ RULES: tuple[Rule, ...] = (
         rationale="GQA divides the cache by n_heads / n_kv_heads at near-MHA quality, which buys batch size and "
         "context on the same device; 8 KV heads is today's default.",
         reference="Ainslie et al. 2023 (GQA); Llama 3 70B: 64 query heads, 8 KV heads; Qwen2.5-7B: 28 / 4; "
-        "Llama 3.1 405B: 128 / 8.",
+        "Llama 3.1 405B: 128 / 8 (a group of 16, past this rule's 8: it gives 128 heads 16 KV heads, twice 405B's "
+        "cache).",
     ),
     Rule(
         id="MHA021", name="mha-when-few-heads", topic="variant", severity="info", scope="recommend",
