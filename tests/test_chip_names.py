@@ -204,6 +204,11 @@ def test_a_weight_format_typed_is_offered_as_the_option_that_prices_it(cli):
     assert "did you mean llama-3-8b, meta-llama-3-8b?" in cli.run("kv", "llama-3-8b-bf16").stderr
     assert "did you mean deepseek-v3.2-exp?" in cli.run("kv", "deepseek-v3.2-ex").stderr
     assert "did you mean gpt-oss-20b?" in cli.run("kv", "gpt-oss-20").stderr  # gpt is no mistyped gptq
+    from mha_cli.core.suggest import WEIGHT_DTYPE_WORDS
+    from mha_cli.core.weight_formats import normalise_weight_format
+
+    for word in WEIGHT_DTYPE_WORDS:  # each a name --weight-dtype takes (raises otherwise)
+        normalise_weight_format(word)
 
 
 @pytest.mark.parametrize("typed", ["mistral-7b-v0.3", "llama-3.2-3b", "llama-3.1-7b", "gpt3", "qwen3-235b"])

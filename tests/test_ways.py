@@ -359,3 +359,18 @@ def test_a_dp_attention_layout_refused_names_the_ways_without_dp(cli):
             ": use e.g. --tp 8 or --target 16xh20 --tp 16 (leaving out --dp, with --expert-parallel and --moe-a2a-backend)"
         ), said
     assert cli.json(*base, "--tp", "8")["deployment"]["tp"] == 8
+
+
+def test_a_cache_more_devices_cannot_split_is_held_by_replicas_with_the_whole_batch(cli):
+    """Trial 343 #2: Llama-3.1-70B at 128K x 32 on 2 x H100 was offered an fp8 cache with tp 64 over 64 GPUs and the
+    batch cut to 25: past 8 ranks its 8 KV heads are copied, so a rank caches no less. 4 replicas of tp 8 hold the
+    whole batch on 32 GPUs, by hand: a sequence is 80 x 8 x 128 x 2 x 2 B x 131,072 = 40 GiB, 5 GiB a rank at tp 8,
+    and a rank's ~72 GiB less 16.4 GiB of weights and the engine's reserves hold 8-9, so 3 replicas are short (26)."""
+    args = ("kv", "llama-3.1-70b", "--target", "2xh100", "--seq", "128k", "--batch", "32")
+    (way,) = cli.json(*args)["ways_out"]
+    assert way["change"] == "--target 32xh100-sxm --tp 8" and way["fits"] and way["max_sequences"] >= 32
+    assert "4 replicas of tensor parallel 8" in way["text"]
+    three = cli.json("kv", "llama-3.1-70b", "--target", "24xh100-sxm", "--tp", "8", "--seq", "128k", "--batch", "32")
+    assert not three["memory"]["fits"] and three["memory"]["max_sequences"] < 32
+    wide = cli.json("kv", "llama-3.1-70b", "--target", "64xh100-sxm", "--seq", "128k", "--batch", "32")  # tp 64
+    assert not wide["memory"]["fits"]

@@ -83,6 +83,28 @@ def devices_that_fit(
     return None
 
 
+def replicas_that_fit(model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec) -> tuple[int, int] | None:
+    """(devices, tp): the fewest devices of ``target``'s kind that hold the batch as replicas of one tensor-parallel
+    group, each serving its share, where more than one replica is needed; None when none of up to
+    ``MAX_DEVICES_TRIED`` does. Past the KV heads a wider group caches no less a rank (trial 343 #2: 70B at 128K x 32
+    was offered tp 64 over 64 GPUs with the batch cut to 25, where 4 replicas of tp 8 hold all 32)."""
+    best: tuple[int, int] | None = None
+    for tp in [1, *group_sizes(model)]:
+        if best is not None and tp >= best[0]:
+            break
+        one = _plan_with(model, resolve_target(f"{tp}x{target.target.id}"), deployment, tp)
+        if one is None or not one.weights_fit or one.max_sequences < 1:
+            continue
+        replicas = -(-deployment.batch // one.max_sequences)
+        devices = tp * replicas
+        if replicas < 2 or devices > MAX_DEVICES_TRIED or (best is not None and devices >= best[0]):
+            continue
+        spread = _plan_with(model, resolve_target(f"{devices}x{target.target.id}"), deployment, tp)
+        if spread is not None and spread.fits:
+            best = (devices, tp)
+    return best
+
+
 def ways_out(
     model: ModelSpec,
     target: ResolvedTarget,
@@ -107,6 +129,13 @@ def ways_out(
         # --tp too when the plan's tp was set apart from the device count, or the new target would not change it.
         tp_flag = f" --tp {devices}" if plan.tp != plan.n_devices else ""
         more_devices = f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)"
+    spread = None if keeps_ranks else replicas_that_fit(model, target, deployment)
+    if spread is not None and (devices is None or spread[0] < devices):
+        n_devices, tp = spread
+        more_devices = (
+            f"--target {n_devices}x{target.target.id} --tp {tp} ({n_devices // tp} replicas of tensor parallel {tp},"
+            " each serving its share of the batch)"
+        )
     if not plan.weights_fit:
         ways += [more_devices] if more_devices else []
         knob = _engine_knob_that_fits(model, target, deployment, plan, kv)  # a share set low: raising it suffices

@@ -72,18 +72,14 @@ def _checkpoint_words(name: str) -> set[str]:
     return {word for word in words if word in _CHECKPOINT_WORDS or _QUANTISED.fullmatch(word)}
 
 
+WEIGHT_DTYPE_WORDS = frozenset({"fp8", "int4", "int8", "nvfp4", "mxfp4", "awq", "gptq"})
+"""The checkpoint words ``--weight-dtype`` takes as they are spelt (gptq: as ``gptq-int4``) (``tests/test_chip_names.py`` checks each against
+``core.weight_formats``, which imports this module)."""
+
+
 def _format_words(name: str) -> set[str]:
     """The checkpoint words of ``name`` that ``--weight-dtype`` prices as they are spelt (``fp8``, ``int4``, ``awq``)."""
-    from mha_cli.core.errors import MhaError
-    from mha_cli.core.weight_formats import normalise_weight_format  # here: that module imports this one
-
-    def priced(word: str) -> bool:
-        try:
-            return normalise_weight_format(word) == word
-        except MhaError:
-            return False
-
-    return {word for word in _checkpoint_words(name) if priced(word)}
+    return _checkpoint_words(name) & WEIGHT_DTYPE_WORDS
 
 
 def _same_checkpoint_words(typed: str, name: str) -> bool:

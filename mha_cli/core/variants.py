@@ -2,11 +2,11 @@
 
 from pydantic import ValidationError
 
+from mha_cli.core.recommend.kv_heads import balanced_kv_heads
 from mha_cli.core.record import Record
+from mha_cli.core.rules.catalog import MLA_LATENT_PER_HEAD_DIM, MLA_Q_LATENT_FROM_D_MODEL, MLA_Q_LATENT_PER_KV_LATENT
 from mha_cli.core.schemas import ModelSpec, Variant
 from mha_cli.core.tensor_parallel import tp_splits_evenly
-
-DEFAULT_GQA_KV_HEADS = 8
 
 
 class VariantOption(Record):
@@ -46,16 +46,7 @@ def default_gqa_kv_heads(n_heads: int, tp: int = 1) -> int | None:
     n_heads / 8, counts tp 2/4/8 split: GQA-4 for 28 heads, GQA-16 for 128), the count ``mha recommend`` designs
     with, so that ``mha kv`` and ``mha check`` offer that one (trial 345 #4: GQA-7 was offered for 28 heads);
     ``None`` when no GQA split exists."""
-    from mha_cli.core.recommend.kv_heads import balanced_kv_heads  # here: the rules catalog imports this module
-
     return balanced_kv_heads(n_heads, tp if tp > 1 else None)
-
-
-MLA_LATENT_PER_HEAD_DIM = 4
-"""DeepSeek-V2/V3: kv_lora_rank 512 = 4 x head_dim 128."""
-MLA_Q_LATENT_FROM_D_MODEL = 4096
-"""Models this wide also compress queries (DeepSeek-V3: q_lora_rank 1536 = 3 x 512); narrower ones do not (V2-Lite)."""
-MLA_Q_LATENT_PER_KV_LATENT = 3
 
 
 def mla_for_shape(head_dim: int, d_model: int | None = None) -> dict:

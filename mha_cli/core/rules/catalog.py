@@ -7,7 +7,6 @@ explains it quote the same number.
 from __future__ import annotations
 
 from mha_cli.core.rules.model import Rule
-from mha_cli.core.variants import DEFAULT_GQA_KV_HEADS, MLA_LATENT_PER_HEAD_DIM, MLA_Q_LATENT_FROM_D_MODEL
 
 BUDGET_TOLERANCE = 0.05
 """The recommended model's total parameter count stays within +-5% of the budget."""
@@ -57,8 +56,14 @@ LARGE_VOCAB = 128256
 """Llama 3 tokenizer."""
 TIE_EMBEDDINGS_BELOW_PARAMS = 4_000_000_000
 """Llama 3.2 1B/3B, Qwen small models and GPT-2 tie the output head to the embedding; Llama 3 8B does not."""
-BALANCED_KV_HEADS = DEFAULT_GQA_KV_HEADS
+BALANCED_KV_HEADS = 8
 """MHA020: the balanced cache is at most that of 8 KV heads (or group 8 when n_heads / 8 is more)."""
+MLA_LATENT_PER_HEAD_DIM = 4
+"""MHA030: DeepSeek-V2/V3's kv_lora_rank 512 = 4 x head_dim 128."""
+MLA_Q_LATENT_FROM_D_MODEL = 4096
+"""MHA030: models this wide also compress queries (DeepSeek-V3: q_lora_rank 1536 = 3 x 512); narrower ones do not
+(V2-Lite)."""
+MLA_Q_LATENT_PER_KV_LATENT = 3
 MAX_QUALITY_GROUP = 8
 """Query heads per KV head up to which GQA stays at near-MHA quality (Llama 3 70B: 64 / 8)."""
 FEW_HEADS = 8
