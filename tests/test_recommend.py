@@ -111,7 +111,7 @@ def test_replicas_split_the_batch_in_the_cache_alternatives_and_roofline():
 
 
 def test_balanced_kv_heads_split_over_tp_and_keep_the_group_at_most_8():
-    from mha_cli.core.recommend.kv_heads import balanced_kv_heads
+    from mha_cli.core.kv_heads import balanced_kv_heads
 
     # Heads -> KV heads, by hand: 8 for 32-64 heads; 28 -> 4 (Qwen2.5-7B), 20 -> 4 (7 and 5, 10 do not split
     # over tp 4/8); 96 -> 16 (12 does not split over tp 8); small models take any divisor (9 -> 3, SmolLM2-135M).
@@ -127,7 +127,7 @@ def test_a_tp_that_splits_no_balanced_count_caps_the_cache_at_a_count_it_splits(
     can run was over the cap and MLA was picked for a dense 3B: 270 MiB on every device, 65 sequences on five L4s
     where GQA-5 holds one KV head a device and 139. The cap is the most KV heads tp splits at or below the balanced
     count, else the fewest above (review 312 #5: not 10 for 40 heads at tp 5, twice the cache of 5)."""
-    from mha_cli.core.recommend.kv_heads import balanced_kv_heads
+    from mha_cli.core.kv_heads import balanced_kv_heads
 
     # by hand: 20 heads -> 4, not split by 5 or 7; split by 5: 5, 10, none at or below 4: 5; 28 heads, tp 7: 7, 14
     # (7); 40 heads -> 8, tp 5 splits 5, 10, 20: 5; 48 heads -> 8, tp 6 splits 2, 3, 6, 12, 24: 6; tp 2/4/8 keep it

@@ -2,7 +2,7 @@
 
 from pydantic import ValidationError
 
-from mha_cli.core.recommend.kv_heads import balanced_kv_heads
+from mha_cli.core.kv_heads import balanced_kv_heads
 from mha_cli.core.record import Record
 from mha_cli.core.rules.catalog import MLA_LATENT_PER_HEAD_DIM, MLA_Q_LATENT_FROM_D_MODEL, MLA_Q_LATENT_PER_KV_LATENT
 from mha_cli.core.schemas import ModelSpec, Variant

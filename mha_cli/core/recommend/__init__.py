@@ -38,6 +38,7 @@ from mha_cli.core.recommend.result import (
     RecommendResult,
     TestHook,
 )
+from mha_cli.core.recommend.rope_base import RopeBase, rope_base
 from mha_cli.core.recommend.shape import build_model, head_dim_for, ideal_depth, mlp_width, vocab_for
 from mha_cli.core.recommend.tradeoff import Option, trade_off
 from mha_cli.core.recommend.width import choose_shape, node_split_warning
@@ -161,6 +162,32 @@ def summarise(model: ModelSpec, total: int, active: int) -> ModelSummary:
     )  # fmt: skip
 
 
+def _with_rope_base(model: ModelSpec, seq_len: int) -> tuple[ModelSpec, RopeBase | None]:
+    """``model`` with MHA042's RoPE base for ``seq_len`` (``core.recommend.rope_base``); an MLA design, which the
+    bound does not cover, keeps the floor (None)."""
+    if model.attention.mla is not None or model.attention.rope is None:
+        return model, None
+    base = rope_base(seq_len, model.attention.head_dim)
+    rope = model.attention.rope.model_copy(update={"theta": base.theta})
+    return model.model_copy(update={"attention": model.attention.model_copy(update={"rope": rope})}), base
+
+
+def _rope_base_words(model: ModelSpec, base: RopeBase | None, seq_len: int) -> str:
+    """MHA042's trace line: the base and the bound's row it was read at."""
+    theta = f"RoPE base theta {model.rotary.theta:,.0f}" if model.rotary is not None else "no RoPE"
+    if base is None:
+        return f"{theta} (MLA: the bound counts rotated query-key dimensions; MLA's similarity runs through unrotated ones)"
+    row = (
+        f"the table's last row: a {seq_len:,}-token context needs at least this" if base.beyond_table
+        else f"the table's row for {seq_len:,}"
+    )  # fmt: skip
+    return (
+        f"{theta}: from 500,000 up, the first of 1, 2, 5 x 10^k whose {model.attention.head_dim} rotated dimensions"
+        f" keep attention's preference for similar keys at every distance up to {base.row_tokens:,} tokens (Men et"
+        f" al. 2024), {row}"
+    )
+
+
 def recommend(request: RecommendRequest, *, config_path: str | None = None, price_ways: bool = True) -> RecommendResult:
     """Run the skill on ``request``: see the module docstring for the stages. ``config_path`` is where the
     config will be written (named in the testability hook's command); ``price_ways``: run the recommender again
@@ -172,7 +199,7 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
 
     shape = choose_shape(ctx, vocab, tied, moe)
     chosen, rows = trade_off(ctx, shape)
-    model = chosen.model
+    model, base = _with_rope_base(chosen.model, request.seq_len)
     if model.attention.mla is not None:
         ctx.trace.fire(
             "MHA030",
@@ -199,7 +226,10 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
     init = init_plan(ctx, model)
     ctx.trace.fire("MHA041", "no biases on Q, K, V, O", qkv_bias=False, o_bias=False)
     if model.rotary is not None:  # every design's (build_model sets it)
-        ctx.trace.fire("MHA042", f"RoPE base theta {model.rotary.theta:,.0f}", rope_theta=model.rotary.theta)
+        ctx.trace.fire(
+            "MHA042", _rope_base_words(model, base, request.seq_len), rope_theta=model.rotary.theta,
+            bound_context=None if base is None else base.row_tokens,
+        )  # fmt: skip
     command = hook_command(config_path)
     hook = TestHook(
         task="induction",

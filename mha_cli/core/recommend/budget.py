@@ -6,10 +6,10 @@ import math
 from typing import NoReturn
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv_heads import provisional_attention
 from mha_cli.core.params import count_params
 from mha_cli.core.quantities import format_count, parse_param_count
 from mha_cli.core.recommend.context import Context
-from mha_cli.core.recommend.kv_heads import provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget
 from mha_cli.core.recommend.shape import MIN_LAYERS, Frame, aspect_band, head_dim_for, ladder, vocab_for
 from mha_cli.core.rules import catalog as C

@@ -14,10 +14,10 @@ quality risk that meets the priority's goal, ties broken by the smaller cache:
 from typing import NamedTuple
 
 from mha_cli.core.kv import KvFootprint
+from mha_cli.core.kv_heads import balanced_kv_heads, small_kv_heads
 from mha_cli.core.memory import MemoryPlan
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend.context import Context
-from mha_cli.core.recommend.kv_heads import balanced_kv_heads, small_kv_heads
 from mha_cli.core.recommend.shape import record_depth
 from mha_cli.core.recommend.width import Shape, solve_at
 from mha_cli.core.rules import catalog as C

@@ -8,10 +8,10 @@ size. Widths whose heads do not split over an explicit --tp are skipped, and the
 from typing import NamedTuple, NoReturn
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.kv_heads import balanced_kv_heads, provisional_attention
 from mha_cli.core.quantities import format_count
 from mha_cli.core.recommend.budget import refuse_budget
 from mha_cli.core.recommend.context import Context
-from mha_cli.core.recommend.kv_heads import balanced_kv_heads, provisional_attention
 from mha_cli.core.recommend.moe import MoeBudget, is_coarse, solve_moe
 from mha_cli.core.recommend.shape import (
     MIN_LAYERS,

@@ -409,11 +409,20 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA042", name="rope-base", topic="heads", severity="info", scope="recommend",
         condition="Always (the design's positions are RoPE on every head dimension).",
-        action=f"RoPE base theta {_n(int(ROPE_THETA))}, no scaling: the config file and the config.json carry the same.",
-        rationale="A larger base turns the slowest frequencies more slowly, so positions stay apart over a longer "
-        "context; Llama 3 raised it from Llama 2's 10,000 for 8K pre-training and its 128K extension.",
-        reference="Llama 3 (Dubey et al. 2024, Table 3: RoPE theta = 500,000); Llama-3-8B config.json rope_theta; "
-        "Xiong et al. 2023 (larger base for long context).",
+        action=f"RoPE base theta {_n(int(ROPE_THETA))} (Llama 3's) or, where the context needs more, the first of 1, "
+        "2 and 5 x 10^k above it that keeps B(m) = sum over the head's rotated frequency pairs of cos(m theta_i) at 0 "
+        "or above for every distance m up to the context (the power of two at or above it): with head_dim 128 "
+        "500,000 to 16K tokens, 2,000,000 at 32K, 10,000,000 at 128K, 1,000,000,000 at 1M; head_dim 64 needs more "
+        "(10,000,000 at 32K). No scaling; an MLA design keeps 500,000. The config file and the config.json carry it.",
+        rationale="A larger base turns the slowest frequencies more slowly. Men et al. derive that attention prefers "
+        "a key similar to the query over a random one at distance m only while B(m) >= 0, so a base below the bound "
+        "for the training context gives a long context in name only (low perplexity, failed retrieval). Models "
+        "raise the base with the context, if less than the bound asks: Llama 3 500,000 at 8K, Qwen3 1,000,000 at "
+        "32K, SmolLM3 5,000,000 at 64K, Qwen3-Next 10,000,000 at 256K (Llama 3.1 reached 128K by scaling, not by "
+        "its base). MLA's similarity runs through unrotated dimensions, which the bound does not count.",
+        reference="Men et al. 2024 (Base of RoPE Bounds Context Length, arXiv 2405.14591); benchmarks/"
+        "rope_base_bound.py (the table); Llama 3 (Dubey et al. 2024, Table 3: RoPE theta = 500,000); Qwen3-8B, "
+        "SmolLM3-3B, Qwen3-Next-80B-A3B config.json rope_theta.",
     ),
     # Testability -------------------------------------------------------------------------------
     Rule(
