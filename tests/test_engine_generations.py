@@ -55,9 +55,9 @@ def test_the_ids_other_modules_key_on():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("vllm@0.0.9", "vllm 0.0 is outside every generation modelled (vllm-v0 0.1-0.7, vllm-v1 0.8-0.20, vllm-0.21"
+        ("vllm@0.0.9", "vllm 0.0.9 is outside every generation modelled (vllm-v0 0.1-0.7, vllm-v1 0.8-0.20, vllm-0.21"
                        " 0.21 and later)"),
-        ("sglang@0.3.6", "sglang 0.3 is outside every generation modelled (sglang-0.4 0.4, sglang-0.5 0.5 and later)"),
+        ("sglang@0.3.6", "sglang 0.3.6 is outside every generation modelled (sglang-0.4 0.4, sglang-0.5 0.5 and later)"),
         ("trtllm@0.4", "trtllm 0.4 is outside every generation modelled (trtllm-cpp 0.5-0.x, trtllm-pytorch 1.0 and"),
         ("vllm@latest", "engine version 'latest' is not a release number: write it as 0.10 or 0.11.0"),
         ("vlm@0.10", "unknown engine 'vlm@0.10': did you mean vllm"),

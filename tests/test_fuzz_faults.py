@@ -115,8 +115,11 @@ def test_out_yml_writes_yaml_and_other_extensions_are_refused(cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.yml"]
 
 
+@pytest.mark.parametrize("force", [True, False])
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "dangling-symlink", "device"])
-def test_force_replaces_only_regular_files(tmp_path, kind):
+def test_force_replaces_only_regular_files(tmp_path, kind, force):
+    """Without --force too the refusal says what the path is (trial 343 #5: a dangling symlink was told to pass
+    --force, then refused for being a symlink)."""
     path = tmp_path / "design.yaml"
     if kind == "fifo":
         os.mkfifo(path)
@@ -128,7 +131,7 @@ def test_force_replaces_only_regular_files(tmp_path, kind):
     else:
         path = Path("/dev/null")
     with pytest.raises(BadInputError, match="--force replaces only regular files"):
-        write_text_atomic(path, "x", force=True)
+        write_text_atomic(path, "x", force=force)
     if kind == "symlink":
         assert (tmp_path / "real.yaml").read_text() == "keep me" and path.is_symlink()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

@@ -60,3 +60,13 @@ def test_naming_the_targets_prior_beside_an_engine_is_the_default_not_another_pr
     assert plain["profile"]["name"] == "h100-sxm-prior" and plain["front_end_ms"] == 0.0
     kv = ("kv", "llama-3-8b", "--target", "h100", "--engine", "sglang")
     assert cli.json(*kv, "--profile", "h100-sxm-prior")["latency"] == cli.json(*kv)["latency"]
+
+
+def test_a_profile_of_another_device_is_said_on_stderr_as_it_runs(cli):
+    """Trial 343 #6: a profile measured elsewhere priced an H100 plan with exit 0 and nothing on stderr (only among
+    the JSON's notes); it is now a notice line too. The control: the target's own prior says nothing."""
+    args = ("plan", "llama-3-8b", "--target", "a100-80gb", "--tp", "1", "--closed-form", "--json")
+    other = cli.run(*args, "--profile", "h100-sxm-prior")
+    said = "profile h100-sxm-prior was measured on NVIDIA H100 SXM5 80GB, not NVIDIA A100 80GB SXM4: its rates stand in"
+    assert other.exit_code == 0 and other.stderr.strip() == said
+    assert cli.run(*args, "--profile", "a100-80gb-prior").stderr == ""

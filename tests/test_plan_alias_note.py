@@ -25,3 +25,11 @@ def test_plan_by_id_says_nothing(cli):
     shown = cli.run(*ARGS, "--target", "h100-sxm", "--json")
     assert shown.exit_code == 0 and shown.stderr == ""
     assert "target_alias_note" not in json.loads(shown.stdout)
+
+
+def test_check_says_what_the_alias_meant_as_the_other_commands_do(cli):
+    """Trial 343 #7: ``mha check --target h100`` said it only in the JSON's ``memory.alias_note``."""
+    for json_flag in ((), ("--json",)):
+        shown = cli.run("check", "llama-3-8b", "--target", "h100", *json_flag)
+        assert shown.exit_code == 0 and shown.stderr.strip() == f"target {MEANT}"
+    assert cli.run("check", "llama-3-8b", "--target", "h100-sxm").stderr == ""

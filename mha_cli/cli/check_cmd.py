@@ -73,6 +73,8 @@ def check(
     refuse_release_without_model(
         deployment.engine, deployment.engine_version, result.model, output, generation_id=deployment.engine_generation
     )
+    if result.memory is not None and result.memory.alias_note:  # as kv, plan and recommend say it (trial 343 #7)
+        output.notice(f"target {result.memory.alias_note}")
     notice_past_newest_read(result.deployment.engine, result.deployment.engine_version, output)
     output.emit(result, render_check)
     if not result.passed:

@@ -566,6 +566,8 @@ def plan(
         stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
     elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
+    if stand_in and profile is not None:  # a profile named for another device: said as it runs (trial 343 #6)
+        output.notice(stand_in)
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
     if client is not None and client.lengths and shared_prefix:  # as --shared-prefix past --isl is refused above
         shortest = min(prompt for prompt, _ in client.lengths)

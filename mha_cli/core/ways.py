@@ -53,7 +53,8 @@ class WayOut(Record):
     """The way as worked out on the current design: the flags, then why in brackets (kv and check print it so;
     recommend prints ``change: figure``, the design it gives run again); ``none: ...`` when nothing passes."""
     change: str
-    """The flags alone (empty for ``none: ...``): what to add to the command, as its options parse them."""
+    """The flags alone (empty for ``none: ...``): what to set in the command, as its options parse them; each
+    replaces the option of that name (the command refuses one given twice with different values)."""
     fits: bool
     """Whether the command run again with this change passes (fits the target, or meets the latency targets);
     false only for ``none: ...``."""
