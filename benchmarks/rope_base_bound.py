@@ -8,8 +8,8 @@ similar to the query over a random one at every distance the model is trained on
 
     B(m) = sum over i < d/2 of cos(m * base ** (-2 i / d))  >=  0    for every distance m up to the context,
 
-d being the rotated dimensions of a head. For each context 2**10 .. 2**24 and each width the rules give rotary
-dimensions (head_dim 32, 64 and 128; MLA's RoPE key, half the head: 16, 32, 64), this finds the first base among the
+d being the rotated dimensions of a head. For each context 2**10 .. 2**24 and each head_dim the rules give (32, 64
+and 128, every dimension rotated; MLA designs keep the floor), this finds the first base among the
 round values 1, 2 and 5 x 10**k, from Llama 3's 500,000 up, that keeps B(m) >= 0 at every integer m <= context. Each
 candidate is checked itself (the smallest base that passes is not where every larger one passes: B is no monotone
 function of the base). numpy (torch's dependency) counts it: about a minute in all.
@@ -74,7 +74,7 @@ def main() -> int:
     args = parser.parse_args()
     table = fresh_table()
     for dims, bases in table.items():
-        print(f"    {dims}: ({', '.join(f'{base:.0e}' for base in bases)}),")
+        print(f"    {dims}: ({', '.join(f'{base:.0e}'.replace('e+', 'e') for base in bases)}),")
     if args.check and table != BASES_BY_ROTARY_DIMS:
         print("the shipped table differs from the count above", file=sys.stderr)
         return 1

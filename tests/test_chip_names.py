@@ -181,7 +181,7 @@ def test_a_model_name_is_offered_models_of_the_sizes_it_spells(cli):
     seven = cli.run("kv", "llama-3.1-7b")
     assert seven.exit_code == 2 and "70b" not in seven.stderr and "8b" not in seven.stderr
     eight = cli.run("kv", "qwen3-8b-fp8")
-    assert "did you mean qwen3-8b with --weight-dtype fp8?" in eight.stderr
+    assert "did you mean qwen3-8b? (in fp8: add --weight-dtype fp8)" in eight.stderr
 
 
 @pytest.mark.parametrize(
@@ -199,8 +199,10 @@ def test_a_weight_format_typed_is_offered_as_the_option_that_prices_it(cli):
     fp8 weights comes with it. The control: a format the presets hold as is, or none, adds nothing (bf16 is the
     presets' own), and a word a typo cut short is still offered (deepseek-v3.2-ex)."""
     fp8 = cli.run("kv", "llama-3.1-405b-fp8").stderr
-    assert "did you mean llama-3.1-405b, llama-3.1-405b-instruct with --weight-dtype fp8?" in fp8
-    assert "did you mean qwen2.5-7b with --weight-dtype awq?" in cli.run("kv", "qwen2.5-7b-awq").stderr
+    assert "did you mean llama-3.1-405b, llama-3.1-405b-instruct? (in fp8: add --weight-dtype fp8)" in fp8
+    assert "did you mean qwen2.5-7b? (in awq: add --weight-dtype awq)" in cli.run("kv", "qwen2.5-7b-awq").stderr
+    # review 346 #3: mxfp4 quantises routed experts only, so a dense model is not offered it (it would be refused)
+    assert "did you mean" not in cli.run("kv", "qwen3-8b-mxfp4").stderr
     assert "did you mean llama-3-8b, meta-llama-3-8b?" in cli.run("kv", "llama-3-8b-bf16").stderr
     assert "did you mean deepseek-v3.2-exp?" in cli.run("kv", "deepseek-v3.2-ex").stderr
     assert "did you mean gpt-oss-20b?" in cli.run("kv", "gpt-oss-20").stderr  # gpt is no mistyped gptq

@@ -107,14 +107,15 @@ def test_json_names_the_generation(cli):
     ("engine", "generation", "rules"),
     [
         (None, "vllm-0.21", "0.33"), ("vllm@0.21", "vllm-0.21", "0.21"), ("vllm@0.28", "vllm-0.21", "0.28"),
-        ("vllm@0.99", "vllm-0.21", "0.33"), ("vllm-v1", "vllm-v1", "0.20"), ("vllm@0.10.2", "vllm-v1", "0.10.2"),
+        ("vllm@0.99", "vllm-0.21", "0.33"), ("vllm@0.34", "vllm-0.21", "0.33"), ("vllm-v1", "vllm-v1", "0.20"), ("vllm@0.10.2", "vllm-v1", "0.10.2"),
         ("vllm-v0", "vllm-v0", "0.7"), ("sglang@0.4", "sglang-0.4", "0.4.10"), ("sglang@0.4.6", "sglang-0.4", "0.4.6"),
         ("trtllm@0.8", "trtllm-cpp", None),
     ],
 )  # fmt: skip
 def test_json_names_the_release_whose_rules_priced_the_plan(cli, engine, generation, rules):
     """One generation holds releases priced differently (vLLM 0.21 and 0.28 give Llama-3-8B on an H100 two pools),
-    so the JSON names the release whose rules priced it, the newest read for a release past it (trial 344 #3); the
+    so the JSON names the release whose rules priced it, the newest whose memory rules were read (0.33) for a release
+    past it, 0.34 too, whose flags alone were read (trial 344 #3, review 346 #2); the
     pools of 0.21, 0.28 and the latest differ, which the generation alone did not say."""
     args = ("kv", "llama-3-8b", "--target", "h100", "--seq", "8k") + (() if engine is None else ("--engine", engine))
     priced = cli.json(*args)["memory"]["engine"]

@@ -218,17 +218,20 @@ def test_an_mla_models_mha_row_says_which_head_width_it_prices():
     assert "192-wide MLA query head" in mha.note
 
 
-@pytest.mark.parametrize(("preset", "n_heads", "gqa"), [("qwen2.5-7b", 28, "GQA-4"), ("llama-3.1-405b", 128, "GQA-8")])
-def test_the_gqa_a_shape_is_compared_with_is_the_one_recommend_designs(preset, n_heads, gqa):
-    """An MHA at 28 heads is compared with GQA-4, rule MHA020's count (tp 2, 4 and 8 split it), not GQA-7, the
-    divisor nearest 8 that no tp of 2, 4 or 8 splits (trial 345 #4); a model already GQA keeps its own count."""
+@pytest.mark.parametrize(
+    ("preset", "n_heads", "compared"), [("qwen2.5-7b", 28, "GQA-4"), ("llama-3.1-405b", 128, "GQA-16")]
+)
+def test_the_gqa_a_shape_is_compared_with_is_the_one_recommend_designs(preset, n_heads, compared):
+    """The same shape as MHA is compared with rule MHA020's GQA: GQA-4 at 28 heads (tp 2, 4 and 8 split it), not
+    GQA-7, the divisor nearest 8 that no tp of 2, 4 or 8 splits (trial 345 #4); GQA-16 at 128, not GQA-8 (a group of
+    16, past MHA020's 8). A model already GQA keeps its own count (the control: 405B's own GQA-8 stays its row)."""
     from mha_cli.core.variants import variant_options
 
     model = get_preset(preset)
     assert model.attention.n_heads == n_heads
-    labels = [option.label for option in variant_options(model)]
-    assert gqa in labels
+    own = f"GQA-{model.attention.n_kv_heads}"
+    assert [o.label for o in variant_options(model) if o.variant == "GQA"] == [own]
     as_mha = model.model_copy(
         update={"attention": model.attention.model_copy(update={"variant": "MHA", "n_kv_heads": n_heads})}
     )
-    assert [o.label for o in variant_options(as_mha) if o.variant == "GQA"] == ["GQA-4" if n_heads == 28 else "GQA-16"]
+    assert [o.label for o in variant_options(as_mha) if o.variant == "GQA"] == [compared]

@@ -70,3 +70,9 @@ def test_a_profile_of_another_device_is_said_on_stderr_as_it_runs(cli):
     said = "profile h100-sxm-prior was measured on NVIDIA H100 SXM5 80GB, not NVIDIA A100 80GB SXM4: its rates stand in"
     assert other.exit_code == 0 and other.stderr.strip() == said
     assert cli.run(*args, "--profile", "a100-80gb-prior").stderr == ""
+    # review 346 #5: kv and recommend price latency on --profile too, and say it among their warnings
+    kv = cli.json("kv", "llama-3-8b", "--target", "a100-80gb", "--profile", "h100-sxm-prior")
+    assert said in kv["warnings"]
+    assert said not in cli.json("kv", "llama-3-8b", "--target", "a100-80gb", "--profile", "a100-80gb-prior")["warnings"]
+    designed = cli.json("recommend", "--params", "8B", "--target", "a100-80gb", "--profile", "h100-sxm-prior")
+    assert said in designed["warnings"]

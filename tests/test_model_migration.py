@@ -26,9 +26,14 @@ def test_a_schema_1_file_reads_as_the_model_its_command_writes_today(name):
     new = parse_config(read_mapping(OUTPUTS / f"{name}.yaml"), name)
     assert old.schema_version == 1 and new.schema_version == 2
     # recommend writes the context a design is for (its RoPE table's length) since version 1's files were kept,
-    # and its RoPE base (MHA042: 500,000; version 1's left RoPE at its 10,000 default)
+    # and its RoPE base (MHA042: 500,000 to 16K tokens, 10,000,000 at 128K for head_dim 128; version 1's left RoPE at
+    # its 10,000 default)
     assert old.model.context_length is None and new.model.context_length == new.deployment.seq_len
-    assert old.model.attention.rope is None and new.model.attention.rope.theta == 500_000
+    from mha_cli.core.recommend.rope_base import rope_base
+
+    theta = rope_base(new.deployment.seq_len, new.model.attention.head_dim).theta
+    assert old.model.attention.rope is None and new.model.attention.rope.theta == theta
+    assert theta == (10_000_000 if name == "70b-128k-8xh100" else 500_000)
     then = {"context_length": new.model.context_length, "attention": new.model.attention}
     assert old.model.attention.model_copy(update={"rope": new.model.attention.rope}) == new.model.attention
     assert old.model.model_copy(update=then) == new.model

@@ -297,6 +297,7 @@ def test_training_priority_at_8_heads_gives_its_own_reason():
     assert (trained.model.variant, trained.model.n_heads) == ("MHA", 8) and balanced.model.variant == "GQA"
     finding = next(f for f in trained.trace if f.id == "MHA021")
     assert finding.message == "MHA: priority training at short context: quality first"
+    assert trained.variant_reason.startswith("MHA (priority training at short context keeps the reference quality)")
 
 
 def test_training_priority_above_16_heads_says_what_it_did():

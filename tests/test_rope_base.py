@@ -45,6 +45,9 @@ def test_a_context_takes_the_row_at_or_above_it():
     assert rope_base(8192, 128).theta == 500_000 and rope_base(8193, 128) == (500_000, 16384, False)
     assert rope_base(32768, 128).theta == 2_000_000 and rope_base(100_000, 128).row_tokens == 131072
     assert rope_base(1 << 20, 128).theta == 1e9 and rope_base(1 << 25, 128) == (1e11, 1 << 24, True)
+    # a width between rows takes the narrower row, whose base is the larger (review 346 #9); below every row, 32's
+    assert rope_base(32768, 96) == rope_base(32768, 64) and rope_base(32768, 16) == rope_base(32768, 32)
+    assert rope_base(32768, 256) == rope_base(32768, 128)
 
 
 @pytest.mark.parametrize(("seq", "theta"), [("8k", 500_000), ("32k", 2_000_000), ("128k", 10_000_000), ("1M", 1e9)])

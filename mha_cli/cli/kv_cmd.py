@@ -147,13 +147,19 @@ R = TypeVar("R", bound="KvReport | RecommendResult")
 def with_profile(result: R, model: "ModelSpec", deployment: "DeploymentSpec", profile: str) -> R:
     """``result`` with its latency on ``--profile`` instead of the target's prior (kv and recommend)."""
     from mha_cli.core.cost.latency import latency_or_none
-    from mha_cli.core.cost.store import load_profile
+    from mha_cli.core.cost.store import load_profile, profile_stand_in
 
     generation = deployment.engine_generation if deployment.engine is not None else None  # as engine_prior's
     chosen = load_profile(profile, deployment.weight_dtype, release=deployment.engine_version, generation=generation)
     if result.memory is None:
         raise BadInputError("--profile prices the latency on a target: add --target")
-    return result.model_copy(update={"latency": latency_or_none(model, result.memory, deployment, chosen)})
+    stand_in = profile_stand_in(
+        chosen, result.memory.target_id, result.memory.target_name
+    )  # among the warnings, as plan says it (review 346 #5)
+    return result.model_copy(update={
+        "latency": latency_or_none(model, result.memory, deployment, chosen),
+        "warnings": [*result.warnings, *([stand_in] if stand_in else [])],
+    })  # fmt: skip
 
 
 def render_kv_report(console: "Console", report: KvReport) -> None:

@@ -386,7 +386,7 @@ def plan(
     """
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
-    from mha_cli.core.cost.store import load_profile
+    from mha_cli.core.cost.store import load_profile, profile_stand_in
     from mha_cli.core.targets import resolve_target
 
     _count(isl, "isl", MAX_TOKENS), _count(osl, "osl", MAX_TOKENS)
@@ -558,13 +558,8 @@ def plan(
             else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
-    stand_in = None
-    if device.id == "cpu":
-        if chosen.device != "cpu":
-            stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not this CPU: its rates stand in"
-    elif chosen.target_id not in (None, device.id) or chosen.device != "cuda":
-        stand_in = f"profile {chosen.name} was measured on {chosen.device_name}, not {device.name}: its rates stand in"
-    elif chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
+    stand_in = profile_stand_in(chosen, device.id, device.name)
+    if stand_in is None and device.id != "cpu" and chosen.kind == "prior" and device.vendor not in ("NVIDIA", "AMD"):
         stand_in = f"the priors were fitted on NVIDIA and AMD GPUs: on a {device.vendor} device they are a sketch"
     if stand_in and profile is not None:  # a profile named for another device: said as it runs (trial 343 #6)
         output.notice(stand_in)

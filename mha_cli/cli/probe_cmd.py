@@ -48,7 +48,11 @@ def probe(
     heads: Annotated[int, typer.Option("--heads", help="Query heads.")] = 4,
     kv_heads: Annotated[
         int | None,
-        typer.Option("--kv-heads", help="Key/value heads (default: from --variant, else --heads)."),
+        typer.Option(
+            "--kv-heads",
+            help="Key/value heads (default: from --variant, GQA at rule MHA020's count: 2 for 4 heads, 4 for 8 or 28, 8 for 32-64;"
+            " else --heads).",
+        ),
     ] = None,
     variant: Annotated[
         str | None, typer.Option("--variant", help="MHA, GQA, MQA or MLA (default: from the head counts).")

@@ -129,13 +129,17 @@ def ways_out(
         # --tp too when the plan's tp was set apart from the device count, or the new target would not change it.
         tp_flag = f" --tp {devices}" if plan.tp != plan.n_devices else ""
         more_devices = f"--target {devices}x{target.target.id}{tp_flag} (tensor parallel over {devices} devices)"
-    spread = None if keeps_ranks else replicas_that_fit(model, target, deployment)
+    # replicas where the cache is what is short (review 346 #1: with the weights short, 168 x H200 as tp 24 replicas
+    # hid the pairs of lighter formats on the 8 at hand)
+    spread = None if keeps_ranks or not plan.weights_fit else replicas_that_fit(model, target, deployment)
+    replicas = None
     if spread is not None and (devices is None or spread[0] < devices):
         n_devices, tp = spread
-        more_devices = (
+        replicas = (
             f"--target {n_devices}x{target.target.id} --tp {tp} ({n_devices // tp} replicas of tensor parallel {tp},"
             " each serving its share of the batch)"
         )
+        more_devices = None  # the replicas hold the batch on fewer devices than a wider group
     if not plan.weights_fit:
         ways += [more_devices] if more_devices else []
         knob = _engine_knob_that_fits(model, target, deployment, plan, kv)  # a share set low: raising it suffices
@@ -192,6 +196,8 @@ def ways_out(
     seq = _longest_context_that_fits(model, target, deployment, plan)
     if 0 < seq < kv.seq_len:
         ways.append(f"--seq {seq} (the context this batch fits)")
+    if replicas:  # the most devices, so last: after the changes on the devices at hand and a shorter context
+        ways.append(replicas)
     return ways or [_last_way(model, target, deployment, plan, total_params)]
 
 

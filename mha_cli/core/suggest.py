@@ -52,7 +52,7 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     formats = sorted(_format_words(word) - set().union(*(_checkpoint_words(name) for name in of_family or same)))
     if offered == otherwise or not formats:
         return offered
-    return f"{offered.removesuffix('?')} with --weight-dtype {formats[0]}?"
+    return f"{offered} (in {formats[0]}: add --weight-dtype {formats[0]})"
 
 
 _CHECKPOINT_WORDS = frozenset({"thinking", "exp", "preview", "awq", "gptq", "bnb", "gguf", "w4a16", "w8a8", "w4a8"})
@@ -72,8 +72,9 @@ def _checkpoint_words(name: str) -> set[str]:
     return {word for word in words if word in _CHECKPOINT_WORDS or _QUANTISED.fullmatch(word)}
 
 
-WEIGHT_DTYPE_WORDS = frozenset({"fp8", "int4", "int8", "nvfp4", "mxfp4", "awq", "gptq"})
-"""The checkpoint words ``--weight-dtype`` takes as they are spelt (gptq: as ``gptq-int4``) (``tests/test_chip_names.py`` checks each against
+WEIGHT_DTYPE_WORDS = frozenset({"fp8", "int4", "int8", "nvfp4", "awq", "gptq"})
+"""The checkpoint words ``--weight-dtype`` takes as they are spelt (gptq: as ``gptq-int4``) on every model (not
+mxfp4, which quantises routed experts only: review 346 #3) (``tests/test_chip_names.py`` checks each against
 ``core.weight_formats``, which imports this module)."""
 
 

@@ -137,6 +137,22 @@ def cpu_profile() -> DeviceProfile:
     return profile
 
 
+def profile_stand_in(profile: DeviceProfile, device_id: str, device_name: str) -> str | None:
+    """The line saying ``profile`` was measured on another device than the one priced (``device_id``; ``cpu``: this
+    machine), whose rates then stand in; None where it is that device's (plan, kv and recommend say it alike)."""
+    if device_id == "cpu":
+        here = "this CPU"
+        other = profile.device != "cpu"
+    else:
+        here = device_name
+        other = profile.target_id not in (None, device_id) or profile.device != "cuda"
+    return (
+        f"profile {profile.name} was measured on {profile.device_name}, not {here}: its rates stand in"
+        if other
+        else None
+    )
+
+
 def load_profile(
     spec: str, weight_dtype: str = "bf16", release: str | None = None, generation: str | None = None
 ) -> DeviceProfile:

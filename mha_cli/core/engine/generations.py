@@ -224,7 +224,7 @@ def generation_of(engine_text: str | None) -> Generation:
             refuse_release_past_its_series(engine, typed_release(text) or version_text)
             return generation
     raise BadInputError(
-        f"{engine} {version_text.strip().removeprefix('v')} is outside every generation modelled ({ranges(engine)}):"
+        f"{engine} {version_text.strip().lstrip('vV')} is outside every generation modelled ({ranges(engine)}):"
         f" give a version in one of them, or --engine {engine} for the latest"
     )
 

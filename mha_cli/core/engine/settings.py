@@ -123,16 +123,17 @@ def rules_release(settings: EngineSettings) -> str | None:
     release whose rules were read (``core.engine.releases_read.NEWEST_READ``), else the generation's last
     (``vllm-v1``: 0.20; ``sglang-0.4``: 0.4.10), else that newest read (vLLM 0.33, SGLang's newest); None for
     TensorRT-LLM, whose rules are its generation's, not dated by release."""
-    from mha_cli.core.engine.releases_read import NEWEST_READ, past_newest_read
+    from mha_cli.core.engine.releases_read import NEWEST_READ
 
     typed, engine = settings.engine_version, settings.engine
     if engine == "sglang":
         return ".".join(map(str, running_release(typed, settings.generation)))
     if engine != "vllm":
         return None
+    rules = NEWEST_READ[engine].rules  # 0.33: a later release (0.34 too, whose flags were read) takes its rules
     if typed is not None:
-        return NEWEST_READ[engine].rules if past_newest_read(engine, typed) is not None else typed
-    return NEWEST_READ[engine].rules if settings.release is None else ".".join(map(str, settings.release))
+        return rules if release_key(typed)[:2] > release_key(rules)[:2] else typed
+    return rules if settings.release is None else ".".join(map(str, settings.release))
 
 
 def release_in_force(deployment: DeploymentSpec) -> Version | None:

@@ -451,8 +451,8 @@ RULES: tuple[Rule, ...] = (
         action="Never chosen by default; when asked for with --variant MHA it is kept only with its KV cost priced "
         "and GQA/MLA offered beside it; check reports it, exit 1, unless the file records the request (the note "
         f"`{EXPLICIT_VARIANT_NOTE}MHA` that recommend --variant MHA --out writes): then a warning, priced the same.",
-        rationale="The MHA cache grows with n_heads x context; at long context it dwarfs the weights, while GQA-8 "
-        "costs a fraction of it at near-MHA quality.",
+        rationale="The MHA cache grows with n_heads x context; at long context it dwarfs the weights, while GQA at "
+        "MHA020's count (the one the finding prices) costs a fraction of it at near-MHA quality.",
         reference="Llama 3.1 70B (128K context, GQA 64 / 8); Ainslie et al. 2023.",
     ),
     Rule(
@@ -495,7 +495,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA060", name="kv-larger-than-weights", topic="lint", severity="warning", scope="check",
         condition="One sequence's KV cache at the stated context is larger than the weights.",
-        action="Warn, with the ratio and the cache of GQA-8 / MLA at the same shape.",
+        action="Warn, with the ratio and the cache of MHA020's GQA (GQA-8 for 32-64 heads, GQA-4 for 28) and MLA "
+        "at the same shape.",
         rationale="Serving such a design is bound by its cache: every sequence costs more memory than the model.",
         reference="Pope et al. 2022; DeepSeek-V2 2024.",
     ),
