@@ -61,6 +61,11 @@ def refuse_release_without_model(
     release = release_priced(engine, typed, generation_id)
     names = designed_as(model) if designed else served_as(model)
     found = support(engine, release, names) if release is not None else None
+    if found is None and engine == "trtllm" and typed is not None and names:  # trial 344 #1: trtllm@0.8 priced
+        output.notice(  # gpt-oss as starting, unsaid; no release's model support is read for TensorRT-LLM
+            f"TensorRT-LLM {typed}: which models a release loads is not read by mha (no registry of its releases is"
+            f" at hand), so that it loads {names[0]} is assumed: check the release's supported-models list"
+        )
     if found is None:
         from mha_cli.core.engine.rope_served import rope_refusal
 

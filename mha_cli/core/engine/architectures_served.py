@@ -32,7 +32,8 @@ releases read that lack it (vLLM drops some: ``_PREVIOUSLY_SUPPORTED_MODELS``). 
 The release checked is the one the plan prices (``release_priced``): the release typed, else the newest release
 read of the generation named (``--engine vllm``: the newest release read, ``vllm-v1``: 0.20.2); without
 ``--engine``, vLLM's newest (``cli.release_notice``: a notice there, not a refusal). TensorRT-LLM is not checked: its
-PyTorch backend's registry (``register_auto_model``) is not read. Pure Python.
+PyTorch backend's registry (``register_auto_model``) is not read, and a release typed (``trtllm@0.8``) gets a notice
+saying which architecture is assumed loaded. Pure Python.
 """
 
 from __future__ import annotations
