@@ -56,4 +56,8 @@ def test_a_vllm_line_beside_another_engines_plan_says_it_is_not_priced(cli):
             f"the vllm line is not priced: it starts this layout with the requests {name} was priced at"
             in (found["launch_note"])
         )
+        said = (
+            "the prefill chunk plus one decode token a request, as vLLM's one budget takes both" in found["launch_note"]
+        )
+        assert said == (engine == "sglang")  # trial 344 #5: the budget SGLang's line gives vLLM's, said how
     assert "the vllm line is not priced" not in (cli.json(*args, "vllm")["launch_note"] or "")

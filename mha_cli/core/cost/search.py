@@ -751,11 +751,15 @@ def launch_commands(
     pool = pool._replace(notes=[*pool.notes, *format_notes(deployment, list(lines))])
     if engine.name != "vllm" and "vllm" in lines:  # trial 339 #5: pasted as if it were the deployment priced
         priced_name = {"sglang": "SGLang", "trtllm": "TensorRT-LLM"}[engine.name]
+        budget = (  # trial 344 #5: SGLang's 8,192-token chunk written as vLLM's 12,288 at 4,096 requests, unsaid
+            "its step budget: the prefill chunk plus one decode token a request, as vLLM's one budget takes both"
+            if engine.name == "sglang" else "its step budget"
+        )  # fmt: skip
         pool = pool._replace(
             notes=[
                 *pool.notes,
                 f"the vllm line is not priced: it starts this layout with the requests {priced_name} was priced at"
-                " (and its step budget), in a pool vLLM sizes by its own rules (--engine vllm prices it)",
+                f" (and {budget}), in a pool vLLM sizes by its own rules (--engine vllm prices it)",
             ]
         )
     notes: list[str] = []
