@@ -533,3 +533,12 @@ def test_past_the_prefill_pools_capacity_the_decode_pool_sees_what_it_passes_on(
         assert split["served_by"] == "prefill" and split["served_rps"] == pytest.approx(10.24, abs=0.01)
         itl.append(split["itl_ms"])
     assert itl[0] == itl[1] < 15.0
+
+
+def test_the_disaggregated_json_names_the_release_typed(cli):
+    """Trial 347 #4: a plan's JSON carried ``engine_release`` when a release was typed, --disaggregated's did not,
+    though its lines are that release's (0.10.2's VLLM_ALL2ALL_BACKEND); untyped, none (the control)."""
+    args = ("plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form", "--isl", "4096", "--osl",
+            "256", "--ttft-ms", "2000", "--itl-ms", "60")  # fmt: skip
+    assert cli.json(*args, "--engine", "vllm@0.10.2")["engine_release"] == "0.10.2"
+    assert "engine_release" not in cli.json(*args)

@@ -61,3 +61,18 @@ def test_a_vllm_line_beside_another_engines_plan_says_it_is_not_priced(cli):
         )
         assert said == (engine == "sglang")  # trial 344 #5: the budget SGLang's line gives vLLM's, said how
     assert "the vllm line is not priced" not in (cli.json(*args, "vllm")["launch_note"] or "")
+
+
+def test_a_vllm_line_vllm_would_not_start_is_left_out_beside_another_engines_plan(cli):
+    """Trial 347 #1: priced on SGLang 0.4.6, Llama-3.1-70B in fp8 at tp 1 over 8 x H100 (72.7 GB of weights a GPU)
+    got a vllm line said to start, where vLLM at its 0.9 default has 71.3 GB: `--engine vllm` refuses that layout.
+    The line is left out, its note quoting vLLM's error; the control: the 8B's vllm line beside SGLang is kept."""
+    args = ("plan", "--target", "8xh100", "--isl", "2048", "--osl", "256", "--ttft-ms", "1000", "--itl-ms", "40")
+    big = cli.json(args[0], "llama-3.1-70b", *args[1:], "--engine", "sglang@0.4.6", "--kv-dtype", "fp8",
+                   "--weight-dtype", "fp8")  # fmt: skip
+    pick = big["candidates"][big["chosen"]]["deployment"]
+    assert (pick["tp"], pick["replicas"]) == (1, 8)
+    assert set(big["launch"]) == {"sglang"}
+    assert "vllm: no line: vLLM would not start this layout (ValueError: No available memory" in big["launch_note"]
+    small = cli.json(args[0], "llama-3.1-8b", *args[1:], "--engine", "sglang")
+    assert "vllm" in small["launch"] and "vLLM would not start" not in (small["launch_note"] or "")

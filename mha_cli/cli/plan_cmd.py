@@ -585,6 +585,7 @@ def plan(
         )  # fmt: skip
         if stand_in:
             found.notes.append(stand_in)
+        found.engine_release = deployment.engine_version
         output.emit(found, render_disaggregated)
         if fail_if_misses and found.chosen is None:
             raise typer.Exit(code=EXIT_CHECK_FAILED)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field
 
@@ -198,6 +198,9 @@ class DisaggregatedPlan(Record):
     launch: dict[str, str] = Field(default_factory=dict)
     """The pick's launch lines: ``vllm`` (every worker and the proxy) and ``sglang`` (every worker and the router)."""
     launch_note: str | None = None
+    engine_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The engine release typed (``--engine vllm@0.10.2``), whose flags the launch lines take, as a plan's; absent
+    when none was typed (trial 347 #4)."""
     notes: list[str] = Field(default_factory=empty_list)
 
 

@@ -727,6 +727,10 @@ def launch_commands(
         assert ep_size is not None
         lines["sglang"] += ["--ep-num-redundant-experts", str(redundant_experts(model, ep_size))]
         pool = pool._replace(notes=[*pool.notes, redundant_note(model, ep_size)])
+    if engine.name != "vllm" and "vllm" in lines and "vllm" not in unloadable:
+        stops = _vllm_would_not_start(model, plan, deployment, seqs["vllm"], int(vllm_budget))
+        if stops is not None:  # trial 347 #1: the line was written, and said to start, where vLLM stops
+            unloadable["vllm"] = stops
     lines = {name: words for name, words in lines.items() if name not in unloadable}
     from mha_cli.core.links import host_devices
 
@@ -789,6 +793,35 @@ def launch_commands(
     notes += notes_for(pool.notes, list(fitted))
     notes += [f"{name}: no line: {why}" for name, why in unloadable.items()]
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
+
+
+def _vllm_would_not_start(
+    model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_num_seqs: int, budget: int
+) -> str | None:
+    """Why the latest vLLM would not start the vllm line written beside another engine's plan (its memory plan at the
+    line's layout, caps and budget, vLLM's default utilisation), in its own words; None where it starts, or where the
+    line's layout is not one this check prices the same (an MoE model, pipeline stages: not checked)."""
+    from mha_cli.core.kv import footprint_for
+    from mha_cli.core.memory import plan_memory
+    from mha_cli.core.targets import resolve_target
+
+    d = plan.deployment
+    if model.block.moe is not None or d.pp > 1:
+        return None
+    line = deployment.model_copy(
+        update={"engine": "vllm", "engine_generation": None, "engine_version": None, "tp": d.tp, "dp": None,
+                "gpu_memory_utilization": None, "max_num_seqs": max_num_seqs, "max_num_batched_tokens": budget},
+    )  # fmt: skip
+    try:
+        memory = plan_memory(
+            resolve_target(f"{d.gpus}x{plan.target_id}"), model=model, weight_dtype=line.weight_dtype,
+            kv=footprint_for(model, line, d.tp), deployment=line,
+        )  # fmt: skip
+    except MhaError:
+        return None
+    if memory.engine.starts or memory.engine.refused_outright:  # a KV format vLLM lacks: the format notes say it
+        return None
+    return f"vLLM would not start this layout ({memory.engine.refusal}; --engine vllm prices it)"
 
 
 def _sglang_straddle(model: ModelSpec, deployment: DeploymentSpec, d: Deployment) -> str | None:
