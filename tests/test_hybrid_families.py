@@ -335,6 +335,30 @@ def test_a_nemotron_h_pattern_of_other_letters_is_refused():
                           "hybrid_override_pattern": "M-X*"})  # fmt: skip
 
 
+def test_nemotron_h_block_names_before_transformers_5_read_as_transformers_remaps_them():
+    """Trial 348 #6: ``layers_block_type`` with "mamba" and "attention" (configs before transformers 5) was refused,
+    where transformers' ``remap_legacy_layer_types`` builds the same model as the pattern: the same figures now, and
+    transformers' own config lists the same blocks; a name neither knows is still refused (the control)."""
+    from transformers import NemotronHConfig
+
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.kv import kv_footprint
+
+    base = {"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "mamba_num_heads": 8, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+            "intermediate_size": 128, "vocab_size": 128}  # fmt: skip
+    legacy = ["mamba", "mlp", "attention", "mlp"]
+    by_pattern = import_hf_config({**base, "hybrid_override_pattern": "M-*-", "num_hidden_layers": 4}).model
+    by_names = import_hf_config({**base, "layers_block_type": legacy}).model
+    assert NemotronHConfig(
+        **{k: v for k, v in base.items() if k != "model_type"}, layers_block_type=legacy
+    ).layer_types == ["linear_attention", "mlp", "full_attention", "mlp"]
+    assert count_params(by_names).total == count_params(by_pattern).total
+    assert kv_footprint(by_names, seq_len=64).total_bytes == kv_footprint(by_pattern, seq_len=64).total_bytes
+    with pytest.raises(BadInputError, match="layers_block_type must list"):
+        import_hf_config({**base, "layers_block_type": ["mamba", "mlp", "conv", "mlp"]})
+
+
 def _lfm2(**fields):
     from transformers import Lfm2Config
 

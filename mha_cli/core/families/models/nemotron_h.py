@@ -41,6 +41,11 @@ CLASS_DEFAULTS = {
 the view gives it)."""
 
 
+LEGACY_BLOCKS = {"mamba": "linear_attention", "attention": "full_attention"}
+"""``layers_block_type`` names of configs written before transformers 5, which its ``remap_legacy_layer_types``
+(configuration_utils.py, 5.25) maps to today's (trial 348 #6: refused here while transformers built the same model)."""
+
+
 def _blocks(config: dict[str, Any], origin: str) -> list[str]:
     blocks = config.get("layers_block_type")
     if blocks is None and config.get("hybrid_override_pattern") is not None:
@@ -64,6 +69,8 @@ def _blocks(config: dict[str, Any], origin: str) -> list[str]:
                 " a default pattern of its own, so mha does not guess: give the pattern"
             )
         blocks = DEFAULT_BLOCKS
+    if isinstance(blocks, list):  # the names before transformers 5 (mamba, attention), as its config remaps them
+        blocks = [LEGACY_BLOCKS.get(block, block) if isinstance(block, str) else block for block in blocks]
     if not isinstance(blocks, list) or set(map(str, blocks)) - set(BLOCKS.values()):
         raise BadInputError(f"{origin}: layers_block_type must list {', '.join(sorted(BLOCKS.values()))} blocks")
     return blocks
