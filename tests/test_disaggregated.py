@@ -542,3 +542,9 @@ def test_the_disaggregated_json_names_the_release_typed(cli):
             "256", "--ttft-ms", "2000", "--itl-ms", "60")  # fmt: skip
     assert cli.json(*args, "--engine", "vllm@0.10.2")["engine_release"] == "0.10.2"
     assert "engine_release" not in cli.json(*args)
+    past = cli.json(*args, "--engine", "vllm@0.99")  # review 349 #4: and the releases that priced it, as a plan's
+    assert (past["engine_release"], past["priced_as_release"], past["priced_rules_release"]) == (
+        "0.99",
+        "0.34.0",
+        "0.33",
+    )

@@ -357,6 +357,12 @@ def test_nemotron_h_block_names_before_transformers_5_read_as_transformers_remap
     assert kv_footprint(by_names, seq_len=64).total_bytes == kv_footprint(by_pattern, seq_len=64).total_bytes
     with pytest.raises(BadInputError, match="layers_block_type must list"):
         import_hf_config({**base, "layers_block_type": ["mamba", "mlp", "conv", "mlp"]})
+    # review 349 #5: both fields, agreeing, read alike; disagreeing, refused (transformers takes the list, an older
+    # vLLM the pattern)
+    both = import_hf_config({**base, "layers_block_type": legacy, "hybrid_override_pattern": "M-*-"}).model
+    assert count_params(both).total == count_params(by_pattern).total
+    with pytest.raises(BadInputError, match="list different blocks"):
+        import_hf_config({**base, "layers_block_type": legacy, "hybrid_override_pattern": "M-M-M-"})
 
 
 def _lfm2(**fields):

@@ -73,6 +73,11 @@ def test_a_vllm_line_vllm_would_not_start_is_left_out_beside_another_engines_pla
     pick = big["candidates"][big["chosen"]]["deployment"]
     assert (pick["tp"], pick["replicas"]) == (1, 8)
     assert set(big["launch"]) == {"sglang"}
-    assert "vllm: no line: vLLM would not start this layout (ValueError: No available memory" in big["launch_note"]
+    assert "vllm: no line: vLLM would not start it as written (--max-model-len 2304," in big["launch_note"]
+    assert "utilisation 0.9: ValueError: No available memory" in big["launch_note"]
     small = cli.json(args[0], "llama-3.1-8b", *args[1:], "--engine", "sglang")
     assert "vllm" in small["launch"] and "vLLM would not start" not in (small["launch_note"] or "")
+    # review 349 #1: the line's own --max-model-len, not the requests' length, is what vLLM must serve
+    longer = cli.json("plan", "llama-3.1-8b", "--target", "rtx-4090", "--isl", "2048", "--osl", "256", "--engine",
+                      "sglang", "--max-model-len", "131072")  # fmt: skip
+    assert set(longer["launch"]) == {"sglang"} and "(--max-model-len 131072," in longer["launch_note"]

@@ -586,6 +586,7 @@ def plan(
         if stand_in:
             found.notes.append(stand_in)
         found.engine_release = deployment.engine_version
+        found.priced_as_release, found.priced_rules_release = releases_priced(past_read)
         output.emit(found, render_disaggregated)
         if fail_if_misses and found.chosen is None:
             raise typer.Exit(code=EXIT_CHECK_FAILED)

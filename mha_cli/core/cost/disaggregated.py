@@ -201,6 +201,10 @@ class DisaggregatedPlan(Record):
     engine_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """The engine release typed (``--engine vllm@0.10.2``), whose flags the launch lines take, as a plan's; absent
     when none was typed (trial 347 #4)."""
+    priced_as_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """As a plan's: the newest release read where the one typed is later (review 349 #4)."""
+    priced_rules_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """As a plan's: the release whose memory and step rules priced it, beside ``priced_as_release``."""
     notes: list[str] = Field(default_factory=empty_list)
 
 

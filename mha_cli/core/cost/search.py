@@ -728,7 +728,7 @@ def launch_commands(
         lines["sglang"] += ["--ep-num-redundant-experts", str(redundant_experts(model, ep_size))]
         pool = pool._replace(notes=[*pool.notes, redundant_note(model, ep_size)])
     if engine.name != "vllm" and "vllm" in lines and "vllm" not in unloadable:
-        stops = _vllm_would_not_start(model, plan, deployment, seqs["vllm"], int(vllm_budget))
+        stops = _vllm_would_not_start(model, plan, deployment, seqs["vllm"], int(vllm_budget), context)
         if stops is not None:  # trial 347 #1: the line was written, and said to start, where vLLM stops
             unloadable["vllm"] = stops
     lines = {name: words for name, words in lines.items() if name not in unloadable}
@@ -796,11 +796,12 @@ def launch_commands(
 
 
 def _vllm_would_not_start(
-    model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_num_seqs: int, budget: int
+    model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_num_seqs: int, budget: int, context: int
 ) -> str | None:
-    """Why the latest vLLM would not start the vllm line written beside another engine's plan (its memory plan at the
-    line's layout, caps and budget, vLLM's default utilisation), in its own words; None where it starts, or where the
-    line's layout is not one this check prices the same (an MoE model, pipeline stages: not checked)."""
+    """Why the latest vLLM would not start the vllm line written beside another engine's plan, as written (its layout,
+    ``--max-model-len``, caps and budget, vLLM's default utilisation), in its own words; None where it starts, or where
+    the line is not one this check prices alike (an MoE model, pipeline stages), or the plan cannot be made (the line
+    is then kept unchecked)."""
     from mha_cli.core.kv import footprint_for
     from mha_cli.core.memory import plan_memory
     from mha_cli.core.targets import resolve_target
@@ -810,7 +811,8 @@ def _vllm_would_not_start(
         return None
     line = deployment.model_copy(
         update={"engine": "vllm", "engine_generation": None, "engine_version": None, "tp": d.tp, "dp": None,
-                "gpu_memory_utilization": None, "max_num_seqs": max_num_seqs, "max_num_batched_tokens": budget},
+                "gpu_memory_utilization": None, "max_num_seqs": max_num_seqs, "max_num_batched_tokens": budget,
+                "seq_len": context, "max_model_len": None},  # the engine at its context, as the plan prices it
     )  # fmt: skip
     try:
         memory = plan_memory(
@@ -821,7 +823,11 @@ def _vllm_would_not_start(
         return None
     if memory.engine.starts or memory.engine.refused_outright:  # a KV format vLLM lacks: the format notes say it
         return None
-    return f"vLLM would not start this layout ({memory.engine.refusal}; --engine vllm prices it)"
+    return (
+        f"vLLM would not start it as written (--max-model-len {context}, --max-num-seqs {max_num_seqs},"
+        f" --max-num-batched-tokens {budget}, utilisation 0.9: {memory.engine.refusal}); --engine vllm prices a vLLM"
+        " deployment with vLLM's own settings"
+    )
 
 
 def _sglang_straddle(model: ModelSpec, deployment: DeploymentSpec, d: Deployment) -> str | None:

@@ -71,6 +71,12 @@ def _blocks(config: dict[str, Any], origin: str) -> list[str]:
         blocks = DEFAULT_BLOCKS
     if isinstance(blocks, list):  # the names before transformers 5 (mamba, attention), as its config remaps them
         blocks = [LEGACY_BLOCKS.get(block, block) if isinstance(block, str) else block for block in blocks]
+        pattern = config.get("hybrid_override_pattern")
+        if isinstance(pattern, str) and not set(pattern) - set(BLOCKS) and [BLOCKS[c] for c in pattern] != blocks:
+            raise BadInputError(  # review 349 #5: the list was taken silently over a pattern saying otherwise
+                f"{origin}: layers_block_type and hybrid_override_pattern list different blocks; transformers takes"
+                " the list (with a warning) and vLLM before its own remap the pattern, so mha does not guess: keep one"
+            )
     if not isinstance(blocks, list) or set(map(str, blocks)) - set(BLOCKS.values()):
         raise BadInputError(f"{origin}: layers_block_type must list {', '.join(sorted(BLOCKS.values()))} blocks")
     return blocks
