@@ -407,7 +407,8 @@ def _check_folder(folder: Path, name: str) -> None:
 
 
 def _check_target(path: Path, where: str, force: bool) -> None:
-    """Refuse a folder, an existing file without ``force``, and anything but a regular file whether or not."""
+    """Refuse a folder, an existing regular file without ``force``, and anything else (a symlink, a FIFO, a
+    device) with or without it."""
     try:
         mode = path.lstat().st_mode
     except FileNotFoundError:
@@ -416,9 +417,8 @@ def _check_target(path: Path, where: str, force: bool) -> None:
         raise BadInputError(f"{where} is a folder: give a file name to write")
     if not force and stat.S_ISREG(mode):
         raise BadInputError(f"{where} exists: pass --force to overwrite it")
-    if not stat.S_ISREG(
-        mode
-    ):  # with or without --force (trial 343 #5: a symlink was told to pass --force, then refused)
+    # with or without --force (trial 343 #5: a symlink was told to pass --force, then refused)
+    if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
         raise BadInputError(f"{where} is {kind}: --force replaces only regular files; write somewhere else")
 

@@ -38,7 +38,7 @@ from mha_cli.core.recommend.result import (
     RecommendResult,
     TestHook,
 )
-from mha_cli.core.recommend.rope_base import RopeBase, rope_base
+from mha_cli.core.recommend.rope_base import BASE_FLOOR, RopeBase, rope_base
 from mha_cli.core.recommend.shape import build_model, head_dim_for, ideal_depth, mlp_width, vocab_for
 from mha_cli.core.recommend.tradeoff import Option, trade_off
 from mha_cli.core.recommend.width import choose_shape, node_split_warning
@@ -182,7 +182,7 @@ def _rope_base_words(model: ModelSpec, base: RopeBase | None, seq_len: int) -> s
         else f"the table's row for {seq_len:,}"
     )  # fmt: skip
     return (
-        f"{theta}: from 500,000 up, the first of 1, 2, 5 x 10^k whose {model.attention.head_dim} rotated dimensions"
+        f"{theta}: from {BASE_FLOOR:,.0f} up, the first of 1, 2, 5 x 10^k whose {model.attention.head_dim} rotated dimensions"
         f" keep attention's preference for similar keys at every distance up to {base.row_tokens:,} tokens (Men et"
         f" al. 2024), {row}"
     )

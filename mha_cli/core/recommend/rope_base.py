@@ -41,7 +41,8 @@ def rope_base(seq_len: int, rotary_dims: int) -> RopeBase:
     """MHA042's base for a design of ``seq_len`` tokens whose heads rotate all their ``rotary_dims`` dimensions (32,
     64 or 128, the widths MHA010 gives; another width takes the row below it, whose base is the larger): the table's
     row of the smallest context at or above ``seq_len`` (the last past it)."""
-    rows = [dims for dims in BASES_BY_ROTARY_DIMS if dims <= rotary_dims]  # narrower heads need larger bases: a
-    bases = BASES_BY_ROTARY_DIMS[max(rows, default=min(BASES_BY_ROTARY_DIMS))]  # width between rows takes the one below
+    # narrower heads need larger bases: a width between rows takes the row below it, one below every row the first
+    rows = [dims for dims in BASES_BY_ROTARY_DIMS if dims <= rotary_dims]
+    bases = BASES_BY_ROTARY_DIMS[max(rows, default=min(BASES_BY_ROTARY_DIMS))]
     at = next((i for i, context in enumerate(CONTEXTS) if context >= seq_len), len(CONTEXTS) - 1)
     return RopeBase(bases[at], CONTEXTS[at], seq_len > CONTEXTS[-1])
