@@ -48,7 +48,8 @@ def rendered(rows: list, warnings: list[str], *, width: int) -> str:
 
     result = BenchResult(
         device="cpu", device_name="cpu", torch_version="x", dtype="fp32", seq_len=16, batch=1, d_model=32, n_heads=4,
-        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, rows=rows, warnings=warnings,
+        head_dim=8, gqa_kv_heads=2, mla_kv_lora_rank=32, mla_rope_dim=4, warmup=1, reps=5, cpu_threads=2, rows=rows,
+        warnings=warnings,
     )  # fmt: skip
     console = Console(record=True, width=width)
     render_bench(console, result)
@@ -96,10 +97,48 @@ def test_a_speedup_beyond_what_its_bytes_allow_is_flagged() -> None:
     warnings = noise_warnings(rows, reps=5)
     assert warnings == [
         "beyond what the bytes allow (over 16x 1 / bytes ratio): MQA 1,000.00x reading 0.30 of MHA's bytes; MHA's"
-        " steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
+        " steps were slowed by something else (a busy machine, threads waiting for a core, swapping): rerun on an idle"
+        " machine"
     ]
     text = rendered(rows, warnings, width=100)
     assert "1,000.00x!" in text and "! warning: beyond what the bytes allow" in text and "4.77x " in text
+    assert "(fp32, torch x, 2 threads)" in text
+
+
+def test_flagged_ratios_on_several_cpu_threads_name_the_threads() -> None:
+    """Trial 350 #1: on 2 threads sharing 2 busy cores MHA took 8 ms a step, 0.18 ms on one thread; the warning
+    blamed only "a busy machine". A row both beyond its bytes and in the noise shows both marks."""
+    from mha_cli.nn.bench import Quartiles, bench_row, noise_warnings
+
+    mha = Quartiles.of([0.004, 0.008, 0.008, 0.008, 0.012])  # ms: p25 8, p75 8 (a 4 ms scheduler tick)
+    gqa = Quartiles.of([0.0001, 0.0001, 0.00015, 0.0002, 0.004])  # p25 0.1, p75 0.2: 40x low end at 0.5 the bytes
+    rows = [bench_row("MHA", 4, 64, 0, 1000, mha, mha, 1000, "flash (cpu)"),
+            bench_row("GQA-2", 2, 32, 0, 500, gqa, mha, 1000, "flash (cpu)")]  # fmt: skip
+    assert rows[1].beyond_its_bytes and rows[1].within_noise  # its IQR (0.1) is over half its median (0.15)
+    threads = noise_warnings(rows, reps=5, cpu_threads=2)[-1]
+    assert threads == (
+        "threads: torch ran each step on 2 CPU threads; where the cores are shared with other work a step waits for"
+        " its slowest thread, a scheduler tick at a time: rerun with --threads 1"
+    )
+    assert not any(w.startswith("threads") for w in noise_warnings(rows, reps=5, cpu_threads=1))
+    assert not any(w.startswith("threads") for w in noise_warnings(rows, reps=5, cpu_threads=None))  # a GPU
+    calm = [
+        rows[0],
+        bench_row(
+            "GQA-2", 2, 32, 0, 500, Quartiles.of([0.0039, 0.004, 0.004, 0.0041, 0.0042]), mha, 1000, "flash (cpu)"
+        ),
+    ]
+    assert noise_warnings(calm, reps=5, cpu_threads=2) == []  # nothing flagged: nothing to blame
+    text = rendered(rows, noise_warnings(rows, reps=5, cpu_threads=2), width=100)
+    assert "53.33x!~" in text and "\nwarning: threads: torch ran" in text
+
+
+def test_threads_are_set_for_the_bench_and_restored_after() -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    data = json.loads(runner.invoke(app, [*TINY, "--kv-heads", "2", "--reps", "1", "--threads", "1", "--json"]).stdout)
+    assert data["cpu_threads"] == 1 and torch.get_num_threads() == before
 
 
 def test_an_unknown_device_is_a_one_line_error() -> None:
@@ -121,7 +160,8 @@ TINY = ["bench", "--device", "cpu", "--seq", "16", "--d-model", "32", "--heads",
      ("--seq", "1", "--seq must be at least 2 (got 1)"),
      ("--seq", "0", "--seq: token count '0' must be positive"),  # named, as kv names it (trial 260 #6)
      ("--reps", "0", "--reps must be at least 1 (got 0)"),
-     ("--warmup", "-1", "--warmup must be at least 0 (got -1)")],
+     ("--warmup", "-1", "--warmup must be at least 0 (got -1)"),
+     ("--threads", "0", "--threads must be at least 1 (got 0)")],
 )  # fmt: skip
 def test_every_number_is_checked_before_running(option: str, value: str, message: str) -> None:
     args = [*TINY, "--kv-heads", "2"]

@@ -49,6 +49,15 @@ def bench(
     ] = None,
     warmup: Annotated[int, typer.Option("--warmup", help="Untimed steps first.")] = 3,
     reps: Annotated[int, typer.Option("--reps", help="Timed steps; the median is reported.")] = 10,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            help="CPU threads torch runs on (default: torch's own, one per core). On cores shared with other work,"
+            " 1 gives steadier times.",
+            show_default=False,
+        ),
+    ] = None,
     profile: ProfileOpt = None,
     json: JsonOpt = False,
 ) -> None:
@@ -63,7 +72,7 @@ def bench(
     check_buildable_dtype(dtype)
     validate_bench_options(
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim, gqa_kv_heads=kv_heads,
-        kv_lora_rank=kv_lora_rank, rope_dim=None, warmup=warmup, reps=reps,
+        kv_lora_rank=kv_lora_rank, rope_dim=None, warmup=warmup, reps=reps, threads=threads,
     )  # fmt: skip
     from mha_cli.cli.output import Output
 
@@ -77,7 +86,8 @@ def bench(
 
         result = run_decode_bench(
             device=device, seq_len=seq_len, batch=batch, d_model=d_model, n_heads=heads, head_dim=head_dim,
-            gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps, profile=profile,
+            gqa_kv_heads=kv_heads, kv_lora_rank=kv_lora_rank, dtype=dtype, warmup=warmup, reps=reps, threads=threads,
+            profile=profile,
             on_variant=lambda label, done: on_step(f"timing {label}", 1 + done),
         )  # fmt: skip
     Output(json).emit(result, render_bench)
@@ -104,7 +114,7 @@ def render_bench(console: Console, result: BenchResult) -> None:
 
     title = (
         f"One decode step at {result.seq_len:,} tokens x batch {result.batch} on {result.device_name}"
-        f" ({result.dtype}, torch {result.torch_version})"
+        f" ({result.dtype}, torch {result.torch_version}{threads_text(result)})"
     )
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False, show_edge=False
@@ -112,8 +122,9 @@ def render_bench(console: Console, result: BenchResult) -> None:
     for name, justify in COLUMNS:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows:
-        mark = (BEYOND_MARK if row.beyond_its_bytes else SLOWER_MARK if row.slower_reading_less
-                else NOISE_MARK if row.within_noise else "")  # fmt: skip
+        flags = ((BEYOND_MARK, row.beyond_its_bytes), (SLOWER_MARK, row.slower_reading_less),
+                 (NOISE_MARK, row.within_noise))  # fmt: skip
+        mark = "".join(sign for sign, up in flags if up)  # every flag up (trial 350 #6: ! hid ~)
         mark = f"[yellow]{mark}[/yellow]" if mark else " "
         table.add_row(
             row.label, str(row.n_kv_heads), f"{row.cache_bytes_per_token:,}", format_bytes(row.bytes_read),
@@ -134,8 +145,13 @@ def render_bench(console: Console, result: BenchResult) -> None:
     else:
         console.print(f"[dim]predicted times: {escape(result.prediction_profile)}[/dim]")
     for warning in result.warnings:
-        mark = {"beyond": BEYOND_MARK, "slower": SLOWER_MARK}.get(warning.split()[0], NOISE_MARK)
-        console.print(f"[yellow]{mark} warning: {escape(warning)}[/yellow]")
+        mark = {"beyond": BEYOND_MARK, "slower": SLOWER_MARK, "threads:": ""}.get(warning.split()[0], NOISE_MARK)
+        console.print(f"[yellow]{mark + ' ' if mark else ''}warning: {escape(warning)}[/yellow]")
+
+
+def threads_text(result: BenchResult) -> str:
+    """``, 2 threads`` on a CPU (``, 1 thread``), nothing on a GPU."""
+    return f", {counted(result.cpu_threads, 'thread')}" if result.device == "cpu" else ""
 
 
 def backends_text(result: BenchResult) -> str:

@@ -109,14 +109,16 @@ def validate_bench_options(
     rope_dim: int | None,
     warmup: int,
     reps: int,
+    threads: int | None = None,
 ) -> None:
     """Every number checked before anything is built: one ``BadInputError`` (exit 2) naming the option.
 
-    ``None`` (kv_lora_rank, rope_dim) means "use the default"; 0 is a value, and a bad one.
+    ``None`` (kv_lora_rank, rope_dim, threads) means "use the default"; 0 is a value, and a bad one.
     """
     minimum = {"--seq": (seq_len, 2), "--batch": (batch, 1), "--d-model": (d_model, 1), "--heads": (n_heads, 1),
                "--head-dim": (head_dim, 1), "--kv-heads": (gqa_kv_heads, 1), "--kv-lora-rank": (kv_lora_rank, 1),
-               "rope_dim": (rope_dim, 0), "--warmup": (warmup, 0), "--reps": (reps, 1)}  # fmt: skip
+               "rope_dim": (rope_dim, 0), "--warmup": (warmup, 0), "--reps": (reps, 1),
+               "--threads": (threads, 1)}  # fmt: skip
     for option, (value, least) in minimum.items():
         if value is not None and value < least:
             raise BadInputError(f"{option} must be at least {least} (got {value})")

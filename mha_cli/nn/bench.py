@@ -66,7 +66,7 @@ class BenchRow(Record):
     beyond_its_bytes: bool = False
     """True when even the ratio's low end is over ``IMPLAUSIBLE_BYTES_FACTOR`` times what the bytes read allow
     (1 / bytes_vs_mha): no cache level is that much faster than memory, so MHA's steps were slowed by something
-    else (a busy machine, swapping). False for the MHA row."""
+    else (a busy machine, threads waiting for a core, swapping). False for the MHA row."""
     slower_reading_less: bool = False
     """True when even the ratio's high end is under 1 (slower than MHA beyond the noise) though the row reads fewer
     bytes than MHA: the step is bound by something other than its bytes at this size (kernel launches, MLA's latent
@@ -102,6 +102,8 @@ class BenchResult(Record):
     mla_rope_dim: int
     warmup: int
     reps: int
+    cpu_threads: int
+    """Threads torch ran its CPU operators on (``--threads``, else torch's own: one per core)."""
     rows: list[BenchRow]
     prediction_profile: str = ""
     """The profile the predicted times use and how it was chosen, or why there is none."""
@@ -210,9 +212,10 @@ def bench_row(
     )  # fmt: skip
 
 
-def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
+def noise_warnings(rows: list[BenchRow], reps: int, cpu_threads: int | None = None) -> list[str]:
     """What the table cannot show: no spread with one repetition; speedups whose quartile ranges overlap MHA's;
-    speedups far beyond what the bytes read allow; variants slower than MHA though they read less."""
+    speedups far beyond what the bytes read allow; variants slower than MHA though they read less; and, when the
+    steps ran on ``cpu_threads`` > 1 CPU threads (None: not on a CPU) and any of those flags is up, the threads."""
     warnings = []
     if reps < 2:
         warnings.append("1 repetition: no spread to judge the ratios by; rerun with --reps 10 or more")
@@ -227,7 +230,8 @@ def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
     if beyond:
         warnings.append(
             f"beyond what the bytes allow (over {IMPLAUSIBLE_BYTES_FACTOR:.0f}x 1 / bytes ratio): {', '.join(beyond)};"
-            " MHA's steps were slowed by something else (a busy machine, swapping): rerun on an idle machine"
+            " MHA's steps were slowed by something else (a busy machine, threads waiting for a core, swapping):"
+            " rerun on an idle machine"
         )
     slower = _against_bytes([row for row in rows if row.slower_reading_less])
     if slower:
@@ -235,6 +239,12 @@ def noise_warnings(rows: list[BenchRow], reps: int) -> list[str]:
             f"slower than MHA though reading fewer bytes: {', '.join(slower)}; at this size the step is bound by more"
             " than its bytes (kernel launches, MLA's latent matmuls) or the machine was busy: a longer --seq or a"
             " larger --batch shows what the bytes save; rerun on an idle machine"
+        )
+    flagged = any(row.within_noise or row.beyond_its_bytes or row.slower_reading_less for row in rows)
+    if cpu_threads is not None and cpu_threads > 1 and flagged and reps >= 2:
+        warnings.append(  # trial 350 #1: 2 threads on 2 shared cores timed MHA at 8 ms, 0.18 ms with 1 thread
+            f"threads: torch ran each step on {cpu_threads} CPU threads; where the cores are shared with other work a"
+            " step waits for its slowest thread, a scheduler tick at a time: rerun with --threads 1"
         )
     return warnings
 
@@ -258,14 +268,35 @@ def run_decode_bench(
     dtype: str | None = None,
     warmup: int = 3,
     reps: int = 10,
+    threads: int | None = None,
     profile: str | None = None,
     on_variant: Callable[[str, int], None] = lambda label, done: None,
 ) -> BenchResult:
-    """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim)."""
+    """Time one decode step of each variant; MLA defaults to DeepSeek's proportions (4 x, 1/2 x head_dim). With
+    ``threads``, torch's CPU operators run on that many threads for the bench (restored after)."""
     validate_bench_options(
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim, gqa_kv_heads=gqa_kv_heads,
-        kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, warmup=warmup, reps=reps,
+        kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, warmup=warmup, reps=reps, threads=threads,
     )  # fmt: skip
+    previous_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _bench_variants(
+            device=device, seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,
+            gqa_kv_heads=gqa_kv_heads, kv_lora_rank=kv_lora_rank, rope_dim=rope_dim, dtype=dtype, warmup=warmup,
+            reps=reps, profile=profile, on_variant=on_variant,
+        )  # fmt: skip
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _bench_variants(
+    *, device: str, seq_len: int, batch: int, d_model: int, n_heads: int, head_dim: int, gqa_kv_heads: int,
+    kv_lora_rank: int | None, rope_dim: int | None, dtype: str | None, warmup: int, reps: int, profile: str | None,
+    on_variant: Callable[[str, int], None],
+) -> BenchResult:  # fmt: skip
+    """``run_decode_bench`` at the threads it set."""
     target = resolve_device(device)
     torch_dtype = resolve_cache_dtype(dtype, default=torch.bfloat16 if target.type == "cuda" else torch.float32)
     rank = 4 * head_dim if kv_lora_rank is None else kv_lora_rank
@@ -320,7 +351,8 @@ def run_decode_bench(
         torch_version=torch.__version__,
         dtype=DTYPE_NAMES[torch_dtype],
         seq_len=seq_len, batch=batch, d_model=d_model, n_heads=n_heads, head_dim=head_dim,
-        gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps, rows=rows,
+        gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps,
+        cpu_threads=torch.get_num_threads(), rows=rows,
         prediction_profile=chosen_how if chosen is None else f"{chosen.name} ({chosen.kind}): {chosen_how}",
-        warnings=noise_warnings(rows, reps),
+        warnings=noise_warnings(rows, reps, torch.get_num_threads() if target.type == "cpu" else None),
     )  # fmt: skip
