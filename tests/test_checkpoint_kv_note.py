@@ -121,3 +121,34 @@ def test_a_config_files_auto_is_left_out():
 
     spec = DeploymentSpec.model_validate({"kv_dtype": "auto", "seq_len": 1024})
     assert "kv_dtype" not in spec.model_fields_set and spec.kv_dtype == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("scheme", "message"),
+    [("fp8", "kv_cache_scheme is the string 'fp8', not an object: vLLM reads num_bits, type, strategy and symmetric"),
+     (True, "kv_cache_scheme is true, not an object"),
+     ([8], "kv_cache_scheme is a list, not an object"),
+     ({**FP8, "num_bits": 4, "strategy": "tensor_group", "group_size": 16},
+      "kv_cache_scheme (num_bits 4, type 'float', strategy 'tensor_group', symmetric True): vLLM runs only num_bits 8,"
+      " type 'float', strategy 'tensor' or 'attn_head', symmetric true, and refuses to start on another"
+      " (CompressedTensorsKVCacheMethod.validate_kv_cache_scheme, 0.33.0)"),
+     ({**FP8, "type": "int"}, "kv_cache_scheme (num_bits 8, type 'int', strategy 'tensor', symmetric True)"),
+     ({**FP8, "num_bits": "8"}, "kv_cache_scheme (num_bits '8', type 'float'"),
+     ({**FP8, "symmetric": False}, "strategy 'tensor', symmetric False): vLLM runs only"),
+     ({**FP8, "strategy": "channel"}, "strategy 'channel', symmetric True): vLLM runs only")],
+)  # fmt: skip
+def test_a_kv_scheme_vllm_refuses_to_start_with_is_refused_by_name(cli, tmp_path, scheme, message):
+    """Trial 352 #5: the string "fp8" was priced as an fp8 cache and 4-bit or int schemes as bf16 with a note; vLLM
+    builds ``CompressedTensorsKVCacheMethod`` for every attention layer and its validation refuses them all."""
+    result = cli.run("kv", write(tmp_path / "model", {**COMPRESSED, "kv_cache_scheme": scheme}))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert message in result.output
+    attn_head = {**COMPRESSED, "kv_cache_scheme": {**FP8, "strategy": "attn_head"}}  # the other strategy vLLM runs
+    assert cli.json("kv", write(tmp_path / "ok", attn_head))["bytes_per_token"] == 65536
+
+
+@pytest.mark.parametrize(("algo", "shown"), [(8, "the number 8"), ({"algo": "FP8"}, "an object")])
+def test_a_modelopt_kv_algorithm_that_is_not_a_name_is_refused(cli, tmp_path, algo, shown):
+    result = cli.run("kv", write(tmp_path / "model", {**MODELOPT, "kv_cache_quant_algo": algo}))
+    assert result.exit_code == 2
+    assert f"quantization_config kv_cache_quant_algo is {shown}, not a name such as FP8" in result.output

@@ -294,3 +294,64 @@ def test_a_tpu_has_no_sglang_line_and_refuses_sglang(cli):
             " https://docs.sglang.io/platforms/tpu.html) whose memory and launch mha does not model: use --engine vllm"
             " on tpu-v6e\n"
         )
+
+
+def quantised_llama(tmp_path, quantization_config: dict) -> str:
+    """Llama-3-8B's published config.json with ``quantization_config``, written to ``tmp_path``."""
+    import json
+
+    config = json.loads(reference_hf_config("llama-3-8b").read_text()) | {"quantization_config": quantization_config}
+    path = tmp_path / f"{quantization_config['quant_method']}.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+CT_FP8 = {
+    "quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+    "config_groups": {"group_0": {"targets": ["Linear"],
+                                  "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True},
+                                  "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                                        "dynamic": True, "symmetric": True}}},
+}  # fmt: skip
+CT_W4A16 = {
+    "quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+    "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group",
+                                                                     "group_size": 128, "symmetric": True}}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "quantization_config",
+    [CT_FP8, {"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["lm_head"]},
+     {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]}],
+)  # fmt: skip
+def test_an_fp8_checkpoint_of_another_method_gets_no_quantization_flag(cli, tmp_path, quantization_config):
+    """Trial 352 #1: vLLM reads the method from the checkpoint and refuses ``--quantization fp8`` on a
+    compressed-tensors or fbgemm one (ModelOpt's override ignores it): the lines leave the flag out, as kv refuses it."""
+    config = quantised_llama(tmp_path, quantization_config)
+    deployment = cli.json("kv", config)["deployment"]
+    assert deployment["weight_dtype"] == "fp8" and deployment["checkpoint_format"] == "fp8"
+    found = cli.json("plan", config, "--target", "h100", "--closed-form")
+    assert all("--quantization" not in line for line in found["launch"].values())
+    assert "need a checkpoint stored in" not in (found["launch_note"] or "")
+
+
+def test_fp8_asked_of_an_int4_checkpoint_gets_no_flag_and_a_note(cli, tmp_path):
+    """Trial 352 #2: ``--quantization fp8`` on a W4A16 checkpoint is refused by vLLM; the lines load it as stored."""
+    found = cli.json("plan", quantised_llama(tmp_path, CT_W4A16), "--target", "h100", "--closed-form",
+                     "--weight-dtype", "fp8")  # fmt: skip
+    assert all("--quantization" not in line for line in found["launch"].values())
+    assert (
+        "the lines load the checkpoint as stored (int4): the fp8 weights priced need a checkpoint stored in fp8"
+        " (point the lines at one)"
+    ) in found["launch_note"]
+
+
+def test_an_fbgemm_checkpoint_takes_its_own_method_and_refuses_fp8(cli, tmp_path):
+    """Trial 352 #3: ``FBGEMMFp8Config.get_name`` is ``fbgemm_fp8`` and it has no ``override_quantization_method``
+    (vLLM 0.33.0), so ``_verify_quantization`` takes ``fbgemm_fp8`` and refuses ``fp8``."""
+    config = quantised_llama(tmp_path, {"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["lm_head"]})
+    assert cli.json("kv", config, "--quantization", "fbgemm_fp8")["deployment"]["checkpoint_format"] == "fp8"
+    refused = cli.run("kv", config, "--quantization", "fp8")
+    assert refused.exit_code == 2
+    assert "--quantization fp8: the checkpoint's quantization_config says fbgemm_fp8" in refused.output

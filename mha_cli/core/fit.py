@@ -267,7 +267,7 @@ def shared_ranks_words(plan: MemoryPlan, deployment: DeploymentSpec) -> str | No
     ``enable_dp_attention``), in the form of the release priced, as the launch lines write them
     (``core.engine.launch_forms.fit_line``: SGLang's ``--dp-size 1 --attn-dp-size N`` from 0.5.22, ``--dp-size N
     --enable-dp-attention`` before)."""
-    from mha_cli.core.cost.launch_settings import kv_cache_dtype_words
+    from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, quantization_words
     from mha_cli.core.engine.flags import release_meant
     from mha_cli.core.engine.generations import BY_ID
     from mha_cli.core.engine.launch_forms import fit_line
@@ -281,8 +281,7 @@ def shared_ranks_words(plan: MemoryPlan, deployment: DeploymentSpec) -> str | No
     else:
         words = ["vllm", "serve", "--tensor-parallel-size", str(tp), "--data-parallel-size", str(ranks)]
     # the cache and on-the-fly weight formats the way depends on, as the launch lines write them (trial 326 #5)
-    if deployment.weight_dtype == "fp8" and deployment.checkpoint_format is None:
-        words += ["--quantization", "fp8"]
+    words += quantization_words(deployment)
     words += kv_cache_dtype_words(deployment, sglang=engine == "sglang")
     fitted = fit_line(engine, release_meant(BY_ID[plan.engine.generation], deployment.engine_version), words)
     run = f", run as {' '.join(fitted.words)}" if fitted.words is not None else f" ({fitted.note})"

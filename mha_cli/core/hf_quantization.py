@@ -186,9 +186,57 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     )
     shown = declared if isinstance(declared, str) else "fp8" if fp8 else "in a format mha does not read"
     compressed = str(quant.get("quant_method", "")).lower() == "compressed-tensors" and field == "kv_cache_scheme"
-    if compressed and not modelopt:  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
+    if compressed and not modelopt:
+        _refuse_kv_scheme_vllm_refuses(
+            declared, origin
+        )  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
         return DeclaredKv(field, shown, fp8, "compressed-tensors")
+    if field == "kv_cache_quant_algo" and not isinstance(declared, str):  # trial 352 #5: a number, an object
+        raise BadInputError(
+            f"{origin}: quantization_config kv_cache_quant_algo is {_shown_value(declared)}, not a name such as FP8"
+            " (ModelOpt writes the algorithm's name): correct it in a copy of the file"
+        )
     return DeclaredKv(field, shown, modelopt and fp8)
+
+
+KV_SCHEME_STRATEGIES = ("tensor", "attn_head")
+"""The ``strategy`` values of a compressed-tensors ``kv_cache_scheme`` vLLM runs (``QuantizationStrategy.TENSOR``,
+``ATTN_HEAD``: ``CompressedTensorsKVCacheMethod.validate_kv_cache_scheme``, 0.33.0)."""
+
+
+def _refuse_kv_scheme_vllm_refuses(declared: Any, origin: str) -> None:
+    """Refuse a compressed-tensors ``kv_cache_scheme`` vLLM refuses to start with (trial 352 #5: a string was
+    priced fp8, ``num_bits`` 4 or an int type priced bf16 with a note). vLLM builds ``CompressedTensorsKVCacheMethod``
+    for every attention layer, whose ``validate_kv_cache_scheme`` (0.33.0) takes only an object of ``num_bits`` 8,
+    ``type`` float, ``strategy`` tensor or attn_head, ``symmetric`` true, whatever ``--kv-cache-dtype`` says."""
+    if not isinstance(declared, dict):
+        raise BadInputError(
+            f"{origin}: quantization_config kv_cache_scheme is {_shown_value(declared)}, not an object: vLLM reads"
+            " num_bits, type, strategy and symmetric from it (CompressedTensorsKVCacheMethod): correct it in a copy"
+            ' of the file, e.g. {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": true}'
+        )
+    num_bits, kind = declared.get("num_bits"), declared.get("type")
+    strategy, symmetric = declared.get("strategy"), declared.get("symmetric")
+    runs = num_bits == 8 and not isinstance(num_bits, bool) and kind == "float" and strategy in KV_SCHEME_STRATEGIES
+    if runs and symmetric:  # vLLM: `if not is_symmetric: raise`
+        return
+    shown = ", ".join(f"{key} {declared.get(key)!r}" for key in ("num_bits", "type", "strategy", "symmetric"))
+    raise BadInputError(
+        f"{origin}: quantization_config kv_cache_scheme ({shown}): vLLM runs only num_bits 8, type 'float', strategy"
+        " 'tensor' or 'attn_head', symmetric true, and refuses to start on another"
+        " (CompressedTensorsKVCacheMethod.validate_kv_cache_scheme, 0.33.0)"
+    )
+
+
+def _shown_value(value: Any) -> str:
+    """A JSON value named by its kind: ``the string 'fp8'``, ``the number 8``, ``a list``, ``true``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else "null"
 
 
 def _named_format(method: str, quant: dict[str, Any], origin: str) -> str | None:

@@ -41,7 +41,14 @@ from mha_cli.core.cost.launch_nodes import (
     sglang_lines,
     vllm_lines,
 )
-from mha_cli.core.cost.launch_settings import NIXL_CONFIG, format_notes, kv_cache_dtype_words, notes_for, pool_words
+from mha_cli.core.cost.launch_settings import (
+    NIXL_CONFIG,
+    format_notes,
+    kv_cache_dtype_words,
+    notes_for,
+    pool_words,
+    quantization_words,
+)
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import sglang_deepep_flags
 from mha_cli.core.engine.settings import TPU_VENDOR
@@ -121,8 +128,7 @@ def _format_flags(deployment: DeploymentSpec, served: ServedModel, *, sglang: bo
             flags += ["--enable-prefix-caching" if deployment.prefix_caching else "--no-enable-prefix-caching"]
     if deployment.async_scheduling is not None and not sglang:  # as set (DeploymentSpec.async_scheduling): vLLM's
         flags += ["--async-scheduling" if deployment.async_scheduling else "--no-async-scheduling"]
-    if deployment.weight_dtype == "fp8":
-        flags += ["--quantization", "fp8"]
+    flags += quantization_words(deployment)
     flags += kv_cache_dtype_words(deployment, sglang=sglang)
     pool = pool_words(deployment, cpu=False, trtllm=False)  # the pool and block size priced (core.cost.launch_settings)
     flags += pool.sglang if sglang else pool.vllm

@@ -26,8 +26,9 @@ The step budget and the formats (``trtllm_words``, ``format_notes``):
   note says the line runs its default cache.
 - A KV format an engine does not offer (``core.engine.plan.KV_FORMATS``: int8 in vLLM and SGLang) leaves that
   engine's line on its default cache: a note.
-- A weight format asked of a checkpoint not stored in it (``DeploymentSpec.checkpoint_format``) other than fp8 (which ``--quantization fp8`` sets): the lines
-  load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it. fp8 too for the
+- A weight format asked of a checkpoint not stored in it (``DeploymentSpec.checkpoint_format``) other than fp8 of an
+  unquantised one (which ``--quantization fp8`` sets; a quantised checkpoint's method the engines read from it, and
+  they refuse another, so its lines carry no ``--quantization``): the lines load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it. fp8 too for the
   trtllm-serve line: TensorRT-LLM runs checkpoints pre-quantised by Model Optimizer and quantises none on loading
   (https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html, "Running Pre-quantized Models";
   trtllm-serve has no quantization flag, https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html).
@@ -113,6 +114,15 @@ fp8_ds_mla or plain fp8 by the release and the GPU, asked for as ``fp8`` either 
 KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV, "nvfp4"),
                    "sglang": ("bf16", "fp16", "fp32", *VLLM_FP8_KV)}  # fmt: skip
 """KV formats the vLLM and SGLang lines write (the model's dtype, or ``--kv-cache-dtype fp8``)."""
+
+
+def quantization_words(deployment: DeploymentSpec) -> list[str]:
+    """``--quantization fp8`` (vLLM's and SGLang's alike) where fp8 is asked of a checkpoint not quantised, which
+    the engine then quantises as it loads it; nothing for a quantised checkpoint, whose method the engine reads from
+    its quantization_config and would refuse another (trial 352 #1: a compressed-tensors or ModelOpt FP8 checkpoint
+    got the flag vLLM refuses, ``core.vllm_quantization.pasted_format``)."""
+    unquantised = deployment.checkpoint_format is None or deployment.checkpoint_format in STORED_AS_IS
+    return ["--quantization", "fp8"] if deployment.weight_dtype == "fp8" and unquantised else []
 
 
 def kv_cache_dtype_words(deployment: DeploymentSpec, *, sglang: bool) -> list[str]:
@@ -219,13 +229,19 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             f"the {' and '.join(in_dtype)} lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the"
             " fp32 cache priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
         )
-    asked = deployment.weight_dtype
+    asked, checkpoint = deployment.weight_dtype, deployment.checkpoint_format
     stored = (
         deployment.weight_scheme is not None
         or deployment.checkpoint_headers is not None
-        or asked == deployment.checkpoint_format  # the checkpoint's own quantization_config stores it so
+        or asked == checkpoint  # the checkpoint's own quantization_config stores it so
     )
-    if asked not in ON_THE_FLY and not stored:
+    quantised_otherwise = checkpoint is not None and checkpoint not in STORED_AS_IS and asked != checkpoint
+    if quantised_otherwise:  # trial 352 #2: no flag turns a quantised checkpoint into another format
+        notes.append(
+            f"the lines load the checkpoint as stored ({checkpoint}): the {asked} weights priced need a checkpoint"
+            f" stored in {asked} (point the lines at one)"
+        )
+    elif asked not in ON_THE_FLY and not stored:
         notes.append(
             f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"
             " (point the lines at one)"

@@ -29,7 +29,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mha_cli.core.cost.launch_nodes import STRADDLING
-from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, kv_connector_words
+from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, kv_connector_words, quantization_words
 from mha_cli.core.cost.plan import (
     STATE_SLOT_TRIALS,
     LayoutPlans,
@@ -644,9 +644,8 @@ def launch_commands(
         sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
-    if deployment.weight_dtype == "fp8":  # fp8 asked of a bf16 checkpoint (an fp8-block one says so in its config)
-        vllm += ["--quantization", "fp8"]
-        sglang += ["--quantization", "fp8"]
+    vllm += quantization_words(deployment)  # fp8 asked of a checkpoint not quantised (a quantised one says its own)
+    sglang += quantization_words(deployment)
     vllm += kv_cache_dtype_words(deployment, sglang=False)  # vLLM stores sparse MLA's fp8 as fp8_ds_mla
     vllm += kv_connector_words(deployment)
     sglang += kv_cache_dtype_words(deployment, sglang=True)
