@@ -75,6 +75,7 @@ from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.engine.vllm_rule_releases import max_concurrent_batches, paging_rules, sliding_in_flight_batches
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
@@ -757,10 +758,19 @@ def price(log: dict[str, Any]) -> Priced:
             return plan.kv_tokens / reported - 1
         return plan.available_kv_bytes / (log["available_kv_gib"] * GIB) - 1
 
+    def other(generation_id: str) -> str:
+        """The control cell of one other generation: its error, or that its releases do not run on the log's GPU
+        (``core.engine.blackwell_releases``: vLLM V0's wheels hold no Blackwell kernels)."""
+        try:
+            return f"{generation_id} {error_of(whole_plan(log, generation_id)):+.1%}"
+        except BadInputError as refused:
+            if "does not run on" not in refused.message:
+                raise
+            return f"{generation_id} does not run on this GPU"
+
     plan = whole_plan(log)
     others = ", ".join(
-        f"{g.id} {error_of(whole_plan(log, g.id)):+.1%}"
-        for g in BY_ID.values() if g.engine == log["engine"] and g.id != log["generation"]
+        other(g.id) for g in BY_ID.values() if g.engine == log["engine"] and g.id != log["generation"]
     )  # fmt: skip
     return Priced(log, hit, cell, plan.kv_tokens, error_of(plan), "tokens" if reported else "KV memory", others)
 

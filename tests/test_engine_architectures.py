@@ -95,14 +95,14 @@ def test_trtllm_is_not_checked():
 def test_a_trtllm_release_typed_says_its_model_support_is_unchecked(cli):
     """Trial 344 #1: --engine trtllm@0.8 priced gpt-oss-120b as starting with nothing said; its registry not read,
     the release typed gets a notice naming the architecture assumed. The control: the latest, not typed, says none."""
-    typed = cli.run("kv", "gpt-oss-120b", "--target", "gb300", "--engine", "trtllm@0.8", "--json")
+    typed = cli.run("kv", "gpt-oss-120b", "--target", "h100", "--engine", "trtllm@0.8", "--json")
     assert typed.exit_code == 0 and typed.stderr.startswith(
         "TensorRT-LLM 0.8: which models a release loads is not read by mha"
     )
     assert "so that it loads GptOssForCausalLM is assumed" in typed.stderr
     assert (
         "which models a release loads"
-        not in cli.run("kv", "gpt-oss-120b", "--target", "gb300", "--engine", "trtllm").stderr
+        not in cli.run("kv", "gpt-oss-120b", "--target", "h100", "--engine", "trtllm").stderr
     )
 
 

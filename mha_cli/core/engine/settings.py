@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import Field
 
 from mha_cli.core.byte_units import GIB, MIB
+from mha_cli.core.engine.blackwell_releases import check_release_runs_on
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
@@ -140,6 +141,11 @@ def release_in_force(deployment: DeploymentSpec) -> Version | None:
     """The vLLM release whose rules ``deployment`` is priced by (``_release_in_force``; None: the latest)."""
     return _release_in_force(generation_of(deployment.engine_generation or deployment.engine or "vllm"),
                              deployment.engine_version)  # fmt: skip
+
+
+def _shown_release(chosen: Generation, typed: str | None) -> str:
+    """The engine as ``--engine`` named it: ``vllm@0.8`` as typed, else the generation (``vllm-v0``)."""
+    return f"{chosen.engine}@{typed}" if typed and chosen.covers(parse_version(typed)) else chosen.id
 
 
 def _release_in_force(chosen: Generation, typed: str | None) -> Version | None:
@@ -514,6 +520,7 @@ def resolve_settings(
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
     in_force = _release_in_force(chosen, deployment.engine_version)
+    check_release_runs_on(engine, in_force, _shown_release(chosen, deployment.engine_version), target)
     if deployment.kv_connector is not None and (engine != "vllm" or (in_force is not None and in_force < (0, 9))):
         raise BadInputError(
             "kv_connector names vLLM's NixlConnector (--kv-transfer-config, first in vLLM 0.9.0): use it with --engine"
