@@ -20,7 +20,8 @@ REFUSED_VLLM = (
     [("kv", "llama-3-8b", "--target", "b300"),
      ("plan", "llama-3-8b", "--target", "8xb300", "--closed-form"),
      ("check", "llama-3-8b", "--target", "b300"),
-     ("recommend", "--params", "7B", "--seq", "8192", "--target", "b300")],
+     ("recommend", "--params", "7B", "--seq", "8192", "--target", "b300"),
+     ("plan", "llama-3-8b", "--target", "8xb300", "--disaggregated")],  # refused up front, not "give more GPUs"
 )  # fmt: skip
 def test_vllm_before_0_9_is_refused_on_blackwell_by_every_command(cli, command):
     result = cli.run(*command, "--engine", "vllm@0.8.5")

@@ -135,7 +135,9 @@ def test_a_config_files_auto_is_left_out():
      ({**FP8, "type": "int"}, "kv_cache_scheme (num_bits 8, type 'int', strategy 'tensor', symmetric True)"),
      ({**FP8, "num_bits": "8"}, "kv_cache_scheme (num_bits '8', type 'float'"),
      ({**FP8, "symmetric": False}, "strategy 'tensor', symmetric False): vLLM runs only"),
-     ({**FP8, "strategy": "channel"}, "strategy 'channel', symmetric True): vLLM runs only")],
+     ({**FP8, "strategy": "channel"}, "strategy 'channel', symmetric True): vLLM runs only"),
+     ({}, "kv_cache_scheme (num_bits None, type None, strategy None, symmetric None): vLLM runs only"),  # review 353 #4
+     (False, "kv_cache_scheme is false, not an object")],
 )  # fmt: skip
 def test_a_kv_scheme_vllm_refuses_to_start_with_is_refused_by_name(cli, tmp_path, scheme, message):
     """Trial 352 #5: the string "fp8" was priced as an fp8 cache and 4-bit or int schemes as bf16 with a note; vLLM
@@ -147,8 +149,11 @@ def test_a_kv_scheme_vllm_refuses_to_start_with_is_refused_by_name(cli, tmp_path
     assert cli.json("kv", write(tmp_path / "ok", attn_head))["bytes_per_token"] == 65536
 
 
-@pytest.mark.parametrize(("algo", "shown"), [(8, "the number 8"), ({"algo": "FP8"}, "an object")])
+@pytest.mark.parametrize(("algo", "shown"), [(8, "the number 8"), ({"algo": "FP8"}, "an object"), (0, "the number 0")])
 def test_a_modelopt_kv_algorithm_that_is_not_a_name_is_refused(cli, tmp_path, algo, shown):
-    result = cli.run("kv", write(tmp_path / "model", {**MODELOPT, "kv_cache_quant_algo": algo}))
+    """Where vLLM reads it: hf_quant_config.json's "quantization" (``modelopt.py``, 0.24-0.34, which asserts a string
+    there; the flat config.json form it reads for kv_cache_scheme alone, review 353 #6)."""
+    sidecar = {**SIDECAR, "quantization": {**SIDECAR["quantization"], "kv_cache_quant_algo": algo}}
+    result = cli.run("kv", write(tmp_path / "model", None, sidecar))
     assert result.exit_code == 2
     assert f"quantization_config kv_cache_quant_algo is {shown}, not a name such as FP8" in result.output

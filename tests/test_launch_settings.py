@@ -355,3 +355,17 @@ def test_an_fbgemm_checkpoint_takes_its_own_method_and_refuses_fp8(cli, tmp_path
     refused = cli.run("kv", config, "--quantization", "fp8")
     assert refused.exit_code == 2
     assert "--quantization fp8: the checkpoint's quantization_config says fbgemm_fp8" in refused.output
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "method"),
+    [({"quant_method": "gptq", "bits": 3, "group_size": 128, "desc_act": False, "sym": True}, "gptq"),
+     ({"quant_method": "hqq", "nbits": 4}, "hqq")],
+)  # fmt: skip
+def test_a_quantisation_mha_cannot_read_gets_no_flag_either(cli, tmp_path, quantization_config, method):
+    """Review 353 #2: --weight-dtype prices a quantization_config mha cannot read, but vLLM still reads the method
+    from the checkpoint and refuses --quantization fp8 on it; the lines carry none, and the note says why."""
+    found = cli.json("plan", quantised_llama(tmp_path, quantization_config), "--target", "h100", "--closed-form",
+                     "--weight-dtype", "fp8")  # fmt: skip
+    assert all("--quantization" not in line for line in found["launch"].values())
+    assert f"the lines load the checkpoint as stored ({method}): the fp8 weights priced need" in found["launch_note"]

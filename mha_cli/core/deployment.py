@@ -17,7 +17,7 @@ from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import bf16_notes, resolve_target
 from mha_cli.core.validation import describe_validation_error
-from mha_cli.core.vllm_quantization import PastedQuantization, pasted_format, scheme_quant_method
+from mha_cli.core.vllm_quantization import PastedQuantization, pasted_format
 
 FALLBACK_SEQ_LEN = 8192
 """Context used when neither the user, the config file nor the model states one."""
@@ -110,7 +110,7 @@ def merge_deployment(
     fields = base.model_dump(exclude_unset=True) if base is not None else {}
     asked = overrides.get("weight_dtype")
     if isinstance(asked, PastedQuantization):  # vLLM's --quantization names the checkpoint's method, or a format
-        scheme = None if base is None else scheme_quant_method(base.weight_scheme)
+        scheme = None if base is None or base.weight_scheme is None else base.weight_scheme.quant_method
         stored = None if base is None else base.checkpoint_format
         family = None if model is None else model.family
         overrides = {**overrides, "weight_dtype": pasted_format(asked, stored, scheme, family)}

@@ -173,10 +173,12 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     if not isinstance(quant, dict):
         return None
     body = quant["quantization"] if isinstance(quant.get("quantization"), dict) else quant
-    field = next((k for k in ("kv_cache_scheme", "kv_cache_quant_algo") if body.get(k) or quant.get(k)), None)
+    # present unless null: an empty or false scheme is one vLLM refuses (review 353 #4), not one left out
+    field = next((k for k in ("kv_cache_scheme", "kv_cache_quant_algo") if (body.get(k), quant.get(k)) != (None, None)),
+                 None)  # fmt: skip
     if field is None:
         return None
-    declared = body.get(field) or quant.get(field)
+    declared = body.get(field) if body.get(field) is not None else quant.get(field)
     fp8 = (isinstance(declared, str) and declared.strip().lower() in ("fp8", "float8")) or (
         isinstance(declared, dict) and declared.get("num_bits") == 8 and declared.get("type") == "float"
     )
@@ -186,12 +188,13 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     )
     shown = declared if isinstance(declared, str) else "fp8" if fp8 else "in a format mha does not read"
     compressed = str(quant.get("quant_method", "")).lower() == "compressed-tensors" and field == "kv_cache_scheme"
-    if compressed and not modelopt:
-        _refuse_kv_scheme_vllm_refuses(
-            declared, origin
-        )  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
+    if compressed and not modelopt:  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
+        _refuse_kv_scheme_vllm_refuses(declared, origin)
         return DeclaredKv(field, shown, fp8, "compressed-tensors")
-    if field == "kv_cache_quant_algo" and not isinstance(declared, str):  # trial 352 #5: a number, an object
+    nested = (
+        body is not quant
+    )  # hf_quant_config.json's "quantization", where vLLM reads kv_cache_quant_algo (review 353)
+    if field == "kv_cache_quant_algo" and nested and not isinstance(declared, str):  # trial 352 #5: a number, an object
         raise BadInputError(
             f"{origin}: quantization_config kv_cache_quant_algo is {_shown_value(declared)}, not a name such as FP8"
             " (ModelOpt writes the algorithm's name): correct it in a copy of the file"

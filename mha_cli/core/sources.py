@@ -9,7 +9,7 @@ ever fetched. The source line of each command's output says which was used (``ki
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -243,7 +243,7 @@ def _load_file(
             stored = None
             what = refusal.what if isinstance(refusal, UnpricedQuantizationError) else _without_origin(refusal, path)
             unread = f"quantization_config not read ({what}): every weight priced in {weight_dtype} (--weight-dtype)"
-            source = source.model_copy(update={"assumptions": [*source.assumptions, unread]})
+            source = _unread(source, quantised, unread)
         sidecar = path.parent / "hf_quant_config.json"
         if "quantization_config" in data and sidecar.is_file():  # two declarations: vLLM reads config.json's
             kept = "config.json's quantization_config priced, as vLLM reads it (the sidecar only where config.json has none)"
@@ -418,6 +418,19 @@ def _with_float16_checkpoint(source: ModelSource, config: dict) -> ModelSource:
     )  # fmt: skip
 
 
+def _unread(source: ModelSource, config: Any, said: str, method: str | None = None) -> ModelSource:
+    """``source`` whose quantization_config (of ``config``, or ``method``) was not read, ``--weight-dtype`` pricing
+    every weight instead: ``said`` among its assumptions, and the config's ``quant_method`` kept as
+    ``DeploymentSpec.checkpoint_unread`` for the launch lines (review 353 #2)."""
+    if method is None:
+        from mha_cli.core.hf_quantization import quantization_config
+
+        quant, _ = quantization_config(config, "config.json")
+        method = str(quant.get("quant_method", "unknown")) if isinstance(quant, dict) else "unknown"
+    deployment = (source.deployment or DeploymentSpec()).model_copy(update={"checkpoint_unread": method})
+    return source.model_copy(update={"assumptions": [*source.assumptions, said], "deployment": deployment})
+
+
 def _with_checkpoint_format(source: ModelSource, stored_as: str | None) -> ModelSource:
     """``source`` priced in the format its checkpoint stores (``--weight-dtype`` still overrides it)."""
     if stored_as is None:
@@ -466,7 +479,7 @@ def _with_checkpoint_weights(
         unread = (
             f"quantization_config not read ({refusal.what}): every weight priced in {weight_dtype} (--weight-dtype)"
         )
-        return source.model_copy(update={"assumptions": [*source.assumptions, unread]})
+        return _unread(source, None, unread, scheme.quant_method)
     if scheme.method in NAMED_METHODS:
         refuse_split_shards(source.model, scheme)
     if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):

@@ -9,14 +9,7 @@ priced, so they are refused with the checkpoint's format named instead. Every ot
 that says it is vLLM's and not priced, rather than "unknown weight format".
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 from mha_cli.core.errors import BadInputError
-
-if TYPE_CHECKING:
-    from mha_cli.core.weight_scheme import WeightScheme
 
 MARLIN = {"awq_marlin": "awq", "gptq_marlin": "gptq", "gptq_marlin_24": "gptq", "marlin": "gptq"}
 """vLLM's Marlin kernels -> the checkpoint format they run."""
@@ -68,15 +61,6 @@ FORMAT_METHODS = {
     "nf4": "bitsandbytes", "nf4-dq": "bitsandbytes",
 }  # fmt: skip
 """A checkpoint format read without a scheme (a preset, or a named format's loader) -> vLLM's ``quant_method`` for it."""
-
-
-def scheme_quant_method(scheme: WeightScheme | None) -> str | None:
-    """The ``quant_method`` vLLM compares ``--quantization`` with: the scheme's, but ``fbgemm_fp8`` for an fbgemm fp8
-    scheme, whose names match as fp8's (``core.named_exclusions``; the only scheme whose experts stay unquantised)
-    while vLLM refuses ``--quantization fp8`` on it (trial 352 #3). None: no scheme read."""
-    if scheme is None:
-        return None
-    return "fbgemm_fp8" if scheme.experts_unquantised else scheme.method
 
 
 def checkpoint_method(checkpoint_format: str | None, scheme_method: str | None) -> str | None:

@@ -158,6 +158,13 @@ class WeightScheme(Record):
     """Whether the format's loader leaves every routed expert unquantised (bf16) whatever the rules say: it has no
     ``FusedMoE`` method (``fbgemm_fp8``: ``core.named_exclusions``)."""
 
+    @property
+    def quant_method(self) -> str:
+        """The config's ``quant_method`` as vLLM compares ``--quantization`` with it: ``method``, but ``fbgemm_fp8``
+        for an fbgemm fp8 scheme, whose names match as fp8's (the only scheme whose experts stay unquantised) while
+        vLLM refuses ``--quantization fp8`` on it (trial 352 #3; ``core.vllm_quantization.pasted_format``)."""
+        return "fbgemm_fp8" if self.experts_unquantised else self.method
+
     _matchers: "dict[ModuleNames, SchemeMatcher]" = PrivateAttr(default_factory=dict)
 
     def matcher(self, names: ModuleNames = MHA_NAMES) -> "SchemeMatcher":

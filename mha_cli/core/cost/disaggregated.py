@@ -54,7 +54,7 @@ from mha_cli.core.cost.plan import LayoutPlans, check_user_rate
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.dp_attention import a2a_backend_on
 from mha_cli.core.engine.context_limit import past_derived_length
-from mha_cli.core.engine.settings import check_engine_runs_on, deployment_generation, release_in_force
+from mha_cli.core.engine.settings import check_deployment_runs_on, deployment_generation, release_in_force
 from mha_cli.core.engine.vllm_rule_releases import HYBRID_OFF_ERROR, connector_turns_off_hybrid
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError, NotPricedError
 from mha_cli.core.kv import kv_footprint
@@ -325,7 +325,7 @@ def plan_disaggregated(
             " for an MoE model): leave out --dp and --expert-parallel"
         )
     generation = deployment_generation(deployment)
-    check_engine_runs_on(generation.engine, target.target)
+    check_deployment_runs_on(deployment, target.target)  # the engine and its release, before any worker (review 353)
     if generation.id == "vllm-v0":  # its launch lines would name a connector V0 does not have
         raise BadInputError(
             "--disaggregated launches vLLM's NixlConnector, a V1 KV connector that vLLM V0 lacks: use --engine vllm"

@@ -122,6 +122,7 @@ def quantization_words(deployment: DeploymentSpec) -> list[str]:
     its quantization_config and would refuse another (trial 352 #1: a compressed-tensors or ModelOpt FP8 checkpoint
     got the flag vLLM refuses, ``core.vllm_quantization.pasted_format``)."""
     unquantised = deployment.checkpoint_format is None or deployment.checkpoint_format in STORED_AS_IS
+    unquantised = unquantised and deployment.checkpoint_unread is None  # one mha could not read is quantised too
     return ["--quantization", "fp8"] if deployment.weight_dtype == "fp8" and unquantised else []
 
 
@@ -229,7 +230,7 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             f"the {' and '.join(in_dtype)} lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the"
             " fp32 cache priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
         )
-    asked, checkpoint = deployment.weight_dtype, deployment.checkpoint_format
+    asked, checkpoint = deployment.weight_dtype, deployment.checkpoint_format or deployment.checkpoint_unread
     stored = (
         deployment.weight_scheme is not None
         or deployment.checkpoint_headers is not None

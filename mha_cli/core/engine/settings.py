@@ -488,6 +488,15 @@ def check_engine_runs_on(engine: EngineName, target: Target) -> None:
         )
 
 
+def check_deployment_runs_on(deployment: DeploymentSpec, target: Target) -> None:
+    """Refuse in one line the deployment's engine where it does not run (``check_engine_runs_on``), and its release
+    where it predates the GPU (``core.engine.blackwell_releases``), before any layout is priced."""
+    chosen = deployment_generation(deployment)
+    check_engine_runs_on(chosen.engine, target)
+    in_force = _release_in_force(chosen, deployment.engine_version)
+    check_release_runs_on(chosen.engine, in_force, _shown_release(chosen, deployment.engine_version), target)
+
+
 def _check_pool_setting(chosen: Generation, typed: str | None, *, cpu: bool) -> None:
     """Refuse ``--kv-cache-gib`` in one line for a vLLM release without the setting its launch line writes for it
     (``core.engine.flags``): ``--kv-cache-memory-bytes`` on a GPU (first in 0.10.2), ``VLLM_CPU_KVCACHE_SPACE`` on
@@ -516,11 +525,10 @@ def resolve_settings(
     chosen = deployment_generation(deployment)
     engine = chosen.engine
     util = deployment.gpu_memory_utilization
-    check_engine_runs_on(engine, target)
+    check_deployment_runs_on(deployment, target)
     if deployment.kv_cache_memory_bytes is not None and engine != "vllm":
         raise BadInputError("--kv-cache-gib sets vLLM's pool (--kv-cache-memory-bytes): use it with --engine vllm")
     in_force = _release_in_force(chosen, deployment.engine_version)
-    check_release_runs_on(engine, in_force, _shown_release(chosen, deployment.engine_version), target)
     if deployment.kv_connector is not None and (engine != "vllm" or (in_force is not None and in_force < (0, 9))):
         raise BadInputError(
             "kv_connector names vLLM's NixlConnector (--kv-transfer-config, first in vLLM 0.9.0): use it with --engine"
