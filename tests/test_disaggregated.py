@@ -476,7 +476,7 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     p99 = data["simulated"]["ttft_ms"]["p99"]
     assert p99 > 2000 and data["simulated"]["tpot_ms"]["p99"] < 30
     text = " ".join(cli.run(*args).output.split())
-    assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2000: the pick meets the targets on its means only" in text
+    assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000: the pick meets the targets on its means only" in text
     assert "p99 TPOT" not in text
 
 

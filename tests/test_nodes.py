@@ -334,3 +334,27 @@ def test_the_search_leaves_out_layouts_no_engine_launches(cli):
     pick = found["candidates"][found["chosen"]]["deployment"]
     assert found["launch"].get("vllm") and (pick["tp"], pick["pp"]) != (2, 3)
     assert any(line.startswith("tp 2 x pp 3 x 2 replica(s): left out (no launch line") for line in found["layouts"])
+
+
+def test_one_server_a_node_is_one_server():
+    """Trial 351 #10: "1 servers on each of the 2 nodes"."""
+    from mha_cli.core.cost.launch_nodes import _servers_per_node, node_shape
+
+    note = _servers_per_node(node_shape(2, 8, 8, 1, 2, 8), "trtllm", "why")
+    assert "the line once per replica, 1 server on each of the 2 nodes, each on its own 8 GPUs" in note
+
+
+def test_the_placeholders_note_names_only_the_lines_kept(cli):
+    """Trial 351 #10: vLLM 0.8.5 has no --data-parallel-size-local, so its lines are dropped; the note told the user
+    to replace START_RANK, which only the dropped vllm_workers line held."""
+    found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--engine", "vllm@0.8.5", "--dp", "16",
+                     "--closed-form")  # fmt: skip
+    assert "vllm" not in found["launch"] and "NODE_RANK" in found["launch"]["sglang_workers"]
+    assert found["launch_note"].endswith("replace HEAD_IP with node 0's address, NODE_RANK with the node's index")
+
+
+def test_a_bad_kv_link_is_refused_where_no_split_fits(cli):
+    """Trial 351 #3: on one node of 8 H200s no disaggregated split of DeepSeek-V3 fits, and --kv-link foo passed."""
+    result = cli.run("plan", "deepseek-v3", "--target", "8xh200", "--disaggregated", "--kv-link", "foo")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.output.strip().startswith("error: unknown link 'foo': one of pcie4, pcie5")

@@ -247,7 +247,7 @@ def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli)
             assert row[10:] != ["yes"], row
     assert any(row[10:] == ["no:", "p99", "ttft", "at", "16"] for row in rows)
     # 1,072 ms before the 2026-12-03 refit c9a7fdd, 1,062 ms before f6abe15, 1,051 ms on runs of 3 requests a user
-    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,039 ms > 1000 ms in the simulated loop" in shown
+    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,039 ms > 1,000 ms in the simulated loop" in shown
 
 
 def _layout(candidate: dict) -> tuple[int, int, int]:

@@ -239,3 +239,20 @@ def test_a_files_link_is_named_from_the_file(cli, h100_file, tmp_path):
     transfer = cli.json(*args, "--target", "2xpcie.yaml")["pairings"][0]["transfer"]
     assert transfer["link_name"] == "NVIDIA H100 SXM5 80GB host link" and transfer["gbs"] == 31.5
     assert "no interconnect_gbs for pcie.yaml: PCIe 4.0 x16 assumed" in transfer["how"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [({"memory_gb": 0.096, "torch_memory_gib": None},
+      "memory_gb 0.096 is in GB, and no accelerator that serves a model has under 1: a figure in TB is 96 GB"),
+     ({"memory_gb": 96, "torch_memory_gib": 0.5},
+      "torch_memory_gib 0.5 is under 80% of memory_gb (96): give what torch.cuda.mem_get_info()[1] / 2**30 reads")],
+)  # fmt: skip
+def test_memory_in_another_unit_is_refused(tmp_path, fields, message):
+    """Trial 351 #7: 0.096 GB (terabytes written as GB) and a torch total of 0.5 GiB on a 96 GB part were priced."""
+    data = {key: value for key, value in {**H100, **fields}.items() if value is not None}
+    path = tmp_path / "gpu.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(BadInputError, match="") as refused:
+        resolve_target(str(path))
+    assert message in refused.value.message

@@ -763,6 +763,10 @@ def _check_disaggregated(
                 "--kv-link prices the KV transfer of --disaggregated: add --disaggregated or leave it out"
             )
         return
+    if kv_link is not None:  # named before any work, even where no split fits (trial 351 #3)
+        from mha_cli.core.links import link
+
+        link(kv_link)
     given = [flag for flag, value in (("--tp", tp), ("--pp", pp), ("--dp", dp), ("--concurrency", concurrency),
                                       ("--plot", plot)) if value is not None]  # fmt: skip
     given += ["--expert-parallel"] if expert_parallel else []

@@ -76,7 +76,7 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
             f" {sim.ttft_ms.mean:,.0f} / p90 {sim.ttft_ms.p90:,.0f} / p99 {sim.ttft_ms.p99:,.0f} ms; TPOT mean"
             f" {sim.tpot_ms.mean:,.1f} / p90 {sim.tpot_ms.p90:,.1f} / p99 {sim.tpot_ms.p99:,.1f} ms"
         )
-        above = [f"p99 {name} {p99:,.0f} ms > {flag} {target:g}" for name, p99, flag, target in (
+        above = [f"p99 {name} {p99:,.0f} ms > {flag} {target:,g}" for name, p99, flag, target in (
             ("TTFT", sim.ttft_ms.p99, "--ttft-ms", plan.ttft_ms), ("TPOT", sim.tpot_ms.p99, "--itl-ms", plan.itl_ms),
         ) if target is not None and p99 > target]  # fmt: skip
         if above:  # the targets are read against the means here; a p99 past them is said, not hidden

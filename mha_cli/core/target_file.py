@@ -45,6 +45,11 @@ MB/s (trial 320 #11: 4,000,000 was priced)."""
 MAX_MEMORY_GB = 8192.0
 """A target file's device memory is at most this many GB: a B300 has 288, a unified-memory machine 512, so a figure
 above is one in MB (trial 338 #4: 144,000 was priced, a billion KV tokens)."""
+MIN_MEMORY_GB = 1.0
+"""No accelerator that serves a transformer has under 1 GB (trial 351 #7: 0.096, terabytes written as GB, was priced)."""
+MIN_TORCH_SHARE = 0.8
+"""torch's total is at least this share of the vendor's GB on every shipped target (GB10 119.7 GiB of 128; the HBM
+parts 0.99): a torch_memory_gib below it is a figure in another unit or another device's (trial 351 #7: 0.5 of 96)."""
 INTERCONNECT_GBS_RANGE = (20.0, 100_000.0)
 """A target file's device-to-device bandwidth in GB/s lies in this range: an NVLink bridge has 112.5, NVLink5 1,800,
 PCIe 4.0 x16 64; below is a figure in TB/s (trial 338 #4: 1.8 made every collective 25 times slower), above one in
@@ -167,10 +172,22 @@ class TargetFile(Record):
                 f"memory_bandwidth_gbs {self.memory_bandwidth_gbs:g} is in GB/s, and no accelerator has over"
                 f" {MAX_BANDWIDTH_GBS:,.0f}: a figure in MB/s is {self.memory_bandwidth_gbs / 1000:g} GB/s"
             )
+        if self.memory_gb < MIN_MEMORY_GB:
+            raise ValueError(
+                f"memory_gb {self.memory_gb:g} is in GB, and no accelerator that serves a model has under"
+                f" {MIN_MEMORY_GB:g}: a figure in TB is {self.memory_gb * 1000:g} GB"
+            )
         if self.memory_gb > MAX_MEMORY_GB:
             raise ValueError(
                 f"memory_gb {self.memory_gb:g} is in GB, and no accelerator has over {MAX_MEMORY_GB:,.0f}: a figure in"
                 f" MB is {self.memory_gb / 1000:g} GB"
+            )
+        torch_total = self.torch_memory_gib
+        if torch_total is not None and torch_total < MIN_TORCH_SHARE * self.memory_gb:
+            raise ValueError(
+                f"torch_memory_gib {torch_total:g} is under {MIN_TORCH_SHARE:.0%} of memory_gb ({self.memory_gb:g}):"
+                " give what torch.cuda.mem_get_info()[1] / 2**30 reads on the device (an H100's 79.19 of 80),"
+                " or leave it out"
             )
         low, high = INTERCONNECT_GBS_RANGE
         link = self.interconnect_gbs

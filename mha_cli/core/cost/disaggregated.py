@@ -486,9 +486,9 @@ def _priced(
     ttft = queue + worker.prompt_ms / 1e3 + transfer + step
     ttft_ms, itl_ms = targets
     if ttft_ms is not None and ttft * 1e3 > ttft_ms * (1 + 1e-9):
-        misses.append(f"ttft {ttft * 1e3:,.0f} ms > {ttft_ms:g} ms")
+        misses.append(f"ttft {ttft * 1e3:,.0f} ms > {ttft_ms:,g} ms")
     if itl_ms is not None and step * 1e3 > itl_ms * (1 + 1e-9):
-        misses.append(f"itl {step * 1e3:,.1f} ms > {itl_ms:g} ms")
+        misses.append(f"itl {step * 1e3:,.1f} ms > {itl_ms:,g} ms")
     if rate is not None and rate > s.rate_rps * (1 + 1e-9) and not misses:
         misses.append(f"rate {rate:g} req/s > its goodput {s.rate_rps:.3g} req/s")
     return Split(

@@ -23,6 +23,8 @@ Each line is written once for the head (node 0) and, where the others differ, on
 
 from typing import NamedTuple
 
+from mha_cli.core.rules.engine import counted
+
 STRADDLING = (
     "no launch line: a replica of tp x pp GPUs straddles two nodes unevenly (placed in fill order), which neither"
     " engine's multi-node launch runs; a layout whose replica divides a node, or fills whole nodes, has one"
@@ -104,7 +106,7 @@ def _servers_per_node(shape: NodeShape, engine: str, why: str) -> str:
         else f"node 0 and {last} on node 1, which is not full"
     )  # fmt: skip
     return (
-        f"{engine}: the line once per replica, {shape.replicas_per_node} servers on {where}, each on its own"
+        f"{engine}: the line once per replica, {counted(shape.replicas_per_node, 'server')} on {where}, each on its own"
         f" {shape.replica_devices} GPUs (CUDA_VISIBLE_DEVICES) and port, a load balancer in front: {why}"
     )
 
@@ -260,10 +262,17 @@ def node_launch(
             out[f"{engine}_last_node"] = found.last
         if found.note:
             notes.append(found.note)
-    meaning = {HEAD_IP: "node 0's address", NODE_RANK: "the node's index", START_RANK: "its first data-parallel rank"}
-    used = [
-        f"{name} with {what}" for name, what in meaning.items() if any(name in word for w in out.values() for word in w)
-    ]
-    if used:
-        notes.append("replace " + ", ".join(used))
-    return out, notes
+    note = placeholders_note(out)
+    return out, notes if note is None else [*notes, note]
+
+
+PLACEHOLDERS = {HEAD_IP: "node 0's address", NODE_RANK: "the node's index", START_RANK: "its first data-parallel rank"}
+"""The words a multi-node line leaves for the user to fill, and with what."""
+
+
+def placeholders_note(lines: dict[str, list[str]]) -> str | None:
+    """``replace HEAD_IP with node 0's address, ...``: the placeholders ``lines`` hold (None: none); said again once a
+    release drops an engine's lines, so it names none of theirs (trial 351 #10: START_RANK of a dropped vllm line)."""
+    used = [f"{name} with {what}" for name, what in PLACEHOLDERS.items()
+            if any(name in word for words in lines.values() for word in words)]  # fmt: skip
+    return "replace " + ", ".join(used) if used else None

@@ -237,9 +237,9 @@ def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, share
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
     misses = [f"rate {plan.rate_rps:g} req/s > what it serves"] if plan.saturated else []
     if ttft_ms is not None and plan.ttft_ms > ttft_ms:
-        misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {ttft_ms:g} ms")
+        misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {ttft_ms:,g} ms")
     if itl_ms is not None and plan.itl_ms > itl_ms:
-        misses.append(f"itl {plan.itl_ms:,.1f} ms > {itl_ms:g} ms")
+        misses.append(f"itl {plan.itl_ms:,.1f} ms > {itl_ms:,g} ms")
     return misses
 
 
@@ -789,6 +789,11 @@ def launch_commands(
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
+    if left_out and any(note.startswith("replace ") for note in notes):  # the placeholders of the lines kept
+        from mha_cli.core.cost.launch_nodes import placeholders_note
+
+        kept = placeholders_note(fitted)
+        notes = [note for note in notes if not note.startswith("replace ")] + ([kept] if kept else [])
     notes += notes_for(pool.notes, list(fitted))
     notes += [f"{name}: no line: {why}" for name, why in unloadable.items()]
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]
