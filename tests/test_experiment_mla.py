@@ -128,7 +128,8 @@ def row(
         label=label or kind, kind=kind, kv_lora_rank=rank, cache_values_per_token_per_layer=1, kv_bytes_computed=1,
         kv_bytes_measured=1, cache_fraction=0.1 if below else 0.5, below_cache_limit=below, params_measured=1,
         params_computed=1, validation_bits=bits, delta_bits=delta, within_quality_limit=limit_verdict(delta, 1.0),
-        within_seed_spread=limit_verdict(delta, seed_spread(base).range), decode_max_abs_diff=0.0,
+        within_seed_spread=limit_verdict(delta, seed_spread(base).range) if len(base) > 1 else None,
+        decode_max_abs_diff=0.0,
     )  # fmt: skip
 
 
@@ -206,3 +207,20 @@ def test_rule_sentence_says_which_way_the_rule_errs(rule_deltas, others, expecte
     assert expected in text
     if rule_deltas[1] > 0.05:  # the rule's latent misses on a seed: never a margin
         assert "margin" not in text
+
+
+def test_one_seed_answers_nothing_at_the_seed_spread_and_the_control_that_beats_the_baseline_says_so():
+    """Trial 350 #2-#3: with one seed the report said "within the seed spread: yes" for every row (the control's too)
+    and answered r = 2 at a spread of 0.000 bits; a control 0.055 bits better read "only -0.055 bits from"."""
+    from mha_cli.experiments.mla import ONE_SEED_SENTENCE
+
+    one = [2.20]
+    rows = [row("mha", None, [0.0], one), row("mla", 2, [-0.01], one), row("no-attention", None, [-0.055], one)]
+    assert [r.within_seed_spread for r in rows] == [None, None, None]
+    assert answer_at_seed_spread(rows).chosen_rank is None
+    assert answer_at_seed_spread(rows).sentence == ONE_SEED_SENTENCE
+    assert answer_at_one_bit(rows).chosen_rank == 2  # the 1-bit limit still answers, untrusted
+    text = conclusion(rows, [], False)
+    assert "the no-attention control is 0.055 bits better than the baseline (-0.055 to -0.055 over seeds)" in text
+    worse = [*rows[:2], row("no-attention", None, [0.4], one)]
+    assert "the no-attention control is only 0.400 bits worse than the baseline" in conclusion(worse, [], False)

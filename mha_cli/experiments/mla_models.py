@@ -119,9 +119,10 @@ class MlaRow(Record):
     """validation_bits - the baseline's, seed by seed (same seed: same initial stream and batches)."""
     within_quality_limit: Verdict
     """Every seed's delta <= QUALITY_LIMIT_BITS (yes), none (no), or some (unclear)."""
-    within_seed_spread: Verdict
+    within_seed_spread: Verdict | None
     """Every seed's delta <= the baseline's seed range (max - min of its seeds: the noise between seeds) (yes),
-    none (no), or some (unclear)."""
+    none (no), or some (unclear); None with one seed, which has no spread to judge by (trial 350 #2: "yes" for every
+    row, the control's too)."""
     decode_max_abs_diff: float | None
     """Largest over the seeds; None for the no-attention control (nothing cached)."""
 

@@ -22,7 +22,7 @@ def table_row(row: MlaRow) -> list[str]:
         row.validation_bits.text(),
         "" if baseline else row.delta_bits.text("+.3f"),
         "" if baseline else row.within_quality_limit,
-        "" if baseline else row.within_seed_spread,
+        "" if baseline else (row.within_seed_spread or "-"),  # one seed: no spread
         "-" if row.decode_max_abs_diff is None else f"{row.decode_max_abs_diff:.1e}",
     ]
 
