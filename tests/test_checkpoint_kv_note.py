@@ -157,3 +157,26 @@ def test_a_modelopt_kv_algorithm_that_is_not_a_name_is_refused(cli, tmp_path, al
     result = cli.run("kv", write(tmp_path / "model", None, sidecar))
     assert result.exit_code == 2
     assert f"quantization_config kv_cache_quant_algo is {shown}, not a name such as FP8" in result.output
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [{"kv_cache_quant_algo": "NVFP4"},
+     {"kv_cache_scheme": {"num_bits": 4, "type": "float", "dynamic": False}}],  # the flat config.json form
+)  # fmt: skip
+def test_a_modelopt_nvfp4_kv_cache_is_priced_in_nvfp4_where_vllm_runs_it(cli, tmp_path, declared):
+    """vLLM's get_kv_cache_quant_algo_string maps a ModelOpt NVFP4 declaration (the name, or 4-bit floats) to its
+    nvfp4 cache at auto, in every wheel read from 0.22.0 to 0.34.0 (0.11.0 has no such mapping): it was priced in
+    bf16 with a note saying vLLM runs the model's dtype, 3.6x the bytes. Llama 3 8B: 131,072 B a token in bf16; nvfp4
+    is half a byte a value and an fp8 scale per 16 values, 131,072 x 9 / 32 = 36,864."""
+    quantization = {**MODELOPT, "kv_cache_quant_algo": None, **declared}
+    result, lines = kv_assumptions(cli, write(tmp_path / "model", quantization), "--target", "b200")
+    assert (result["bytes_per_token"], result["deployment"]["kv_dtype"]) == (36864, "nvfp4")
+    assert lines[0].endswith(
+        ": priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.22.0, whose get_kv_cache_quant_algo_string"
+        " runs it (core.engine.checkpoint_kv); in the model's dtype on earlier releases, SGLang and TensorRT-LLM"
+    )
+    path = str(tmp_path / "model" / "config.json")
+    by_engine = {engine: kv_assumptions(cli, path, "--target", "b200", "--engine", engine)[0]["bytes_per_token"]
+                 for engine in ("vllm@0.11", "vllm@0.22.0", "sglang", "trtllm")}  # fmt: skip
+    assert by_engine == {"vllm@0.11": 131072, "vllm@0.22.0": 36864, "sglang": 131072, "trtllm": 131072}

@@ -146,7 +146,7 @@ def merge_deployment(
 
         if engine_runs_checkpoint_kv(
             fields.get("engine"), fields.get("engine_generation"), fields.get("engine_version"),
-            fields.get("checkpoint_kv_method") or "modelopt",
+            fields.get("checkpoint_kv_method") or "modelopt", fields["checkpoint_kv_dtype"],
         ):  # fmt: skip
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
     fields.setdefault("seq_len", default_seq_len(model, base))

@@ -144,11 +144,19 @@ class DeclaredKv(NamedTuple):
     (``core.engine.checkpoint_kv``)."""
     method: str = "modelopt"
     """``modelopt`` or ``compressed-tensors``: which releases run it (``checkpoint_kv.FIRST_READING``)."""
+    format: str = "fp8"
+    """The cache format the engines run it in: ``fp8``, or ``nvfp4`` (a ModelOpt NVFP4 declaration)."""
 
     @property
     def note(self) -> str:
         """The assumption line: the field named, never silently ignored."""
         said = f"the checkpoint declares its KV cache {self.shown} ({self.field})"
+        if self.engines_read and self.format == "nvfp4":
+            return (
+                f"{said}: priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.22.0, whose"
+                " get_kv_cache_quant_algo_string runs it (core.engine.checkpoint_kv); in the model's dtype on earlier"
+                " releases, SGLang and TensorRT-LLM"
+            )
         if self.engines_read and self.method == "compressed-tensors":
             return (
                 f"{said}: priced in fp8 unless --kv-dtype says otherwise on vLLM from 0.15.0, which sets it in every"
@@ -182,11 +190,22 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     fp8 = (isinstance(declared, str) and declared.strip().lower() in ("fp8", "float8")) or (
         isinstance(declared, dict) and declared.get("num_bits") == 8 and declared.get("type") == "float"
     )
+    nvfp4 = (isinstance(declared, str) and declared.strip().lower() == "nvfp4") or (
+        isinstance(declared, dict) and declared.get("num_bits") == 4 and declared.get("type") == "float"
+    )
     producer = quant.get("producer")
     modelopt = str(quant.get("quant_method", "")).lower().startswith("modelopt") or (
         isinstance(producer, dict) and producer.get("name") == "modelopt"
     )
-    shown = declared if isinstance(declared, str) else "fp8" if fp8 else "in a format mha does not read"
+    shown = (
+        declared
+        if isinstance(declared, str)
+        else "fp8"
+        if fp8
+        else "nvfp4"
+        if nvfp4
+        else "in a format mha does not read"
+    )
     compressed = str(quant.get("quant_method", "")).lower() == "compressed-tensors" and field == "kv_cache_scheme"
     if compressed and not modelopt:  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
         _refuse_kv_scheme_vllm_refuses(declared, origin)
@@ -199,6 +218,8 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
             f"{origin}: quantization_config kv_cache_quant_algo is {_shown_value(declared)}, not a name such as FP8"
             " (ModelOpt writes the algorithm's name): correct it in a copy of the file"
         )
+    if modelopt and nvfp4:  # vLLM from 0.22.0 maps it to its nvfp4 cache (core.engine.checkpoint_kv)
+        return DeclaredKv(field, shown, True, "modelopt", "nvfp4")
     return DeclaredKv(field, shown, modelopt and fp8)
 
 

@@ -1207,10 +1207,10 @@ class DeploymentSpec(_Strict):
     """The ``quant_method`` of a quantization_config mha could not read, whose weights ``--weight-dtype`` priced
     instead: the engines load the checkpoint as stored and refuse another ``--quantization`` (review 353 #2), so its
     lines carry none and a note says the format priced needs a checkpoint stored in it. None: read, or none."""
-    checkpoint_kv_dtype: Annotated[Literal["fp8"] | None, Field(exclude_if=lambda value: value is None)] = None
-    """The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8), which the engines that read
-    it run when ``kv_dtype`` is not given (``core.engine.checkpoint_kv``, applied by ``merge_deployment``). None:
-    none declared, or not one the engines run by themselves."""
+    checkpoint_kv_dtype: Annotated[Literal["fp8", "nvfp4"] | None, Field(exclude_if=lambda value: value is None)] = None
+    """The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8 or NVFP4), which the engines
+    that read it run when ``kv_dtype`` is not given (``core.engine.checkpoint_kv``, applied by ``merge_deployment``).
+    None: none declared, or not one the engines run by themselves."""
     checkpoint_kv_method: Annotated[
         Literal["modelopt", "compressed-tensors"], Field(exclude_if=lambda value: value == "modelopt")
     ] = "modelopt"

@@ -331,7 +331,7 @@ def _with_declared_kv(source: ModelSource, declared: "DeclaredKv | None") -> Mod
     update: dict = {"assumptions": [*source.assumptions, declared.note]}
     if declared.engines_read:
         update["deployment"] = (source.deployment or DeploymentSpec()).model_copy(
-            update={"checkpoint_kv_dtype": "fp8", "checkpoint_kv_method": declared.method}
+            update={"checkpoint_kv_dtype": declared.format, "checkpoint_kv_method": declared.method}
         )
     return source.model_copy(update=update)
 

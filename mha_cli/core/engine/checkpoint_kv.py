@@ -1,4 +1,4 @@
-"""The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8, or an fp8 ``kv_cache_scheme``), as
+"""The KV-cache format a ModelOpt checkpoint declares (``kv_cache_quant_algo`` FP8 or NVFP4, or a ``kv_cache_scheme``), as
 each engine runs it when its KV-cache format is left at ``auto`` (mha: ``--kv-dtype`` not given). Read in the wheels:
 
 - vLLM from 0.14.0: ``engine/arg_utils.py`` ``create_engine_config`` calls ``resolve_kv_cache_dtype_string``
@@ -30,20 +30,26 @@ FIRST_READING: dict[str, dict[str, str | None]] = {
     "modelopt": {"vllm": "0.14.0", "sglang": "0.5.3rc2", "trtllm": None},
     "compressed-tensors": {"vllm": "0.15.0"},
 }
+FIRST_READING_NVFP4: dict[str, dict[str, str | None]] = {"modelopt": {"vllm": "0.22.0"}}
+"""A ModelOpt checkpoint's NVFP4 KV cache (``kv_cache_quant_algo`` NVFP4, or a ``kv_cache_scheme`` of 4-bit floats):
+vLLM's ``get_kv_cache_quant_algo_string`` (``utils/torch_utils.py``) maps it to ``nvfp4`` in every wheel read from
+0.22.0 to 0.34.0; 0.11.0 has no such mapping, and 0.12-0.21 are not on the mirror, so 0.22.0 is the first read. SGLang
+and TensorRT-LLM not read: the model's dtype."""
 """By checkpoint kind, the first release of each engine that runs its declared fp8 KV cache by itself (None: every
 one; an engine not listed: none)."""
 
 
 def engine_runs_checkpoint_kv(
-    engine: str | None, generation_id: str | None, typed: str | None, method: str = "modelopt"
+    engine: str | None, generation_id: str | None, typed: str | None, method: str = "modelopt", kv_format: str = "fp8"
 ) -> bool:
     """Whether ``engine``'s release meant (the one typed, else the generation's latest: ``flags.release_meant``)
-    allocates the fp8 KV cache a ``method`` checkpoint declares when its format is left at auto."""
+    allocates the ``kv_format`` KV cache (fp8, nvfp4) a ``method`` checkpoint declares when its format is left at
+    auto."""
     from mha_cli.core.engine.flags import release_meant
     from mha_cli.core.engine.generations import generation
 
     engine = engine or "vllm"
-    readers = FIRST_READING.get(method, {})
+    readers = (FIRST_READING_NVFP4 if kv_format == "nvfp4" else FIRST_READING).get(method, {})
     if engine not in readers:
         return False
     first = readers[engine]
