@@ -303,3 +303,39 @@ def tiny_gemma4_prefill(fields: dict) -> tuple:
         with torch.no_grad():
             cache = model(torch.randint(0, 64, (2, 12)), use_cache=True).past_key_values
     return config, model, cache
+
+
+def test_shared_layers_whose_kind_no_caching_layer_holds_are_refused_as_transformers_refuses_them(cli, tmp_path):
+    """Trial 354 #1: TINY with 5 of its 6 layers sharing leaves one sliding layer caching, no full one for the shared
+    full layers to reuse; transformers' config refuses it, and mha priced the full layers at nothing."""
+    from transformers import Gemma4TextConfig
+
+    orphaned = {**TINY, "num_kv_shared_layers": 5}
+    with pytest.raises(ValueError, match="The set of layer types producing a cache is different"):
+        assert Gemma4TextConfig(**orphaned).kv_sharing_modes  # the property the model reads as it builds its layers
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma4_text", **orphaned}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2
+    assert "n_kv_shared_layers (5) leaves no global layer among the first 1 to hold the K/V" in result.output
+    assert _kv(cli, tmp_path, {"model_type": "gemma4_text", **TINY})["bytes_per_token"] > 0  # 2 shared: both kinds kept
+
+
+def test_a_last_sliding_layer_is_read_full_as_gemma4_s_config_forces_it(cli, tmp_path):
+    """Trial 354 #2: Gemma4TextConfig.__post_init__ forces the last layer to full attention (transformers 5.25), so
+    TINY with its last entry sliding caches as TINY; it was priced with one full layer fewer."""
+    from transformers import Gemma4TextConfig
+
+    last_sliding = {**TINY, "layer_types": ["sliding_attention", "full_attention"] * 2 + ["sliding_attention"] * 2}
+    copied = {**last_sliding, "layer_types": list(last_sliding["layer_types"])}  # the config rewrites the list given
+    assert Gemma4TextConfig(**copied).layer_types[-1] == "full_attention"
+    forced = {**last_sliding, "layer_types": [*last_sliding["layer_types"][:-1], "full_attention"]}
+    read = _kv(cli, tmp_path, {"model_type": "gemma4_text", **last_sliding}, "--seq", "64")
+    assert (
+        read["bytes_per_token"]
+        == _kv(cli, tmp_path, {"model_type": "gemma4_text", **forced}, "--seq", "64")["bytes_per_token"]
+    )
+    assert any(line.startswith("layer_types' last entry read as full_attention") for line in read["assumptions"])
+    assert not any(
+        "last entry" in line for line in _kv(cli, tmp_path, {"model_type": "gemma4_text", **TINY})["assumptions"]
+    )

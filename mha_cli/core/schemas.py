@@ -1021,6 +1021,16 @@ class ModelSpec(_Strict):
                 f"n_kv_shared_layers ({layers.n_kv_shared_layers}) must be below n_layers ({self.n_layers}):"
                 " some layer must store the K/V the others share"
             )
+        shared = layers.n_kv_shared_layers or 0
+        if shared and layers.pattern:  # trial 354 #1: the kinds the shared layers reuse must have a layer caching them
+            caching = self.n_layers - shared
+            orphans = [kind for kind in dict.fromkeys(layers.pattern)
+                       if kind != "linear" and self.count_layers(kind) and not self.count_layers(kind, caching)]  # fmt: skip
+            if orphans:
+                raise ValueError(
+                    f"n_kv_shared_layers ({shared}) leaves no {' or '.join(orphans)} layer among the first {caching}"
+                    " to hold the K/V its shared layers of that kind reuse (transformers refuses it too)"
+                )
         if layers.pattern and len(layers.pattern) > self.n_layers:
             raise ValueError(
                 f"layers.pattern has {len(layers.pattern)} entries but the model has {self.n_layers} layers"

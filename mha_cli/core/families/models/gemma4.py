@@ -92,6 +92,21 @@ MOE_FIELDS = ("num_experts", "top_k_experts", "moe_intermediate_size")
 enable_moe_block."""
 
 
+def _view(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """``layer_types`` with its last layer full attention, as ``Gemma4TextConfig.__post_init__`` forces it (trial 354
+    #2: a last ``sliding_attention`` was priced sliding), then the MoE fields (``_moe_view``)."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and types and types[-1] == "sliding_attention":
+        config = {**config, "layer_types": [*types[:-1], "full_attention"]}
+    return _moe_view(config, origin)
+
+
+LAST_LAYER_NOTE = (
+    "layer_types' last entry read as full_attention: Gemma4TextConfig forces the last layer to full attention"
+    " ('Forcing last layer to `full_attention`', transformers 5.25), and vLLM reads the config through it"
+)
+
+
 def _moe_view(config: dict[str, Any], origin: str) -> dict[str, Any]:
     """Without enable_moe_block the MoE fields are unused and left out (the standard reader would read num_experts as
     experts); with it, all three must be set (``Gemma4TextConfig`` has no default for them) and are read."""
@@ -152,7 +167,8 @@ FAMILY = Family(
     local_cycle=("local",) * 5 + ("global",),
     local_cycle_note="layer pattern: Gemma 4 runs 5 sliding : 1 full (Gemma4TextConfig's default layer_types)",
     read_fields=_read,
-    config_view=_moe_view,
+    config_view=_view,
+    view_note=LAST_LAYER_NOTE,
     names=("gemma4", "gemma-4"),
     differences=(
         "Gemma 4's full-attention layers have their own head width and KV heads (global_head_dim,"
