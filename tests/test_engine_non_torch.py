@@ -132,3 +132,15 @@ def test_a_release_outside_the_generation_is_not_its_own():
 def test_a_generations_last_release():
     assert BY_ID["vllm-v0"].last == (0, 7) and BY_ID["vllm-v1"].last == (0, 20)
     assert BY_ID["vllm-0.21"].last is None and BY_ID["trtllm-cpp"].last is None
+
+
+def test_another_engine_s_plan_says_the_non_torch_figure_is_vllm_s(cli):
+    """Trial 354 #10: SGLang's and TensorRT-LLM's plans read "measured in vLLM's logs" as their own measurement."""
+
+    def non_torch(*engine: str) -> str:
+        budget = cli.json("kv", "llama-3-8b", "--target", "h100", *engine)["engine"]["budget"]
+        return next(line["how"] for line in budget if line["label"] == "non-torch memory")
+
+    for engine in ("sglang", "trtllm"):
+        assert non_torch("--engine", engine).startswith(f"vLLM's figure, charged to {engine} too")
+    assert non_torch().startswith("measured in vLLM's logs, tp 1")

@@ -160,3 +160,18 @@ def test_an_unknown_mla_family_is_not_refused_for_the_head_fields_mla_does_not_u
     model = import_hf_config(config).model
     assert model.attention.mla is not None
     assert kv_footprint(model, seq_len=1, batch=1, kv_dtype="bf16").total_bytes == 32 * (512 + 64) * 2
+
+
+def test_an_unknown_family_s_chunked_attention_is_refused_and_its_window_said():
+    """Trial 354 #6: attention_chunk_size on an unknown model_type was priced as chunking every layer (Llama 4, the
+    one family that chunks, does 3 layers in 4), unsaid; a sliding_window on every layer (Mistral's convention) was
+    priced unsaid too."""
+    with pytest.raises(BadInputError, match="its config sets fields mha does not read: attention_chunk_size"):
+        import_hf_config({**LLAMA_COPY, "attention_chunk_size": 8192})
+    windowed = import_hf_config({**LLAMA_COPY, "sliding_window": 4096})
+    assert windowed.model.layers.sliding_window == 4096
+    assert (
+        "sliding_window 4096: every layer slides by it (Mistral's convention), model_type 'my_llama' being no family"
+        " mha knows; one that windows some layers only caches more"
+    ) in windowed.assumptions
+    assert not any("Mistral's convention" in line for line in import_hf_config(dict(LLAMA_COPY)).assumptions)

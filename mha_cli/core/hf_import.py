@@ -68,10 +68,12 @@ _ACTIVATIONS: dict[str, Activation] = {
 }  # fmt: skip
 """config.json's activation names the decoder computes (``gelu_new`` and ``gelu_fast`` are the tanh GELU too)."""
 _GENERIC = Family(
-    model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True, window_fields=WINDOW_FIELDS
-)
-"""How a ``model_type`` of no registered family is read: the standard fields (its windows too), transformers' base
-defaults."""
+    model_types=("unknown",), config_class="PretrainedConfig", tied_by_default=True,
+    window_fields=WINDOW_FIELDS - {"attention_chunk_size"},
+)  # fmt: skip
+"""How a ``model_type`` of no registered family is read: the standard fields (its sliding windows too), transformers'
+base defaults. Not ``attention_chunk_size``: which layers chunk is the family's own (Llama 4: 3 in 4), so an unknown
+family setting it is refused, not priced chunked on every layer (trial 354 #6)."""
 
 
 class ImportedModel(Record):
@@ -288,6 +290,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     if kinds is not None:
         kinds = kinds[:n_layers]  # a family cycle longer than the model: its first n_layers entries (transformers)
         _say_windowless_local_layers(r, kinds, window, fam.name)
+    if fam is _GENERIC and window and (kinds is None or set(kinds) == {"local"}):  # trial 354 #6: unsaid before
+        r.assume(None, f"sliding_window {window}: every layer slides by it (Mistral's convention), model_type"
+                       f" {model_type!r} being no family mha knows; one that windows some layers only caches more")  # fmt: skip
     fields.update(_kinds_fields(kinds, window, chunk))
     if fam.state is not None:
         fields["recurrent"] = fam.state(r, d_model, fields)

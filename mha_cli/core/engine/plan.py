@@ -612,6 +612,8 @@ class _Inputs(NamedTuple):
         if self.target.vendor == "CPU":
             return BudgetLine(label="non-torch memory", bytes=-self.non_torch, how="none on a CPU (no CUDA context)")
         how = non_torch_how(self.kv.tp, self.target, self.settings.release)
+        if self.settings.engine != "vllm":  # trial 354 #10: "measured in vLLM's logs" read as this engine's
+            how = f"vLLM's figure, charged to {self.settings.engine} too (its own is not measured here): {how}"
         if self.token_tables:
             s = self.settings
             how = f"{how}; {uma_token_table_how(s.max_num_seqs, self.kv.seq_len, self.v2_runner)}"
