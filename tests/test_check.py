@@ -353,3 +353,27 @@ def test_an_infinite_rope_base_is_refused_like_nan(cli, tmp_path, value, words):
     assert (
         result.exit_code == EXIT_BAD_INPUT and "model.attention.rope.theta" in result.stderr and words in result.stderr
     )
+
+
+def test_mqa_of_more_than_eight_query_heads_warns_as_a_wide_gqa_group_does():
+    """Trial 355 #2: GQA-2 of 32 heads warned MHA062 and MQA of 32 passed, though MQA is the far end of the trend the
+    rule warns of; Falcon-7B's 71 query heads share one KV head."""
+    falcon = check_design("falcon-7b")
+    assert ids(falcon)["MHA062"] == "warning"
+    found = next(f for f in falcon.findings if f.id == "MHA062")
+    assert found.message == "71 query heads per KV head (> 8) (MQA: every query head shares the one)"
+    assert "MHA062" not in ids(check_design("llama-3-8b"))  # 32 / 8 = 4
+
+
+def test_recommend_says_the_lint_warnings_check_gives_its_design(cli, tmp_path):
+    """Trial 355 #1: `check --strict` failed every 128K design recommend wrote (MHA060: a sequence's cache outweighs
+    the weights) while recommend's warnings were empty; now recommend names them, and check agrees."""
+    out = tmp_path / "design.yaml"
+    result = cli.json("recommend", "--params", "8B", "--seq", "128k", "--target", "h100", "--out", str(out))
+    said = [line for line in result["warnings"] if line.startswith("check warns ")]
+    assert said == [line for line in said if line.startswith("check warns MHA060 kv-larger-than-weights: one 131,072")]
+    assert len(said) == 1
+    checked = check_design(str(out), strict=True)
+    assert not checked.passed and [f.id for f in checked.findings if f.severity == "warning"] == ["MHA060"]
+    short = cli.json("recommend", "--params", "8B", "--seq", "8k", "--target", "h100")
+    assert not any(line.startswith("check warns") for line in short["warnings"])

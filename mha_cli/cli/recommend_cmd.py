@@ -222,6 +222,11 @@ def recommend_command(
     )  # fmt: skip
     if unpriced is not None:
         result = result.model_copy(update={"warnings": [*result.warnings, unpriced]})
+    from mha_cli.core.check import lint_warnings
+
+    linted = lint_warnings(result.config.model, result.config.deployment)
+    if linted:  # what `mha check` on the file written will warn (its --strict fails on them)
+        result = result.model_copy(update={"warnings": [*result.warnings, *linted]})
     if profile is not None:
         from mha_cli.cli.kv_cmd import with_profile
 

@@ -510,8 +510,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA062", name="large-gqa-group", topic="lint", severity="warning", scope="check",
-        condition=f"GQA with more than {MAX_QUALITY_GROUP} query heads per KV head.",
-        action="Warn: quality risk grows as the group widens towards MQA.",
+        condition=f"GQA or MQA with more than {MAX_QUALITY_GROUP} query heads per KV head.",
+        action="Warn: quality risk grows as the group widens towards MQA, and is largest at MQA itself.",
         rationale="Ainslie et al. report near-MHA quality at group 8; wider groups trend towards MQA's loss.",
         reference="Ainslie et al. 2023; Llama 3.1 405B uses 16 (128 / 8) with a very wide model.",
     ),
