@@ -88,3 +88,14 @@ def test_sglangs_own_flags_that_the_launch_lines_print_are_read_or_answered(cli)
             assert result.returncode == 2 and expected in result.stderr and "did you mean" not in result.stderr
             assert result.stderr.count("\n") == 1
             assert command != "check" or "--dp" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("seed", "said"), [("99999999999", "must be at most 2,147,483,647"), ("-1", "must be at least 0")]
+)
+def test_a_bound_is_said_as_the_other_options_say_it(seed, said):
+    """Trial 350 #5: `experiment heads --seed 1e11` was answered "Input should be less than or equal to 2147483647"
+    (pydantic's words) where probe says "must be between 0 and 4,294,967,295"."""
+    result = mha("experiment", "heads", "--quick", "--seed", seed)
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert f"Invalid value for '--seed': {said} (see `mha experiment heads --help`)" in result.stderr

@@ -78,6 +78,10 @@ def test_human_output_shows_token_labels_and_the_summary() -> None:
         ([SENTENCE, "--heads", "-1"], "--heads must be at least 1 (got -1)"),
         ([SENTENCE, "--kv-heads", "0"], "--kv-heads must be at least 1 (got 0)"),
         ([SENTENCE, "--d-model", "0"], "--d-model must be at least 1 (got 0)"),
+        (
+            [SENTENCE, "--variant", "GQA", "--heads", "2"],  # trial 350 #8: no GQA split of 2 heads exists
+            "--variant GQA needs a KV-head count that divides --heads 2 strictly between 1 and it, and 2 has none",
+        ),
         (["one"], "probe needs at least 2"),
         ([" ".join(["w"] * 40)], "at most 32"),
     ],

@@ -9,6 +9,7 @@ module level.
 import functools
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -248,7 +249,7 @@ def main() -> None:
             from mha_cli.cli.option_hints import unknown_option_message
 
             message = unknown_option_message(command, exc.option_name, exc.message, list(exc.possibilities or []))
-        message = message.replace(PYDANTIC_NOT_AN_INTEGER, WHOLE_NUMBER_WANTED)
+        message = plain_bounds(message.replace(PYDANTIC_NOT_AN_INTEGER, WHOLE_NUMBER_WANTED))
         print_error(f"{message} (see `{where}`)")
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
@@ -266,6 +267,19 @@ PYDANTIC_NOT_AN_INTEGER = "Input should be a valid integer, unable to parse stri
 """What typer's integer options say of ``--isl 8k`` (pydantic's words)."""
 WHOLE_NUMBER_WANTED = "give a whole number in digits (such as 8192, not 8k or 1.5)"
 """Said instead: what to type (trial 304 #9). ``--seq``, whose values take 8k, says how it reads them."""
+
+
+_PYDANTIC_BOUND = re.compile(r"Input should be (less|greater) than or equal to (-?\d+)")
+
+
+def plain_bounds(message: str) -> str:
+    """pydantic's ``Input should be less than or equal to 2147483647`` as the other options say a bound: ``must be at
+    most 2,147,483,647`` (trial 350 #5)."""
+
+    def said(match: re.Match[str]) -> str:
+        return f"must be {'at most' if match.group(1) == 'less' else 'at least'} {int(match.group(2)):,}"
+
+    return _PYDANTIC_BOUND.sub(said, message)
 
 
 def _standard_streams_open() -> bool:

@@ -50,8 +50,8 @@ def probe(
         int | None,
         typer.Option(
             "--kv-heads",
-            help="Key/value heads (default: from --variant, GQA at rule MHA020's count: 2 for 4 heads, 4 for 8 or 28, 8 for 32-64;"
-            " else --heads).",
+            help="Key/value heads (default: from --variant, GQA at rule MHA020's count: half of 4 to 16 heads, 4 for"
+            " 20 or 28, 8 for 24 and 32-64, 16 for 96-128; else --heads).",
         ),
     ] = None,
     variant: Annotated[

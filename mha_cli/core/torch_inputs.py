@@ -76,6 +76,11 @@ def probe_spec(
     kind = (variant or "").upper()
     if kind == "GQA" and n_kv_heads is None:
         fields["n_kv_heads"] = default_gqa_kv_heads(n_heads)
+        if fields["n_kv_heads"] is None:  # trial 350 #8: "needs n_kv_heads (a divisor ...)" where none exists
+            raise BadInputError(
+                f"--variant GQA needs a KV-head count that divides --heads {n_heads} strictly between 1 and it, and"
+                f" {n_heads} has none: give more --heads (4 or more, not prime), or --variant MQA or MHA"
+            )
     if kv_lora_rank is not None and kind != "MLA":
         raise BadInputError(
             f"--kv-lora-rank sets MLA's latent and --variant is {variant or 'not given'}: give --variant MLA"
