@@ -276,3 +276,15 @@ def test_a_config_json_name_in_our_file_is_sent_where_ours_keeps_it():
             annotation = spec.model_fields[name].annotation
             inner = [a for a in getattr(annotation, "__args__", (annotation,)) if hasattr(a, "model_fields")]
             spec = inner[0] if inner else annotation
+
+
+def test_a_field_like_no_other_gets_no_hint_from_another_part():
+    """Trial 350 #4: `foo_bar` under model: and under attention: was offered attention.o_bias (difflib 0.62); a near
+    typo of a part's field still is (n_kv_head, qkv_bais)."""
+    from mha_cli.core.config_layout import unknown_field_hint
+
+    hint = unknown_field_hint(None)
+    assert hint(("model", "foo_bar")) is None and hint(("model", "attention", "foo_bar")) is None
+    assert hint(("model", "n_kv_head")) == "did you mean attention.n_kv_heads?"
+    assert hint(("model", "attention", "qkv_bais")) == "did you mean attention.qkv_bias?"
+    assert hint(("model", "d_modle")) == "did you mean d_model?"

@@ -175,8 +175,13 @@ def _in_part_hint(part: str, key: str) -> str | None:
     elsewhere = [f"{other}.{key}" for other in PARTS if other != part and key in part_fields(other)]
     if elsewhere:
         return f"did you mean {' or '.join(elsewhere)}?"
-    close = close_names(key, part_fields(part), n=1)
+    close = close_names(key, part_fields(part), n=1, cutoff=OTHER_PART_CUTOFF)
     return f"did you mean {part}.{close[0]}?" if close else None
+
+
+OTHER_PART_CUTOFF = 0.75
+"""How alike an unknown field must be to a part's field to be offered it (difflib's ratio): ``n_kv_head`` ->
+``n_kv_heads`` (0.95), not ``foo_bar`` -> ``o_bias`` (0.62, trial 350 #4)."""
 
 
 def _top_level_hint(key: str, layout: int | None) -> str | None:
@@ -188,9 +193,12 @@ def _top_level_hint(key: str, layout: int | None) -> str | None:
     if layout == FLAT:
         close = close_names(key, [*own, *FLAT_FIELDS], n=1)
         return f"did you mean {close[0]}?" if close else None
-    by_name = {name: name for name in own} | {old: ".".join(place) for old, place in FLAT_FIELDS.items()}
-    by_name |= {name: f"{part}.{name}" for part in PARTS for name in part_fields(part) if name not in by_name}
+    by_name = {name: name for name in own}
     close = close_names(key, by_name, n=1)
+    if not close:  # a part's field, only for a near typo of it (trial 350 #4: foo_bar was offered attention.o_bias)
+        by_name = {old: ".".join(place) for old, place in FLAT_FIELDS.items() if old not in own}
+        by_name |= {name: f"{part}.{name}" for part in PARTS for name in part_fields(part) if name not in by_name}
+        close = close_names(key, by_name, n=1, cutoff=OTHER_PART_CUTOFF)
     return f"did you mean {by_name[close[0]]}?" if close else None
 
 

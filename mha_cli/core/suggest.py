@@ -11,10 +11,10 @@ CUTOFF = 0.6
 """difflib's similarity ratio a known name must reach to be suggested (``h10`` -> ``h100``; ``zzz`` -> nothing)."""
 
 
-def close_names(word: str, known: Iterable[str], n: int = SUGGESTIONS) -> list[str]:
+def close_names(word: str, known: Iterable[str], n: int = SUGGESTIONS, cutoff: float = CUTOFF) -> list[str]:
     """The known names most like ``word`` (case-insensitive), best first; empty when none is close."""
     by_key = {name.lower(): name for name in known}
-    return [by_key[key] for key in difflib.get_close_matches(str(word).strip().lower(), by_key, n=n, cutoff=CUTOFF)]
+    return [by_key[key] for key in difflib.get_close_matches(str(word).strip().lower(), by_key, n=n, cutoff=cutoff)]
 
 
 def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
