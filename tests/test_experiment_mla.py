@@ -219,6 +219,7 @@ def test_one_seed_answers_nothing_at_the_seed_spread_and_the_control_that_beats_
     assert [r.within_seed_spread for r in rows] == [None, None, None]
     assert answer_at_seed_spread(rows).chosen_rank is None
     assert answer_at_seed_spread(rows).sentence == ONE_SEED_SENTENCE
+    assert answer_at_seed_spread(rows).limit == "within the seed spread on every seed (one seed: no spread)"
     assert answer_at_one_bit(rows).chosen_rank == 2  # the 1-bit limit still answers, untrusted
     text = conclusion(rows, [], False)
     assert "the no-attention control is 0.055 bits better than the baseline (-0.055 to -0.055 over seeds)" in text

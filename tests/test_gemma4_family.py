@@ -339,3 +339,24 @@ def test_a_last_sliding_layer_is_read_full_as_gemma4_s_config_forces_it(cli, tmp
     assert not any(
         "last entry" in line for line in _kv(cli, tmp_path, {"model_type": "gemma4_text", **TINY})["assumptions"]
     )
+
+
+def test_the_default_cycle_s_last_layer_is_full_too(cli, tmp_path):
+    """Review 356 #1: without layer_types Gemma4TextConfig builds 5 sliding : 1 full and forces the last layer full;
+    8 layers cache as S S S S S F S F (2 full layers), where mha's cycle gave S S S S S F S S."""
+    from transformers import Gemma4TextConfig
+
+    cycle = {key: value for key, value in TINY.items() if key != "layer_types"}
+    eight = {**cycle, "num_hidden_layers": 8, "num_kv_shared_layers": 0}
+    built = Gemma4TextConfig(**eight).layer_types
+    assert built == ["sliding_attention"] * 5 + ["full_attention", "sliding_attention", "full_attention"]
+    read = _kv(cli, tmp_path, {"model_type": "gemma4_text", **eight}, "--seq", "64")
+    listed = _kv(cli, tmp_path, {"model_type": "gemma4_text", **eight, "layer_types": built}, "--seq", "64")
+    assert read["total_bytes"] == listed["total_bytes"]
+    assert "the default 5:1 cycle's last layer read as full_attention" in " ".join(read["assumptions"])
+    four = {**cycle, "num_hidden_layers": 4, "num_kv_shared_layers": 1}  # S S S F: the full layer would share
+    path = tmp_path / "four.json"
+    path.write_text(json.dumps({"model_type": "gemma4_text", **four}))
+    assert cli.run("kv", str(path)).exit_code == 2
+    six = {**cycle, "num_hidden_layers": 6, "num_kv_shared_layers": 0}  # its last layer is full already: unsaid
+    assert "cycle's last layer" not in " ".join(_kv(cli, tmp_path, {"model_type": "gemma4_text", **six})["assumptions"])

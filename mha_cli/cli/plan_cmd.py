@@ -44,6 +44,7 @@ from mha_cli.core.deployment import merge_deployment
 from mha_cli.core.engine.per_kind_pages import refuse_per_kind_pages
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.mm_limits import mm_limits
+from mha_cli.core.quantities import format_ms
 from mha_cli.core.sources import load_source, refuse_gguf_overrides, resolution_note
 
 if TYPE_CHECKING:
@@ -1286,9 +1287,9 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
 
     targets = []
     if result.ttft_ms is not None:
-        targets.append(f"TTFT <= {result.ttft_ms:g} ms")
+        targets.append(f"TTFT <= {format_ms(result.ttft_ms)} ms")
     if result.itl_ms is not None:
-        targets.append(f"ITL <= {result.itl_ms:g} ms")
+        targets.append(f"ITL <= {format_ms(result.itl_ms)} ms")
     console.print(
         f"[bold]{escape(result.model_name)}[/bold] on {escape(result.target)}:"
         f" {escape(workload or f'{result.isl:,} in / {result.osl:,} out')};"

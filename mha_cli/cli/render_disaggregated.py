@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mha_cli.core.quantities import format_ms
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -19,8 +21,8 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    targets = [f"TTFT <= {plan.ttft_ms:g} ms"] if plan.ttft_ms is not None else []
-    targets += [f"ITL <= {plan.itl_ms:g} ms"] if plan.itl_ms is not None else []
+    targets = [f"TTFT <= {format_ms(plan.ttft_ms)} ms"] if plan.ttft_ms is not None else []
+    targets += [f"ITL <= {format_ms(plan.itl_ms)} ms"] if plan.itl_ms is not None else []
     load = f"{plan.rate_rps:g} req/s" if plan.rate_rps is not None else "each split at its goodput"
     console.print(
         f"[bold]{escape(plan.model_name)}[/bold] on {escape(plan.target)}, disaggregated: {plan.isl:,} in /"
@@ -76,7 +78,7 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
             f" {sim.ttft_ms.mean:,.0f} / p90 {sim.ttft_ms.p90:,.0f} / p99 {sim.ttft_ms.p99:,.0f} ms; TPOT mean"
             f" {sim.tpot_ms.mean:,.1f} / p90 {sim.tpot_ms.p90:,.1f} / p99 {sim.tpot_ms.p99:,.1f} ms"
         )
-        above = [f"p99 {name} {p99:,.0f} ms > {flag} {target:,g}" for name, p99, flag, target in (
+        above = [f"p99 {name} {p99:,.0f} ms > {flag} {format_ms(target)}" for name, p99, flag, target in (
             ("TTFT", sim.ttft_ms.p99, "--ttft-ms", plan.ttft_ms), ("TPOT", sim.tpot_ms.p99, "--itl-ms", plan.itl_ms),
         ) if target is not None and p99 > target]  # fmt: skip
         if above:  # the targets are read against the means here; a p99 past them is said, not hidden

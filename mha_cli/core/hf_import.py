@@ -137,8 +137,8 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
     read_from = dict.fromkeys(from_table, f"{fam.config_class.split(' (')[0]} ({FIELD_DEFAULTS_READ})")
     r = ConfigReader(config, origin, f"{fam.config_class}", {**from_table, **fam.defaults}, ignored=ignored,
                      read_from=read_from)  # fmt: skip
-    if fam.view_note and config.get("layer_types") != as_written.get("layer_types"):
-        r.assume(None, fam.view_note)
+    if fam.view_note is not None and (viewed := fam.view_note(as_written, config)) is not None:
+        r.assume(None, viewed)
     model_type = written
     if known is not None and written in known.old_names:
         model_type = known.name

@@ -153,9 +153,9 @@ class DeclaredKv(NamedTuple):
         said = f"the checkpoint declares its KV cache {self.shown} ({self.field})"
         if self.engines_read and self.format == "nvfp4":
             return (
-                f"{said}: priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.22.0, whose"
+                f"{said}: priced in nvfp4 unless --kv-dtype says otherwise on vLLM from 0.20.0, whose"
                 " get_kv_cache_quant_algo_string runs it (core.engine.checkpoint_kv); in the model's dtype on earlier"
-                " releases, SGLang and TensorRT-LLM"
+                " releases, and on SGLang and TensorRT-LLM, whose reading of it mha has not read"
             )
         if self.engines_read and self.method == "compressed-tensors":
             return (
@@ -187,15 +187,16 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     if field is None:
         return None
     declared = body.get(field) if body.get(field) is not None else quant.get(field)
-    fp8 = (isinstance(declared, str) and declared.strip().lower() in ("fp8", "float8")) or (
-        isinstance(declared, dict) and declared.get("num_bits") == 8 and declared.get("type") == "float"
-    )
-    nvfp4 = (isinstance(declared, str) and declared.strip().lower() == "nvfp4") or (
-        isinstance(declared, dict) and declared.get("num_bits") == 4 and declared.get("type") == "float"
-    )
     producer = quant.get("producer")
     modelopt = str(quant.get("quant_method", "")).lower().startswith("modelopt") or (
         isinstance(producer, dict) and producer.get("name") == "modelopt"
+    )
+    fp8 = (isinstance(declared, str) and declared.strip().lower() in ("fp8", "float8")) or (
+        isinstance(declared, dict) and declared.get("num_bits") == 8 and declared.get("type") == "float"
+        and (not modelopt or declared.get("dynamic") is False)  # vLLM's ModelOpt mapping: static scales alone
+    )  # fmt: skip
+    nvfp4 = (isinstance(declared, str) and declared.strip().lower() == "nvfp4") or (
+        isinstance(declared, dict) and declared.get("num_bits") == 4 and declared.get("type") == "float"
     )
     shown = (
         declared

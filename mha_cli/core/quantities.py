@@ -175,3 +175,9 @@ def format_count(n: float) -> str:
         if abs(n) >= factor:
             return f"{n / factor:.3g}{suffix}" if n / factor < 100 else f"{n / factor:,.0f}{suffix}"
     return f"{n:,.0f}"
+
+
+def format_ms(value: float) -> str:
+    """A latency target in milliseconds as typed, with thousands: ``50.5``, ``2,000``, ``1,000,000`` (not ``1e+06``:
+    review 356 #7)."""
+    return f"{value:,.0f}" if value >= 1e6 else f"{value:,g}"

@@ -288,6 +288,8 @@ def verdict(row: MlaRow, limit: Limit) -> Verdict | None:
 def limit_text(rows: list[MlaRow], limit: Limit) -> str:
     if limit == "one-bit":
         return f"within {QUALITY_LIMIT_BITS:g} bit of the baseline on every seed"
+    if len(rows[0].validation_bits.values) < 2:  # review 356 #8: "at most 0.000 bits worse" beside ONE_SEED_SENTENCE
+        return "within the seed spread on every seed (one seed: no spread)"
     return (
         f"within the seed spread on every seed (at most {rows[0].validation_bits.range:.3f} bits worse than the"
         " baseline, the range of its own seeds)"

@@ -59,6 +59,7 @@ from mha_cli.core.engine.vllm_rule_releases import HYBRID_OFF_ERROR, connector_t
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError, NotPricedError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
+from mha_cli.core.quantities import format_ms
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import PoolTimes, SimulatedSplit, simulate_split
@@ -486,9 +487,9 @@ def _priced(
     ttft = queue + worker.prompt_ms / 1e3 + transfer + step
     ttft_ms, itl_ms = targets
     if ttft_ms is not None and ttft * 1e3 > ttft_ms * (1 + 1e-9):
-        misses.append(f"ttft {ttft * 1e3:,.0f} ms > {ttft_ms:,g} ms")
+        misses.append(f"ttft {ttft * 1e3:,.0f} ms > {format_ms(ttft_ms)} ms")
     if itl_ms is not None and step * 1e3 > itl_ms * (1 + 1e-9):
-        misses.append(f"itl {step * 1e3:,.1f} ms > {itl_ms:,g} ms")
+        misses.append(f"itl {step * 1e3:,.1f} ms > {format_ms(itl_ms)} ms")
     if rate is not None and rate > s.rate_rps * (1 + 1e-9) and not misses:
         misses.append(f"rate {rate:g} req/s > its goodput {s.rate_rps:.3g} req/s")
     return Split(

@@ -58,6 +58,7 @@ from mha_cli.core.engine.settings import (
 )
 from mha_cli.core.engine.sglang_ep import redundant_experts, redundant_note, sglang_experts_uneven
 from mha_cli.core.errors import BadInputError, MhaError, NotPricedError
+from mha_cli.core.quantities import format_ms
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
@@ -237,9 +238,9 @@ def _label(tp: int, pp: int, replicas: int, deployment: DeploymentSpec, *, share
 def _misses(plan: ServingPlan, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
     misses = [f"rate {plan.rate_rps:g} req/s > what it serves"] if plan.saturated else []
     if ttft_ms is not None and plan.ttft_ms > ttft_ms:
-        misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {ttft_ms:,g} ms")
+        misses.append(f"ttft {plan.ttft_ms:,.0f} ms > {format_ms(ttft_ms)} ms")
     if itl_ms is not None and plan.itl_ms > itl_ms:
-        misses.append(f"itl {plan.itl_ms:,.1f} ms > {itl_ms:,g} ms")
+        misses.append(f"itl {plan.itl_ms:,.1f} ms > {format_ms(itl_ms)} ms")
     return misses
 
 

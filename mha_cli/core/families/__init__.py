@@ -118,8 +118,9 @@ class Family(NamedTuple):
     config_view: ConfigView | None = None
     """Rewrites its config.json into the standard fields before anything is read (Nemotron-H's blocks, each one
     mixer or one MLP, as the layers of their mixers); None: read as written."""
-    view_note: str = ""
-    """Said among the assumptions when ``config_view`` rewrote ``layer_types`` (Gemma 4's last layer forced full)."""
+    view_note: Callable[[Mapping[str, Any], Mapping[str, Any]], str | None] | None = None
+    """What ``config_view`` changed of the config as written that a figure depends on (Gemma 4's last layer forced
+    full), said among the assumptions: (as written, as viewed) -> the line, or None."""
     use_qk_norm_is_rmsnorm: bool = True
     """Whether its ``use_qk_norm: true`` is a per-head RMSNorm of q and k with weights (not Llama-4's L2 norm)."""
     interleaved_rope: bool = False

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 from pydantic import Field
 
 from mha_cli.core.errors import BadInputError
+from mha_cli.core.quantities import format_ms
 from mha_cli.core.record import empty_list
 from mha_cli.core.serve.simulate import EngineLimits, RequestTimes, Simulation, engine_limits, simulate
 from mha_cli.core.serve.workload import Workload, drawn_lengths
@@ -221,11 +222,11 @@ def simulate_deployment(
     misses = [f"rate {rate:g} req/s > what it serves (the queue grows)"] if run.saturated else []
     label = "mean" if slo_percentile == 0 else f"p{slo_percentile:g}"
     if ttft_ms is not None and run.ttft_ms.at(slo_percentile) > ttft_ms:
-        misses.append(f"{label} ttft {run.ttft_ms.at(slo_percentile):,.0f} ms > {ttft_ms:,g} ms")
+        misses.append(f"{label} ttft {run.ttft_ms.at(slo_percentile):,.0f} ms > {format_ms(ttft_ms)} ms")
     # speculative decoding: the gap between chunks of T tokens is not the time per token; read the target as TPOT
     per_token, read_as = (run.itl_ms, "itl") if case.speculative is None else (run.tpot_ms, "tpot (--itl-ms)")
     if itl_ms is not None and per_token.at(slo_percentile) > itl_ms:
-        misses.append(f"{label} {read_as} {per_token.at(slo_percentile):,.1f} ms > {itl_ms:,g} ms")
+        misses.append(f"{label} {read_as} {per_token.at(slo_percentile):,.1f} ms > {format_ms(itl_ms)} ms")
     goodput = None
     if ttft_ms is not None or itl_ms is not None:
         goodput = run.good_requests(times, ttft_ms, itl_ms) / run.duration_s * busy

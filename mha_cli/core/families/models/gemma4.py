@@ -13,6 +13,7 @@ same per-layer KV heads and head width, replicating KV heads when tp exceeds the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
@@ -92,19 +93,45 @@ MOE_FIELDS = ("num_experts", "top_k_experts", "moe_intermediate_size")
 enable_moe_block."""
 
 
-def _view(config: dict[str, Any], origin: str) -> dict[str, Any]:
-    """``layer_types`` with its last layer full attention, as ``Gemma4TextConfig.__post_init__`` forces it (trial 354
-    #2: a last ``sliding_attention`` was priced sliding), then the MoE fields (``_moe_view``)."""
+FAMILY_LAYERS = 30
+"""``Gemma4TextConfig``'s ``num_hidden_layers`` default (the family's ``defaults`` below)."""
+DEFAULT_PERIOD = 6
+"""``Gemma4TextConfig.__post_init__``'s default layer_types: every 6th layer full, the others sliding (5:1)."""
+
+
+def _layer_types(config: Mapping[str, Any]) -> list[str] | None:
+    """The layer types ``Gemma4TextConfig`` starts from, before it forces the last: the config's list, else its
+    default 5:1 cycle over ``num_hidden_layers`` (the family's default where absent); None where the count is not a
+    positive whole number (the reader refuses it)."""
     types = config.get("layer_types")
-    if isinstance(types, list) and types and types[-1] == "sliding_attention":
+    if isinstance(types, list) and types:
+        return list(types)
+    layers = config.get("num_hidden_layers", FAMILY_LAYERS)
+    if type(layers) is not int or layers < 1:
+        return None
+    return ["sliding_attention" if (i + 1) % DEFAULT_PERIOD else "full_attention" for i in range(layers)]
+
+
+def _view(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """``layer_types`` with its last layer full attention, as ``Gemma4TextConfig.__post_init__`` forces it, the
+    default 5:1 cycle written out where the config has none (trial 354 #2: a last ``sliding_attention`` was priced
+    sliding; review 356 #1: so was the default cycle's of 8 layers), then the MoE fields (``_moe_view``)."""
+    types = _layer_types(config)
+    if types is not None and types[-1] != "full_attention":
         config = {**config, "layer_types": [*types[:-1], "full_attention"]}
     return _moe_view(config, origin)
 
 
-LAST_LAYER_NOTE = (
-    "layer_types' last entry read as full_attention: Gemma4TextConfig forces the last layer to full attention"
-    " ('Forcing last layer to `full_attention`', transformers 5.25), and vLLM reads the config through it"
-)
+def _last_layer_note(written: Mapping[str, Any], viewed: Mapping[str, Any]) -> str | None:
+    """The assumption line where ``_view`` forced the last layer full (None where it was full already)."""
+    types = _layer_types(written)
+    if types is None or types[-1] == "full_attention":
+        return None
+    where = "layer_types' last entry" if written.get("layer_types") else "the default 5:1 cycle's last layer"
+    return (
+        f"{where} read as full_attention: Gemma4TextConfig forces the last layer to full attention ('Forcing last"
+        " layer to `full_attention`', transformers 5.25), and vLLM reads the config through it"
+    )
 
 
 def _moe_view(config: dict[str, Any], origin: str) -> dict[str, Any]:
@@ -152,7 +179,7 @@ FAMILY = Family(
         "vocab_size": 262144,
         "hidden_size": 2304,
         "intermediate_size": 9216,
-        "num_hidden_layers": 30,
+        "num_hidden_layers": FAMILY_LAYERS,
         "num_attention_heads": 8,
         "num_key_value_heads": 4,
         "head_dim": 256,
@@ -168,7 +195,7 @@ FAMILY = Family(
     local_cycle_note="layer pattern: Gemma 4 runs 5 sliding : 1 full (Gemma4TextConfig's default layer_types)",
     read_fields=_read,
     config_view=_view,
-    view_note=LAST_LAYER_NOTE,
+    view_note=_last_layer_note,
     names=("gemma4", "gemma-4"),
     differences=(
         "Gemma 4's full-attention layers have their own head width and KV heads (global_head_dim,"
