@@ -507,7 +507,9 @@ def test_nan_is_said_to_be_no_number_not_too_large(cli):
     were the first bound's (found by newuser trial 252)."""
     result = cli.run("recommend", "--params", "7B", "--gpu-memory-utilization", "nan")
     assert (
-        result.exit_code == 2 and result.output.strip() == "error: --gpu-memory-utilization: must be a number (got nan)"
+        result.exit_code == 2
+        and result.output.strip()
+        == "error: --gpu-memory-utilization (or --mem-fraction-static, --free-gpu-memory-fraction): must be a number (got nan)"
     )
 
 

@@ -206,3 +206,12 @@ def test_minimax_m2_by_its_hugging_face_id_prices_as_its_published_config(cli, h
 def test_a_max_model_len_vllm_would_not_read_so_is_refused_in_one_line(cli, args, said):
     result = cli.run(*args)
     assert result.exit_code == EXIT_BAD_INPUT and said in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_an_alias_s_bad_value_names_every_spelling(cli):
+    """Trial 351 #9: `--mem-fraction-static 0` was answered as `--gpu-memory-utilization`, a flag not typed."""
+    result = cli.run("plan", "llama-3-8b", "--target", "h100", "--engine", "sglang", "--mem-fraction-static", "0")
+    assert result.exit_code == 2
+    assert result.output.strip().startswith(
+        "error: --gpu-memory-utilization (or --mem-fraction-static, --free-gpu-memory-fraction): must be greater than 0"
+    )

@@ -22,10 +22,13 @@ from mha_cli.core.vllm_quantization import PastedQuantization, pasted_format
 FALLBACK_SEQ_LEN = 8192
 """Context used when neither the user, the config file nor the model states one."""
 
+UTILISATION_FLAGS = "--gpu-memory-utilization (or --mem-fraction-static, --free-gpu-memory-fraction)"
+"""The option and its engines' aliases, named together in an error (trial 351 #9: --mem-fraction-static 0 was
+answered as --gpu-memory-utilization alone)."""
 _OPTION_NAMES = {"seq_len": "--seq", "batch": "--batch", "kv_dtype": "--kv-dtype", "kv_fp8_variant": "--kv-dtype", "weight_dtype": "--weight-dtype",
                  "tp": "--tp", "block_size": "--block-size", "target": "--target", "mla_cache": "--mla-cache",
                  "state_convention": "--state-convention",
-                 "engine": "--engine", "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+                 "engine": "--engine", "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": UTILISATION_FLAGS,
                  "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
                  "kv_cache_memory_bytes": "--kv-cache-gib", "limit_mm_per_prompt": "--limit-mm-per-prompt",
                  "kv_offload_bytes": "--kv-offload-gib", "shared_prefixes": "--shared-prefixes",

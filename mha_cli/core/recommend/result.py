@@ -5,7 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, computed_field, model_validator
 
 from mha_cli.core.cost.latency import StepLatency
-from mha_cli.core.deployment import FALLBACK_SEQ_LEN, check_async_scheduling
+from mha_cli.core.deployment import FALLBACK_SEQ_LEN, UTILISATION_FLAGS, check_async_scheduling
 from mha_cli.core.dtypes import FP8_DS_MLA, Fp8Variant, with_fp8_variant
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
@@ -44,7 +44,7 @@ _OPTION_NAMES = {
     "vocab_size": "--vocab",
     "d_model": "--d-model", "variant": "--variant", "active_params": "--active-params", "experts": "--experts",
     "top_k": "--top-k", "shared_experts": "--shared-experts", "dense_layers": "--dense-layers", "engine": "--engine",
-    "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": "--gpu-memory-utilization",
+    "engine_generation": "--engine", "engine_version": "--engine", "gpu_memory_utilization": UTILISATION_FLAGS,
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
     "kv_cache_memory_bytes": "--kv-cache-gib", "async_scheduling": "--async-scheduling",
 }  # fmt: skip
