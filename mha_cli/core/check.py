@@ -137,8 +137,9 @@ def check_design(source_name: str, *, strict: bool = False, **overrides: Any) ->
 
 def lint_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     """The lint rules' warnings ``mha check`` gives ``model`` under ``deployment``, one line each (the fit and the
-    warnings outside the rules ``mha recommend`` judges itself): what ``mha recommend`` says of its own design, so that ``check --strict`` on the file it writes holds no
-    surprise (trial 355 #1: MHA060 failed every 128K design, and recommend said nothing)."""
+    warnings outside the rules ``mha recommend`` judges itself): what recommend says of its own design, so that
+    ``check --strict`` on the file it writes holds no surprise (trial 355 #1: MHA060 failed every 128K design, and
+    recommend said nothing)."""
     source = ModelSource(kind="config", origin="the recommended design", model=model, deployment=deployment)
     checked = check_source(source)
     lint = [f for f in checked.findings if f.severity == "warning" and f.topic == "lint"]  # the fit recommend judges

@@ -198,30 +198,27 @@ def declared_kv_cache(config: dict[str, Any], origin: str) -> DeclaredKv | None:
     nvfp4 = (isinstance(declared, str) and declared.strip().lower() == "nvfp4") or (
         isinstance(declared, dict) and declared.get("num_bits") == 4 and declared.get("type") == "float"
     )
-    shown = (
-        declared
-        if isinstance(declared, str)
-        else "fp8"
-        if fp8
-        else "nvfp4"
-        if nvfp4
-        else "in a format mha does not read"
-    )
+    shown = _declared_as(declared, fp8, nvfp4)
     compressed = str(quant.get("quant_method", "")).lower() == "compressed-tensors" and field == "kv_cache_scheme"
     if compressed and not modelopt:  # vLLM's layers read any kv_cache_scheme (checkpoint_kv): fp8 the one priced
         _refuse_kv_scheme_vllm_refuses(declared, origin)
         return DeclaredKv(field, shown, fp8, "compressed-tensors")
-    nested = (
-        body is not quant
-    )  # hf_quant_config.json's "quantization", where vLLM reads kv_cache_quant_algo (review 353)
+    nested = body is not quant  # hf_quant_config.json's "quantization", where vLLM checks kv_cache_quant_algo's type
     if field == "kv_cache_quant_algo" and nested and not isinstance(declared, str):  # trial 352 #5: a number, an object
         raise BadInputError(
             f"{origin}: quantization_config kv_cache_quant_algo is {_shown_value(declared)}, not a name such as FP8"
             " (ModelOpt writes the algorithm's name): correct it in a copy of the file"
         )
-    if modelopt and nvfp4:  # vLLM from 0.22.0 maps it to its nvfp4 cache (core.engine.checkpoint_kv)
+    if modelopt and nvfp4:  # vLLM from 0.20.0 maps it to its nvfp4 cache (core.engine.checkpoint_kv)
         return DeclaredKv(field, shown, True, "modelopt", "nvfp4")
     return DeclaredKv(field, shown, modelopt and fp8)
+
+
+def _declared_as(declared: Any, fp8: bool, nvfp4: bool) -> str:
+    """A declared KV format as the assumption names it: the config's own string, else what its scheme reads as."""
+    if isinstance(declared, str):
+        return declared
+    return "fp8" if fp8 else "nvfp4" if nvfp4 else "in a format mha does not read"
 
 
 KV_SCHEME_STRATEGIES = ("tensor", "attn_head")

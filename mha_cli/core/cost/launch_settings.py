@@ -28,8 +28,8 @@ The step budget and the formats (``trtllm_words``, ``format_notes``):
   engine's line on its default cache: a note.
 - A weight format asked of a checkpoint not stored in it (``DeploymentSpec.checkpoint_format``) other than fp8 of an
   unquantised one (which ``--quantization fp8`` sets; a quantised checkpoint's method the engines read from it, and
-  they refuse another, so its lines carry no ``--quantization``): the lines load the checkpoint as stored, so a note says the format priced needs a checkpoint stored in it. fp8 too for the
-  trtllm-serve line: TensorRT-LLM runs checkpoints pre-quantised by Model Optimizer and quantises none on loading
+  they refuse another, so its lines carry no ``--quantization``): the lines load the checkpoint as stored, so a note
+  says the format priced needs a checkpoint stored in it. fp8 too for the trtllm-serve line: TensorRT-LLM runs checkpoints pre-quantised by Model Optimizer and quantises none on loading
   (https://nvidia.github.io/TensorRT-LLM/1.0.0/features/quantization.html, "Running Pre-quantized Models";
   trtllm-serve has no quantization flag, https://nvidia.github.io/TensorRT-LLM/0.18.2/commands/trtllm-serve.html).
 
