@@ -191,3 +191,19 @@ def test_a_modelopt_fp8_scheme_with_dynamic_scales_is_not_vllm_s_fp8_cache(cli, 
     dynamic = {**MODELOPT, "kv_cache_quant_algo": None, "kv_cache_scheme": {**scheme, "dynamic": True}}
     assert kv_assumptions(cli, write(tmp_path / "static", static))[0]["bytes_per_token"] == 65536
     assert kv_assumptions(cli, write(tmp_path / "dynamic", dynamic))[0]["bytes_per_token"] == 131072
+
+
+def test_an_mla_checkpoint_declaring_an_nvfp4_cache_is_refused_naming_the_declaration(cli, tmp_path):
+    """Review 356 #5: vLLM refuses an nvfp4 cache with MLA (validate_nvfp4_kv_cache_with_mla), and the refusal of a
+    DeepSeek checkpoint declaring one blamed a --kv-dtype never typed; --kv-dtype fp8 is the way out it names."""
+    from tests.conftest import reference_hf_config
+
+    config = json.loads(reference_hf_config("deepseek-v3").read_text())
+    config["quantization_config"] = {**MODELOPT, "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"}
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    refused = cli.run("kv", str(folder / "config.json"), "--target", "b200")
+    assert refused.exit_code == 2
+    assert "kv dtype nvfp4 (--kv-dtype, or an NVFP4 cache the checkpoint declares)" in refused.output
+    assert cli.json("kv", str(folder / "config.json"), "--target", "b200", "--kv-dtype", "fp8")["bytes_per_token"] > 0

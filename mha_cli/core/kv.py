@@ -61,8 +61,9 @@ def check_kv_dtype_fits(model: ModelSpec, kv_dtype: str, mla_cache: MlaCacheMode
     model asking for it finds no backend (``vllm/platforms/cuda.py``: "No valid attention backend found")."""
     if storage_format(kv_dtype).name == NVFP4_KV and model.attention.mla is not None:
         raise BadInputError(
-            f"kv dtype nvfp4 is vLLM's fp4 cache for K and V heads, which it refuses with MLA ({model.name}:"
-            " validate_nvfp4_kv_cache_with_mla, 0.32.0): use --kv-dtype fp8"
+            f"kv dtype nvfp4 (--kv-dtype, or an NVFP4 cache the checkpoint declares) is vLLM's fp4 cache for K and V"
+            f" heads, which it refuses with MLA ({model.name}: validate_nvfp4_kv_cache_with_mla, 0.32.0): use"
+            " --kv-dtype fp8"  # review 356 #5: a checkpoint's declaration was blamed on --kv-dtype
         )
     if storage_format(kv_dtype).name != FP8_DS_MLA:
         return
