@@ -75,7 +75,7 @@ from mha_cli.core.engine.settings import resolve_settings
 from mha_cli.core.engine.sglang_padding import padding_slots
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.engine.vllm_rule_releases import max_concurrent_batches, paging_rules, sliding_in_flight_batches
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import ReleaseBeforeGpuError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
@@ -763,9 +763,7 @@ def price(log: dict[str, Any]) -> Priced:
         (``core.engine.blackwell_releases``: vLLM V0's wheels hold no Blackwell kernels)."""
         try:
             return f"{generation_id} {error_of(whole_plan(log, generation_id)):+.1%}"
-        except BadInputError as refused:
-            if "does not run on" not in refused.message:
-                raise
+        except ReleaseBeforeGpuError:
             return f"{generation_id} does not run on this GPU"
 
     plan = whole_plan(log)

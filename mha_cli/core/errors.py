@@ -52,6 +52,11 @@ class NotPricedError(BadInputError):
     exit 2, raised through a search of layouts rather than leaving each out."""
 
 
+class ReleaseBeforeGpuError(BadInputError):
+    """An engine release that predates the GPU asked of it (``core.engine.blackwell_releases``): exit 2. Tables that
+    price every generation on every GPU catch it by its class and say the generation does not run there."""
+
+
 class UnpricedQuantizationError(BadInputError):
     """A checkpoint's quantization_config mha cannot price: exit 2. ``what`` names it ("quant_method 'hqq'"), for
     the assumption a ``--weight-dtype`` that prices every weight instead states."""

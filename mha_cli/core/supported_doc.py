@@ -15,7 +15,7 @@ from mha_cli.core import dtypes, weight_formats
 from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
 from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS
 from mha_cli.core.engine.settings import EngineSettings, resolve_settings
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import ReleaseBeforeGpuError
 from mha_cli.core.families.support import family_support
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.markdown import cell, markdown_table
@@ -66,9 +66,7 @@ def engines_table() -> str:
             deployment = DeploymentSpec(engine=generation.engine, engine_generation=generation.id)
             try:
                 settings = resolve_settings(deployment, targets[target_id], 1)
-            except BadInputError as refused:  # a release before the GPU (core.engine.blackwell_releases)
-                if "does not run on" not in refused.message:
-                    raise
+            except ReleaseBeforeGpuError:  # a release before the GPU (core.engine.blackwell_releases)
                 rows.append([f"`{generation.id}`", f"`{target_id}`", "does not run there", "-", "-", "-"])
                 continue
             rows.append(

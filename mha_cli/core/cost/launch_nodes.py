@@ -262,8 +262,7 @@ def node_launch(
             out[f"{engine}_last_node"] = found.last
         if found.note:
             notes.append(found.note)
-    note = placeholders_note(out)
-    return out, notes if note is None else [*notes, note]
+    return out, notes
 
 
 PLACEHOLDERS = {HEAD_IP: "node 0's address", NODE_RANK: "the node's index", START_RANK: "its first data-parallel rank"}
@@ -271,8 +270,8 @@ PLACEHOLDERS = {HEAD_IP: "node 0's address", NODE_RANK: "the node's index", STAR
 
 
 def placeholders_note(lines: dict[str, list[str]]) -> str | None:
-    """``replace HEAD_IP with node 0's address, ...``: the placeholders ``lines`` hold (None: none); said again once a
-    release drops an engine's lines, so it names none of theirs (trial 351 #10: START_RANK of a dropped vllm line)."""
+    """``replace HEAD_IP with node 0's address, ...``: the placeholders ``lines`` hold (None: none), said of the lines
+    a release kept, so it names none of a dropped engine's (trial 351 #10: START_RANK of a dropped vllm line)."""
     used = [f"{name} with {what}" for name, what in PLACEHOLDERS.items()
             if any(name in word for words in lines.values() for word in words)]  # fmt: skip
     return "replace " + ", ".join(used) if used else None

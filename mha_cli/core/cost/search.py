@@ -28,7 +28,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from mha_cli.core.cost.launch_nodes import STRADDLING
+from mha_cli.core.cost.launch_nodes import STRADDLING, placeholders_note
 from mha_cli.core.cost.launch_settings import kv_cache_dtype_words, kv_connector_words, quantization_words
 from mha_cli.core.cost.plan import (
     STATE_SLOT_TRIALS,
@@ -790,11 +790,8 @@ def launch_commands(
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]
-    if left_out and any(note.startswith("replace ") for note in notes):  # the placeholders of the lines kept
-        from mha_cli.core.cost.launch_nodes import placeholders_note
-
-        kept = placeholders_note(fitted)
-        notes = [note for note in notes if not note.startswith("replace ")] + ([kept] if kept else [])
+    placeholders = placeholders_note(fitted)  # of the lines kept, once a release has dropped any
+    notes += [placeholders] if placeholders is not None else []
     notes += notes_for(pool.notes, list(fitted))
     notes += [f"{name}: no line: {why}" for name, why in unloadable.items()]
     return {engine: shlex.join(words) for engine, words in fitted.items()}, [*release_notes, *notes]

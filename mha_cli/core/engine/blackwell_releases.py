@@ -18,7 +18,7 @@ SGLang's ROCm releases.
 from __future__ import annotations
 
 from mha_cli.core.engine.generations import Version
-from mha_cli.core.errors import BadInputError
+from mha_cli.core.errors import ReleaseBeforeGpuError
 from mha_cli.core.targets import Target
 
 BLACKWELL_CAPABILITY = 10.0
@@ -42,7 +42,7 @@ def check_release_runs_on(engine: str, release: Version | None, shown: str, targ
     if capability < BLACKWELL_CAPABILITY or release >= first[0]:
         return
     since = ".".join(str(part) for part in first[0])
-    raise BadInputError(
+    raise ReleaseBeforeGpuError(
         f"--engine {shown} does not run on {target.id} (compute capability {capability:.1f}, Blackwell):"
         f" {first[1]}; use --engine {engine}@{since} or later"
     )
