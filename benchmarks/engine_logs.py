@@ -65,6 +65,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from mha_cli.core.engine.encoder_profile import as_vllm_loads
 from mha_cli.core.engine.fp8_marlin import marlin_scales
 from mha_cli.core.engine.generations import BY_ID
 from mha_cli.core.engine.mxfp4_moe import vllm_padding
@@ -77,6 +78,7 @@ from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.engine.vllm_rule_releases import max_concurrent_batches, paging_rules, sliding_in_flight_batches
 from mha_cli.core.errors import ReleaseBeforeGpuError
 from mha_cli.core.kv import kv_footprint
+from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.safe_yaml import load_yaml_file
 from mha_cli.core.schemas import DeploymentSpec
 from mha_cli.core.sources import load_source
@@ -688,6 +690,8 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
     if log.get("total_gpu_memory_gib") and log["total_gpu_memory_gib"] != target.torch_memory_gib:
         target = target.model_copy(update={"torch_memory_gib": log["total_gpu_memory_gib"]})
     weights = log["weight_dtype"] or (source.deployment.weight_dtype if source.deployment else "bf16")
+    limits = mm_limits(source.model, None, True) if log.get("language_model_only") else None  # --text-only's
+    model = as_vllm_loads(source.model, limits)  # without the tower where vLLM leaves it unloaded
     deployment = DeploymentSpec(
         seq_len=log["max_model_len"], tp=tp, engine=log["engine"],
         engine_generation=generation or log["generation"],
@@ -697,20 +701,21 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
         weight_dtype=weights, vllm_awq_kernel=log.get("awq_kernel"), vllm_fp8_linear_kernel=log.get("fp8_linear_kernel"),
         async_scheduling=log.get("async_scheduling") if log["engine"] == "vllm" else None,  # --no-async-scheduling
         prefix_caching=log.get("prefix_caching") if log["engine"] == "vllm" else None,  # --no-enable-prefix-caching
+        limit_mm_per_prompt=limits,
     )  # fmt: skip
-    settings = resolve_settings(deployment, target, tp, serving=SglangServing(source.model))
+    settings = resolve_settings(deployment, target, tp, serving=SglangServing(model))
     padding, padded = vllm_padding(
-        source.model, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
+        model, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
         ExpertLayout(tp),
     )  # fmt: skip
     scales, widened = marlin_scales(
-        source.model, tp, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
+        model, tp, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
         deployment.vllm_fp8_linear_kernel,
     )  # fmt: skip
-    weights_bytes = rank_weight_bytes(source.model, tp, weights) + padding + scales  # at the kernel's shapes
+    weights_bytes = rank_weight_bytes(model, tp, weights) + padding + scales  # at the kernel's shapes
     how = "; ".join(line for line in (padded, widened) if line is not None)
     return plan_engine(
-        source.model, kv, target, settings, weights_bytes_per_rank=weights_bytes, sequences_per_replica=1,
+        model, kv, target, settings, weights_bytes_per_rank=weights_bytes, sequences_per_replica=1,
         weights_how=f"{DEFAULT_WEIGHTS_HOW}; {how}" if how else None,
     )  # fmt: skip
 

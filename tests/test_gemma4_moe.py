@@ -47,12 +47,14 @@ def _by_hand_26b() -> tuple[int, int]:
 def test_gemma4_26b_a4b_weights_by_hand_equal_transformers_and_the_published_25_2b_and_3_8b():
     """The model card gives 25.2B total and 3.8B active (https://huggingface.co/google/gemma-4-26B-A4B, "Total
     Parameters", "Active Parameters"; the vision encoder apart): by hand 25,233,141,760 and 3,822,530,560, the same
-    count transformers' Gemma4ForCausalLM has on the meta device, and mha's."""
+    count transformers' Gemma4ForCausalLM has on the meta device, and mha's beside the vision tower it lists
+    (``tests/test_vision_tower.py``: 572,792,112, the card's "~550M" encoder and its projector)."""
     total, active = _by_hand_26b()
     assert (total, active) == (25_233_141_760, 3_822_530_560)
     assert round(total / 1e9, 1) == 25.2 and round(active / 1e9, 1) == 3.8
     counted = count_params(import_hf_config(json.loads(CONFIG_26B.read_text())).model)
-    assert (counted.total, counted.active) == (total, active)
+    assert (counted.total - counted.vision_tower, counted.active) == (total, active)
+    assert counted.vision_tower == TOWER_26B
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     fields = {k: v for k, v in _text_26b().items() if k != "model_type"}
@@ -61,6 +63,10 @@ def test_gemma4_26b_a4b_weights_by_hand_equal_transformers_and_the_published_25_
         model = transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(**fields))
     assert sum(p.numel() for p in model.parameters()) == total
 
+
+TOWER_26B = 572_792_112
+"""Gemma 4 26B-A4B's vision tower and embedder (``core.vision_tower``; transformers' own count in
+``tests/test_vision_tower.py``)."""
 
 TINY_MOE = {
     "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 6, "num_attention_heads": 4,
@@ -93,10 +99,13 @@ def test_gemma4_26b_a4b_s_cache_is_gemma4_s_per_kind_sum(cli):
 
 
 def test_gemma4_26b_a4b_plans_on_an_h100_with_its_experts_and_dense_mlp(cli):
-    """``mha plan`` prices it (vLLM, one H100): the bf16 weights of all 25,233,141,760 parameters on the one device,
-    every expert whole, and a decode step priced."""
+    """``mha plan`` prices it (vLLM, one H100): the bf16 weights of all 25,233,141,760 parameters and the vision
+    tower's 572,792,112 on the one device (none of the tower with --text-only), every expert whole, and a decode step
+    priced."""
     pick = cli.json("plan", str(CONFIG_26B), "--target", "h100")["candidates"][0]
-    assert pick["memory"]["weight_bytes_per_device"] == _by_hand_26b()[0] * BF16 == 50_466_283_520
+    assert pick["memory"]["weight_bytes_per_device"] == (_by_hand_26b()[0] + TOWER_26B) * BF16 == 51_611_867_744
+    text_only = cli.json("plan", str(CONFIG_26B), "--target", "h100", "--text-only")["candidates"][0]
+    assert text_only["memory"]["weight_bytes_per_device"] == _by_hand_26b()[0] * BF16 == 50_466_283_520
     assert pick["memory"]["weights_fit"] and pick["memory"]["experts_per_device"] == "all 128 experts whole"
     assert pick["decode_step"]["flops"] > 0
 
@@ -129,7 +138,8 @@ def test_nvidia_s_nvfp4_gemma4_26b_stores_only_the_routed_experts_in_nvfp4():
     """The exclude list, spelled from the multimodal checkpoint's ``model.language_model``, names the attention, the
     dense MLP (``layers.N.mlp``) and the router of every layer, not the experts (``layers.N.experts``): by hand the
     22,837,985,280 expert weights at 4 bits with an fp8 scale per 16 and two fp32 scalars per matrix (ModelOpt's
-    weight_scale_2 and input_scale), every other weight bf16."""
+    weight_scale_2 and input_scale), every other weight bf16, the vision tower's too (vLLM quantises no tower whose
+    MLP width 64 does not divide, 4,304 here: ``gemma4_mm.py`` ``_get_tower_quant_config``)."""
     from mha_cli.core.sources import load_source
     from mha_cli.core.weight_bytes import model_bytes_by_kind
 
@@ -138,14 +148,16 @@ def test_nvidia_s_nvfp4_gemma4_26b_stores_only_the_routed_experts_in_nvfp4():
     assert expert_weights == 22_837_985_280
     by_hand = expert_weights // 2 + expert_weights // 16 + 30 * 128 * 3 * 2 * 4 + (total - expert_weights) * BF16
     assert by_hand == 17_636_771_840
+    by_hand += TOWER_26B * BF16
     source = load_source(str(CONFIG_26B_NVFP4))
     deployment = source.deployment
     assert deployment is not None
     by_kind = model_bytes_by_kind(source.model, deployment.weight_dtype, deployment)
     assert sum(by_kind.values()) == by_hand
     assert by_kind["attention"] == 1_110_179_840 * BF16 and by_kind["shared_expert"] == 3 * 30 * 2816 * 2112 * BF16
+    assert by_kind["vision"] == TOWER_26B * BF16
     unmatched = next(a for a in source.assumptions if "has none of" in a)
-    assert "layers" not in unmatched  # only lm_head and the vision modules, which mha does not list
+    assert "layers" not in unmatched and "embed_vision" not in unmatched  # lm_head only: the embedder is listed
 
 
 def test_a_step_prices_the_dense_mlp_always_and_the_branch_norms_of_every_layer():

@@ -1,6 +1,6 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
-(Gemma 3's SigLIP and projector, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Qwen3.5's
+(Gemma 3's SigLIP and projector, Gemma 4's tower and embedder, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Qwen3.5's
 and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector, Mistral 3's Pixtral and patch merger). A family whose tower is not listed is
 named."""
 
@@ -19,6 +19,7 @@ from mha_cli.core.vision_tower import tower_params, tower_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
+GEMMA4 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-4-26b-a4b.json"
 QWEN2_5_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen2.5-vl-7b-instruct.json"
 QWEN3_VL = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-8b-instruct.json"
 QWEN3_VL_MOE = ROOT / "tests" / "fixtures" / "vision" / "qwen3-vl-30b-a3b-instruct.json"
@@ -47,6 +48,30 @@ def test_siglip_hand_count():
     # tp 2: q, k, v, fc1 (weights and biases) and the out and fc2 weights halved; the rest whole
     split = 2 * (3 * (8 * 8 + 8) + 8 * 8 + (8 * 16 + 16) + 16 * 8)
     assert tower_params(_tower("gemma3"), 2) == 6064 - split // 2 == 5512
+
+
+def test_gemma4_hand_count():
+    """8 wide, 2 layers of 2 heads of 4, gated MLP 16, 14-pixel patches, 5 positions per axis, a 12-wide decoder;
+    every rank holds it whole (vLLM replicates transformers' tower)."""
+    tower = _tower("gemma4", head_dim=4, num_key_value_heads=2, position_embedding_size=5, default_output_length=7)
+    embedder = 2 * 5 * 8 + 8 * 3 * 14 * 14  # a position table per axis, the unbiased patch projection
+    layer = 4 * 8 * 8 + 2 * 4 + 3 * 16 * 8 + 4 * 8  # q k v o, q and k norms over a head, gate up down, four norms
+    projector = 12 * 8  # embed_vision's matrix; its norm has no weight
+    assert tower_params(tower) == embedder + 2 * layer + projector == 6240
+    assert tower_params(tower, 4) == 6240
+    assert (tower.tokens_per_image, tower.patches_per_image) == (7, 7 * 3 * 3)  # 3 x 3 patches pooled a token
+
+
+def test_gemma4_tower_heads_need_not_tile_its_width():
+    """transformers builds q (heads x head_dim) and k, v (KV heads x head_dim) whatever the width: 3 heads of 5 and
+    one KV head over a width of 8; an absent default_output_length is Google's 280, said."""
+    tower = _tower("gemma4", num_attention_heads=3, head_dim=5, num_key_value_heads=1, position_embedding_size=5)
+    layer = (15 * 8 + 2 * 5 * 8 + 8 * 15) + 2 * 5 + 3 * 16 * 8 + 4 * 8  # q k v o, q and k norms, MLP, norms
+    assert tower_params(tower) == 2 * 5 * 8 + 8 * 3 * 14 * 14 + 2 * layer + 12 * 8 == 6372
+    spec, assumed = read_vision_tower({"model_type": "gemma4", "vision_config": SMALL}, 12, "test")
+    assert spec is not None and spec.tokens_per_image == 280
+    assert any("default_output_length absent: 280" in line for line in assumed)
+    assert any("encoder profiling of Gemma 4 at start-up is not priced" in line for line in assumed)
 
 
 def test_qwen2_5_vl_hand_count():
@@ -178,6 +203,7 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
     ("path", "model_class", "config_class"),
     [
         (GEMMA3, "Gemma3ForConditionalGeneration", "Gemma3Config"),
+        (GEMMA4, "Gemma4ForConditionalGeneration", "Gemma4Config"),
         (QWEN2_5_VL, "Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLConfig"),
         (QWEN3_VL, "Qwen3VLForConditionalGeneration", "Qwen3VLConfig"),
         (QWEN3_VL_MOE, "Qwen3VLMoeForConditionalGeneration", "Qwen3VLMoeConfig"),
@@ -185,7 +211,7 @@ def test_the_tower_is_counted_in_the_weights_not_in_the_active_ones():
         (QWEN3_5, "Qwen3_5ForConditionalGeneration", "Qwen3_5Config"),
         (QWEN3_6, "Qwen3_5ForConditionalGeneration", "Qwen3_5Config"),
     ],
-    ids=["gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "qwen3_5", "qwen3_6"],
+    ids=["gemma3", "gemma4", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "llama4", "qwen3_5", "qwen3_6"],
 )
 def test_every_tower_tensor_equals_transformers(path, model_class, config_class):
     """transformers' whole model on the meta device: its tower and projector hold exactly the inventory's tensors,
@@ -199,7 +225,7 @@ def test_every_tower_tensor_equals_transformers(path, model_class, config_class)
     with torch.device("meta"):
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**copy.deepcopy(config)))
     tower_prefixes = ("model.vision_tower.", "model.multi_modal_projector.", "model.visual.", "vision_model.",
-                      "multi_modal_projector.")  # fmt: skip
+                      "multi_modal_projector.", "model.embed_vision.")  # fmt: skip
     built = {name: tuple(p.shape) for name, p in model.named_parameters() if name.startswith(tower_prefixes)}
     assert spec.vision is not None
     assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}

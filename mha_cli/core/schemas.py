@@ -507,7 +507,7 @@ class MoESpec(_Strict):
         return self
 
 
-VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral"]
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral", "gemma4"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
 positions, its merger and the DeepStack mergers; Qwen3.5's and Qwen3.6's, without DeepStack), ``llama4`` (Llama 4's
@@ -526,6 +526,10 @@ class VisionTowerSpec(_Strict):
     n_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)]
     d_ff: Width
     """The encoder MLP's hidden width (intermediate_size)."""
+    head_dim: Annotated[int, Field(gt=0, le=_MAX_HEAD_DIM)] | None = None
+    """Gemma 4: the width of one head (vision_config's head_dim); None: d_model / n_heads."""
+    n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None = None
+    """Gemma 4: key/value heads (vision_config's num_key_value_heads); None: n_heads."""
     patch_size: Annotated[int, Field(gt=0, le=4096)]
     """Pixels per side of one patch."""
     in_channels: Annotated[int, Field(gt=0, le=16)] = 3
@@ -538,8 +542,8 @@ class VisionTowerSpec(_Strict):
     """Qwen2.5-VL, Qwen3-VL, Pixtral (Mistral 3): patches merged per side into one decoder token (2: 4 patches a
     token)."""
     positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
-    """Qwen3-VL, Llama 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile and its
-    class token); 0: none of that kind."""
+    """Qwen3-VL, Llama 4, Gemma 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile
+    and its class token; Gemma 4's position_embedding_size, one table per axis); 0: none of that kind."""
     deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
     """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes)); Qwen3.5: 0."""
     adapter_width: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0
@@ -553,7 +557,7 @@ class VisionTowerSpec(_Strict):
     """Width of the projector's output: the decoder's hidden_size (Qwen2.5-VL's out_hidden_size)."""
     tokens_per_image: Annotated[int, Field(gt=0, le=MAX_TOKENS)]
     """Decoder tokens of the largest image (Gemma 3: mm_tokens_per_image; Qwen2.5-VL: the processor's max_pixels
-    / (patch x merge)^2)."""
+    / (patch x merge)^2; Gemma 4: vision_config's default_output_length)."""
     patches_per_image: Annotated[int, Field(gt=0, le=MAX_TOKENS)]
     """Encoder tokens (patches) of that image."""
 

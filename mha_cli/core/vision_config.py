@@ -1,7 +1,7 @@
 """A multimodal model's vision tower read from config.json's ``vision_config`` (``core.vision_tower`` lists it).
 
-Gemma 3 (SigLIP), Qwen2.5-VL, Qwen3-VL (and its MoE), Qwen3.5 / Qwen3.6 (dense and MoE: Qwen3-VL's tower without
-DeepStack mergers), Llama 4 and Mistral 3 (Pixtral): the tower's widths and depth, and the largest
+Gemma 3 (SigLIP), Gemma 4, Qwen2.5-VL, Qwen3-VL (and its MoE), Qwen3.5 / Qwen3.6 (dense and MoE: Qwen3-VL's tower
+without DeepStack mergers), Llama 4 and Mistral 3 (Pixtral): the tower's widths and depth, and the largest
 image (or video) vLLM profiles, which the model's processor files set, outside config.json: their published values
 are assumed and said. A count the config leaves out takes transformers' default, also said. Pure Python.
 """
@@ -46,10 +46,17 @@ _LLAMA4_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_
 _PIXTRAL_DEFAULTS = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
                      "num_channels": 3, "image_size": 1024, "patch_size": 16}  # fmt: skip
 """transformers' ``PixtralVisionConfig`` defaults."""
+_GEMMA4_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 16, "num_attention_heads": 12,
+                    "num_key_value_heads": 12, "head_dim": 64, "pooling_kernel_size": 3, "patch_size": 16,
+                    "position_embedding_size": 10_240}  # fmt: skip
+"""transformers' ``Gemma4VisionConfig`` defaults."""
+GEMMA4_SOFT_TOKENS = 280
+"""Decoder tokens of Gemma 4's largest image when vision_config has no ``default_output_length`` (vLLM 0.34
+``gemma4_mm.py`` ``get_mm_max_tokens_per_item`` reads that field; Google's published configs set 280)."""
 LLAMA4_MAX_TILES = 16
 """Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
 tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
-TOWER_FAMILIES = {"gemma3": "siglip", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
+TOWER_FAMILIES = {"gemma3": "siglip", "gemma4": "gemma4", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
                   "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4", "mistral3": "pixtral"}  # fmt: skip
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
 NO_DEEPSTACK = ("qwen3_5", "qwen3_5_moe")
@@ -71,7 +78,7 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         return None, []
     assumed: list[str] = []
     defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS,
-                "llama4": _LLAMA4_DEFAULTS, "pixtral": _PIXTRAL_DEFAULTS}[kind]  # fmt: skip
+                "llama4": _LLAMA4_DEFAULTS, "pixtral": _PIXTRAL_DEFAULTS, "gemma4": _GEMMA4_DEFAULTS}[kind]  # fmt: skip
 
     def value(*keys: str) -> int:
         for key in keys:
@@ -83,7 +90,8 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         assumed.append(f"vision_config.{keys[0]} absent: {defaults[keys[0]]}, transformers' default")
         return defaults[keys[0]]
 
-    build = {"siglip": _siglip_tower, "llama4": _llama4_tower, "pixtral": _pixtral_tower}.get(kind, _qwen_tower)
+    build = {"siglip": _siglip_tower, "llama4": _llama4_tower, "pixtral": _pixtral_tower, "gemma4": _gemma4_tower}
+    build = build.get(kind, _qwen_tower)
     return build(kind, config, vision, text_width, value, assumed), assumed
 
 
@@ -213,4 +221,28 @@ def _pixtral_tower(
     return VisionTowerSpec(
         kind="pixtral", **_vit_fields(value, image, patch), spatial_merge_size=merge, projector_width=text_width,
         tokens_per_image=side * side, patches_per_image=side * side * merge * merge,
+    )  # fmt: skip
+
+
+def _gemma4_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Gemma 4's tower: patches of ``patch_size`` pixels, ``pooling_kernel_size``^2 of them pooled into one decoder
+    token, ``default_output_length`` tokens for the largest image."""
+    tokens = vision.get("default_output_length")
+    if tokens is None:
+        tokens = GEMMA4_SOFT_TOKENS
+        assumed.append(f"vision_config.default_output_length absent: {tokens}, Google's published value")
+    elif not isinstance(tokens, int) or isinstance(tokens, bool) or tokens <= 0:
+        raise BadInputError(f"vision_config.default_output_length must be a positive integer, got {tokens!r}")
+    assumed.append(
+        "vision: vLLM's encoder profiling of Gemma 4 at start-up is not priced (it sizes the encoder's chunks from"
+        " the memory then free: gemma4_mm.py _encoder_chunk); the tower's weights are"
+    )
+    return VisionTowerSpec(
+        kind="gemma4", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
+        n_heads=value("num_attention_heads"), head_dim=value("head_dim"), n_kv_heads=value("num_key_value_heads"),
+        d_ff=value("intermediate_size"), patch_size=value("patch_size"), positions=value("position_embedding_size"),
+        projector_width=text_width, tokens_per_image=tokens,
+        patches_per_image=tokens * value("pooling_kernel_size") ** 2,
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """A multimodal model's vision tower listed tensor by tensor (``core.vision_config`` reads it from config.json).
 
-Five encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
+Six encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
 split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_tp_mode="weights"``):
 
 - ``siglip`` (Gemma 3, ``Gemma3ForConditionalGeneration``; vLLM ``model_executor/models/siglip.py`` and
@@ -30,6 +30,11 @@ split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_t
   columns, o and down by rows); the projector's RMSNorm and patch merger (``merge^2`` patches to one, a plain
   ``nn.Linear``: replicated), then linear_1 (columns) and linear_2 (rows) to the decoder's width, unbiased
   (``multimodal_projector_bias`` false).
+- ``gemma4`` (Gemma 4, ``Gemma4ForConditionalGeneration``; vLLM ``gemma4_mm.py``, which builds transformers' own
+  ``Gemma4VisionModel`` and replaces its linear layers by replicated ones: every rank holds it whole): a linear
+  patch embedding without bias and a learned position table per axis, ``n_layers`` blocks of unbiased q/k/v/o
+  (``head_dim`` wide heads, ``n_kv_heads`` of them for keys and values) with RMS-normed queries and keys, a gated MLP and four RMSNorms; the projector ``embed_vision``'s one unbiased matrix
+  to the decoder's width (its norm has no weight).
 
 A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
 priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
@@ -71,7 +76,7 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
 def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[TowerTensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
     listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4,
-               "pixtral": _pixtral}[tower.kind]  # fmt: skip
+               "pixtral": _pixtral, "gemma4": _gemma4}[tower.kind]  # fmt: skip
     return list(listing(tower, tp))
 
 
@@ -212,3 +217,27 @@ def _pixtral(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     yield _tensor(f"{projector}.patch_merger.merging_layer.weight", (d, d * tower.spatial_merge_size**2), "replicated")
     yield _unbiased(f"{projector}.linear_1", tower.projector_width, d, "column", tp)
     yield _unbiased(f"{projector}.linear_2", tower.projector_width, tower.projector_width, "row", tp)
+
+
+def _gemma4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    head_dim = tower.head_dim or d // tower.n_heads
+    queries, keys = tower.n_heads * head_dim, (tower.n_kv_heads or tower.n_heads) * head_dim
+    prefix = "model.vision_tower"
+    yield _tensor(f"{prefix}.patch_embedder.position_embedding_table", (2, tower.positions, d), "replicated")
+    yield _tensor(f"{prefix}.patch_embedder.input_proj.weight", (d, tower.in_channels * patch * patch), "replicated")
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.encoder.layers.{i}"
+        yield _tensor(f"{layer}.self_attn.q_proj.linear.weight", (queries, d), "replicated")
+        yield _tensor(f"{layer}.self_attn.k_proj.linear.weight", (keys, d), "replicated")
+        yield _tensor(f"{layer}.self_attn.v_proj.linear.weight", (keys, d), "replicated")
+        yield _tensor(f"{layer}.self_attn.o_proj.linear.weight", (d, queries), "replicated")
+        yield _tensor(f"{layer}.self_attn.q_norm.weight", (head_dim,), "replicated")
+        yield _tensor(f"{layer}.self_attn.k_norm.weight", (head_dim,), "replicated")
+        yield _tensor(f"{layer}.mlp.gate_proj.linear.weight", (f, d), "replicated")
+        yield _tensor(f"{layer}.mlp.up_proj.linear.weight", (f, d), "replicated")
+        yield _tensor(f"{layer}.mlp.down_proj.linear.weight", (d, f), "replicated")
+        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):  # fmt: skip
+            yield _tensor(f"{layer}.{norm}.weight", (d,), "replicated")
+    yield _tensor("model.embed_vision.embedding_projection.weight", (tower.projector_width, d), "replicated")

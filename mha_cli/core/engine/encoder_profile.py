@@ -97,10 +97,13 @@ def encoder_profile(
     model: ModelSpec, *, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int, tp: int,
     limits: dict[str, int] | None = None,
 ) -> EncoderProfile | None:  # fmt: skip
-    """vLLM's encoder profiling for ``model`` on one rank of ``tp``; None without a tower or with every modality
-    limited to 0 (``limits``: ``--limit-mm-per-prompt``)."""
+    """vLLM's encoder profiling for ``model`` on one rank of ``tp``; None without a tower, with every modality
+    limited to 0 (``limits``: ``--limit-mm-per-prompt``), or for Gemma 4, whose encoder vLLM runs in chunks it sizes
+    from the memory free at the time (``gemma4_mm.py`` ``_encoder_chunk``): not priced, and said."""
     tower = model.vision
     if tower is None or not tower_loaded(model, limits):
+        return None
+    if tower.kind == "gemma4":  # vLLM sizes its chunks from the free memory (core.vision_config says so)
         return None
     limit = {m: (limits or {}).get(m, DEFAULT_LIMIT) for m in tower_modalities(tower)}
     active = {m: t for m, t in tokens_per_item(tower, max_model_len).items() if limit[m] > 0}
