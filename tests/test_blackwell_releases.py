@@ -1,7 +1,8 @@
 """An engine release that predates NVIDIA Blackwell is refused on a Blackwell target in one line, by every command
 that prices an engine (``core.engine.blackwell_releases``; trial 351 #1: ``--engine vllm@0.8 --target 8xb300`` was
 priced and its launch line offered). vLLM's wheels before 0.9.0 are CUDA 12.4 builds (0.9.0's release notes);
-TensorRT-LLM first names a Blackwell part in 0.17.0 (its release notes)."""
+TensorRT-LLM first names a Blackwell part in 0.17.0 (its release notes); SGLang's wheels before 0.4.6 pin CUDA 12.4
+builds (their METADATA)."""
 
 import pytest
 import yaml
@@ -37,7 +38,12 @@ def test_vllm_before_0_9_is_refused_on_blackwell_by_every_command(cli, command):
      ("trtllm@0.16", "b200", "--engine trtllm@0.16 does not run on b200 (compute capability 10.0, Blackwell):"
                              " TensorRT-LLM added Blackwell support in 0.17.0"),
      ("trtllm@0.17", "b200", None),
-     ("sglang@0.4", "rtx-5080", None)],  # SGLang 0.4.10 starts on an RTX 5080: the engine log 510
+     ("sglang@0.4", "rtx-5080", None),  # SGLang 0.4.10 starts on an RTX 5080: the engine log 510
+     # 0.4.5 pins torch 2.5.1 (CUDA 12.4); 0.4.6 is the first wheel with a 'blackwell' extra (trial 359 #1)
+     ("sglang@0.4.5", "b200", "--engine sglang@0.4.5 does not run on b200 (compute capability 10.0, Blackwell):"
+                              " SGLang's wheels before 0.4.6 pin torch 2.5.1"),
+     ("sglang@0.4.0", "gb300", "use --engine sglang@0.4.6 or later"),
+     ("sglang@0.4.6", "b200", None), ("sglang@0.4.5", "h200", None)],
 )  # fmt: skip
 def test_the_first_blackwell_release_of_each_engine(cli, engine, target, refused):
     result = cli.run("kv", "llama-3-8b", "--target", target, "--engine", engine)

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from mha_cli.core.byte_units import GIB, MIB
 from mha_cli.core.engine.blackwell_releases import check_release_runs_on
+from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import Generation, Version, generation, generation_of, parse_version
 from mha_cli.core.engine.release_numbers import release_key
 from mha_cli.core.engine.sampler import SamplerPath, default_sampler, in_release, runs_flashinfer
@@ -493,8 +494,9 @@ def check_deployment_runs_on(deployment: DeploymentSpec, target: Target) -> None
     where it predates the GPU (``core.engine.blackwell_releases``), before any layout is priced."""
     chosen = deployment_generation(deployment)
     check_engine_runs_on(chosen.engine, target)
-    in_force = _release_in_force(chosen, deployment.engine_version)
-    check_release_runs_on(chosen.engine, in_force, _shown_release(chosen, deployment.engine_version), target)
+    typed = deployment.engine_version
+    covered = typed if typed and chosen.covers(parse_version(typed)) else None
+    check_release_runs_on(chosen.engine, release_meant(chosen, covered), _shown_release(chosen, typed), target)
 
 
 def _check_pool_setting(chosen: Generation, typed: str | None, *, cpu: bool) -> None:
