@@ -137,7 +137,7 @@ def test_a_kv_format_the_engine_lacks_is_refused_by_plan(cli):
     refused = cli.run(*SEARCH, "--engine", "trtllm", "--kv-dtype", "int4")
     assert refused.exit_code == 2 and "TensorRT-LLM has no int4 KV cache" in refused.output
     int8 = cli.run(*SEARCH, "--kv-dtype", "int8")  # vLLM's lines run no int8 cache either
-    assert int8.exit_code == 2 and "vLLM has no int8 KV cache" in int8.output
+    assert int8.exit_code == 2 and "mha does not price" in int8.output  # vLLM's int8_per_token_head (trial 359 #6)
     assert cli.run("kv", "llama-3-8b", "--target", "h100", "--kv-dtype", "int4").exit_code == 0
 
 
@@ -369,3 +369,15 @@ def test_a_quantisation_mha_cannot_read_gets_no_flag_either(cli, tmp_path, quant
                      "--weight-dtype", "fp8")  # fmt: skip
     assert all("--quantization" not in line for line in found["launch"].values())
     assert f"the lines load the checkpoint as stored ({method}): the fp8 weights priced need" in found["launch_note"]
+
+
+def test_vllm_s_int8_cache_is_named_from_0_20_and_absent_before():
+    """vLLM's CacheDType has int8_per_token_head from 0.20.0 (absent in the 0.15-0.19 wheels): the refusal said
+    'vLLM has no int8 KV cache' on 0.32 too (trial 359 #6); it names the format it does not price there, and still
+    says the release lacks one before 0.20."""
+    from mha_cli.core.engine.plan import kv_format_note
+
+    newer = kv_format_note("vllm", "int8", release=(0, 32))
+    assert newer is not None and newer.startswith("vLLM's int8 KV cache (--kv-cache-dtype int8_per_token_head")
+    older = kv_format_note("vllm", "int8", release=(0, 19))
+    assert older is not None and older.startswith("vLLM has no int8 KV cache")

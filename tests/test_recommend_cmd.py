@@ -463,7 +463,9 @@ def test_the_serving_search_refuses_what_plan_refuses(cli):
     one = cli.run("recommend", "--params", "125M", "--seq", "2", "--target", "h100", "--itl-ms", "5")
     assert one.exit_code == EXIT_BAD_INPUT and "no gap after it" in one.output
     int8 = cli.run("recommend", "--params", "1B", "--target", "h100", "--kv-dtype", "int8", "--itl-ms", "20")
-    assert int8.exit_code == EXIT_BAD_INPUT and "vLLM has no int8 KV cache" in int8.output
+    assert (
+        int8.exit_code == EXIT_BAD_INPUT and "vLLM's int8 KV cache (--kv-cache-dtype int8_per_token_head" in int8.output
+    )
     assert cli.run("recommend", "--params", "1B", "--target", "h100", "--kv-dtype", "int8").exit_code == 0
 
 

