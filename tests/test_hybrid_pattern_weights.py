@@ -148,6 +148,26 @@ def test_every_jamba_period_weighs_what_transformers_builds(attention, experts):
 
 
 @pytest.mark.parametrize(
+    ("change", "refused"),
+    [({"attn_layer_period": 4, "attn_layer_offset": 4}, "attn_layer_offset 4 is not below attn_layer_period 4"),
+     ({"expert_layer_period": 2, "expert_layer_offset": 3}, "expert_layer_offset 3 is not below expert_layer_period 2"),
+     ({"layer_types": ["mamba"] * 8}, "layer_types is set, which JambaConfig derives")],
+)  # fmt: skip
+def test_a_jamba_config_transformers_refuses_is_refused(change, refused):
+    """An offset not below its period left no attention layer (0 attention, 32 Mamba) and a layer_types list was
+    read, where JambaConfig raises on the first and has no setter for the second (trial 358 #2)."""
+    transformers = pytest.importorskip("transformers")
+    from mha_cli.core.errors import BadInputError
+    from mha_cli.core.hf_import import import_hf_config
+
+    fields = JAMBA | {"num_hidden_layers": 8} | change
+    with pytest.raises(Exception, match=r"must be smaller than|has no setter"):  # a validation error or AttributeError
+        transformers.JambaConfig(**fields)
+    with pytest.raises(BadInputError, match=refused):
+        import_hf_config({"model_type": "jamba", **fields})
+
+
+@pytest.mark.parametrize(
     "layer_types",
     [["mamba", "attention", "mamba", "mamba"], ["attention", "mamba", "mamba", "attention"], ["mamba"] * 4],
 )

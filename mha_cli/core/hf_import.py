@@ -654,6 +654,11 @@ def _moe_layer_set(r: ConfigReader, n_layers: int, listed: list[str] | None) -> 
     if r.get("expert_layer_period") is not None:  # Jamba: every period-th layer from the offset
         period = r.count("expert_layer_period", "expert_layer_period")
         offset = r.count("expert_layer_offset", "expert_layer_offset") if r.get("expert_layer_offset") else 0
+        if offset >= period:  # JambaConfig: "expert layer offset ... must be smaller than expert layer period"
+            raise BadInputError(
+                f"{r.origin}: expert_layer_offset {offset} is not below expert_layer_period {period}: transformers'"
+                " JambaConfig refuses it; give an offset below the period"
+            )
         moe &= {i for i in every if (i - offset) % period == 0}
     if r.get("moe_layer_interval") is not None:  # ERNIE 4.5: (i + 1) % interval == 0, from start to end
         interval = r.count("moe_layer_interval", "moe_layer_interval")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.families import ANY_VALUE, EQUAL_BY_SWEEP, Family
 from mha_cli.core.families.state_readers import mixer_biases
 from mha_cli.core.weight_layout import WeightLayout
@@ -19,9 +20,28 @@ if TYPE_CHECKING:
 
 
 def _attention_every_period(r: ConfigReader, n_layers: int) -> list[LayerKind]:
+    """Layer i attends where i % attn_layer_period == attn_layer_offset; JambaConfig refuses an offset not below the
+    period ("attention layer offset ... must be smaller than attention layer period"), which would leave no
+    attention layer (trial 358 #2)."""
     period = r.count("attn_layer_period", "attn_layer_period")
     offset = r.count("attn_layer_offset", "attn_layer_offset") if r.get("attn_layer_offset") else 0
+    if offset >= period:
+        raise BadInputError(
+            f"{r.origin}: attn_layer_offset {offset} is not below attn_layer_period {period}: transformers'"
+            " JambaConfig refuses it (no layer would attend); give an offset below the period"
+        )
     return ["global" if i % period == offset else "linear" for i in range(n_layers)]
+
+
+def _no_layer_types(config: dict[str, Any], origin: str) -> dict[str, Any]:
+    """JambaConfig derives ``layer_types`` from the period and offset and has no setter for it: a config.json that
+    sets it fails to load in transformers (and in vLLM, which loads it so), so it is refused, not read."""
+    if config.get("layer_types") is not None:
+        raise BadInputError(
+            f"{origin}: layer_types is set, which JambaConfig derives from attn_layer_period and attn_layer_offset"
+            " (it has no setter: transformers fails to load this config.json); leave it out"
+        )
+    return config
 
 
 def _mamba_state(r: ConfigReader, d_model: int, fields: dict[str, Any]) -> dict[str, Any]:
@@ -59,6 +79,7 @@ FAMILY = Family(
     },
     layout={"nope_layers": "global"},
     layer_kinds=_attention_every_period,
+    config_view=_no_layer_types,
     reads=frozenset({"attn_layer_period"}),
     fixed_state="Mamba",
     state=_mamba_state,
