@@ -143,13 +143,15 @@ def test_a_kv_format_the_engine_lacks_is_refused_by_plan(cli):
 
 def test_an_fp32_cache_needs_the_model_run_in_float32(cli):
     """vLLM's and SGLang's caches follow the model's dtype: the lines asked for nothing while the plan priced a pool
-    of half the tokens (found by newuser trial 232). The note says what runs it."""
-    found = cli.json(*SEARCH, "--engine", "sglang", "--kv-dtype", "fp32")
+    of half the tokens (found by newuser trial 232); then a note said to add --dtype float32, which doubles the
+    weights the plan had priced in bf16 (trial 359 #2). An fp32 cache is refused beside other weights; with fp32
+    weights the search's lines write --dtype float32 and need no note."""
+    refused = cli.run(*SEARCH, "--engine", "sglang", "--kv-dtype", "fp32")
+    assert refused.exit_code == 2 and "SGLang keeps its KV cache in the model's dtype" in refused.output
+    found = cli.json(*SEARCH, "--engine", "sglang", "--kv-dtype", "fp32", "--weight-dtype", "fp32")
     assert value(found["launch"]["vllm"], "--kv-cache-dtype") is None
-    assert (
-        "the vLLM and SGLang lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the fp32 cache"
-        " priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
-    ) in found["launch_note"]
+    assert value(found["launch"]["vllm"], "--dtype") == value(found["launch"]["sglang"], "--dtype") == "float32"
+    assert "float32" not in (found["launch_note"] or "")
     assert "float32" not in (cli.json(*SEARCH, "--engine", "sglang")["launch_note"] or "")
 
 
@@ -381,3 +383,17 @@ def test_vllm_s_int8_cache_is_named_from_0_20_and_absent_before():
     assert newer is not None and newer.startswith("vLLM's int8 KV cache (--kv-cache-dtype int8_per_token_head")
     older = kv_format_note("vllm", "int8", release=(0, 19))
     assert older is not None and older.startswith("vLLM has no int8 KV cache")
+
+
+def test_an_fp32_cache_needs_fp32_weights_and_the_lines_then_write_float32(cli):
+    """One deployment (--tp): refused with bf16 weights; with fp32 weights priced at 4 B a parameter and both lines
+    writing --dtype float32 (vLLM's ModelDType and SGLang's --dtype choices, 0.2.0 and 0.4.0 on)."""
+    one = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--kv-dtype", "fp32", "--closed-form")
+    refused = cli.run(*one)
+    assert (
+        refused.exit_code == 2 and "an fp32 cache needs the model run in float32 (--weight-dtype fp32" in refused.output
+    )
+    both = cli.json(*one, "--weight-dtype", "fp32")
+    assert both["launch"]["vllm"].endswith("--dtype float32") and both["launch"]["sglang"].endswith("--dtype float32")
+    assert not any("float32" in note for note in both["notes"])
+    assert both["memory"]["weight_bytes_per_device"] == 32_121_044_992 == 8_030_261_248 * 4

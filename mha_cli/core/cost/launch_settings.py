@@ -117,12 +117,16 @@ KV_FLAG_FORMATS = {"vllm": ("bf16", "fp16", "fp32", *VLLM_FP8_KV, "nvfp4"),
 
 
 def quantization_words(deployment: DeploymentSpec) -> list[str]:
-    """``--quantization fp8`` (vLLM's and SGLang's alike) where fp8 is asked of a checkpoint not quantised, which
+    """``--dtype float32`` where fp32 weights are asked of a checkpoint not quantised (vLLM's ``ModelDType`` and
+    SGLang's ``--dtype`` choices both have it); ``--quantization fp8`` (vLLM's and SGLang's alike) where fp8 is
+    asked of a checkpoint not quantised, which
     the engine then quantises as it loads it; nothing for a quantised checkpoint, whose method the engine reads from
     its quantization_config and would refuse another (trial 352 #1: a compressed-tensors or ModelOpt FP8 checkpoint
     got the flag vLLM refuses, ``core.vllm_quantization.pasted_format``)."""
     unquantised = deployment.checkpoint_format is None or deployment.checkpoint_format in STORED_AS_IS
     unquantised = unquantised and deployment.checkpoint_unread is None  # one mha could not read is quantised too
+    if deployment.weight_dtype == "fp32" and unquantised:  # both engines run --dtype auto as bf16 or fp16 otherwise
+        return ["--dtype", "float32"]  # trial 359 #2: fp32 was priced and the line ran the checkpoint's bf16
     return ["--quantization", "fp8"] if deployment.weight_dtype == "fp8" and unquantised else []
 
 
@@ -225,7 +229,7 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
         if engine in KV_FLAG_FORMATS and deployment.kv_dtype not in KV_FLAG_FORMATS[engine]
     ]
     in_dtype = [names[engine] for engine in engines if engine in names]
-    if deployment.kv_dtype == "fp32" and in_dtype:  # both engines' caches follow the model's dtype (--dtype)
+    if deployment.kv_dtype == "fp32" and in_dtype and deployment.weight_dtype != "fp32":  # caches follow --dtype
         notes.append(
             f"the {' and '.join(in_dtype)} lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the"
             " fp32 cache priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"

@@ -109,6 +109,13 @@ SGLANG_EP_MOE = (
     " mixtral.py: EPMoE if enable_ep_moe else FusedMoE), 0.4.0 lacks it; 0.5.3-0.5.4 declare it as DeprecatedAction,"
     " which raises ValueError, 0.5.4.post1 has none"
 )
+VLLM_DTYPE = (
+    "engine/arg_utils.py '--dtype' choices auto, half, float16, bfloat16, float, float32 in the 0.2.0 wheel; config.py"
+    " (0.10.0) and config/model.py (0.34.0) ModelDType, the same six"
+)
+SGLANG_DTYPE = (
+    "server_args.py '--dtype' choices auto, half, float16, bfloat16, float, float32 in the 0.4.0 and 0.5.9 wheels"
+)
 VLLM_E5M2 = (
     "0.3.0's wheel (engine/arg_utils.py: --kv-cache-dtype choices auto, fp8_e5m2), 0.19.1's and main's"
     " vllm/config/cache.py (CacheDType: fp8, fp8_e4m3, fp8_e5m2, ...); the releases between not read for it"
@@ -142,6 +149,8 @@ SPANS: tuple[Span, ...] = (
         "--max-num-seqs", "--max-num-batched-tokens", "--revision", "--quantization",
     )),
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
+    Span("vllm", "--dtype", "0.2.0", None, VLLM_DTYPE),
+    Span("vllm", "--dtype float32", "0.2.0", None, VLLM_DTYPE),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),
     Span("vllm", "--block-size", "0.2.0", None, VLLM_BLOCK),
     Span("vllm", "--trust-remote-code", "0.2.0", None, VLLM_REMOTE_CODE),
@@ -217,6 +226,8 @@ SPANS: tuple[Span, ...] = (
         "--disable-radix-cache", "--revision", "--nnodes", "--node-rank", "--dist-init-addr", "--enable-dp-attention",
         "--base-gpu-id", "--host", "--port",
     )),
+    Span("sglang", "--dtype", "0.4.0", None, SGLANG_DTYPE),
+    Span("sglang", "--dtype float32", "0.4.0", None, SGLANG_DTYPE),
     Span("sglang", "--page-size", "0.4.4", None, SGLANG_PAGE),
     Span("sglang", "--trust-remote-code", "0.4.0", None, SGLANG_REMOTE_CODE),
     Span("sglang", "--scheduler-recv-interval", "0.5.1", None, SGLANG_RECV),

@@ -418,6 +418,13 @@ def refuse_kv_format_the_engine_lacks(
     lacking = deployment_kv_format_note(deployment, model)
     if lacking is not None:
         raise BadInputError(f"{named}: {lacking.removesuffix(':' + FORMAT_LACKING)}; {instead}")
+    engine = deployment.engine or "vllm"
+    if deployment.kv_dtype == "fp32" and engine in ("vllm", "sglang") and deployment.weight_dtype != "fp32":
+        raise BadInputError(  # trial 359 #2: priced bf16 weights beside a cache that needs the model in float32
+            f"{named}: {ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so an fp32 cache needs the"
+            f" model run in float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not"
+            f" {deployment.weight_dtype}; {instead}"
+        )
 
 
 def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
