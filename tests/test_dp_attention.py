@@ -554,3 +554,18 @@ def test_shared_experts_over_pipeline_stages_are_each_stages_own():
     assert layout_words(1, 1, 8, dp_attention=False, shared_experts=True) == (
         "one server of 8 GPUs, 8 DP-attention ranks of tp 1 x pp 1, the experts split by width over all 8 ranks"
     )
+
+
+def test_off_nvidia_the_vllm_line_asks_no_deepep_where_sglang_prices_it(cli):
+    """Priced on SGLang for 8 x MI355X with DeepEP, the companion vLLM line asked --all2all-backend
+    deepep_low_latency, which the same request priced on vLLM refuses there (ROCm: MoRI; trial 359 #3). It keeps
+    vLLM's default dispatch and says so; the control on H200s keeps the flag."""
+    args = ("plan", V3, "--dp", "8", "--engine", "sglang", "--moe-a2a-backend", "deepep", "--concurrency", "32",
+            "--closed-form")  # fmt: skip
+    amd = cli.json(*args, "--target", "8xmi355x")
+    assert "--all2all-backend" not in shlex.split(amd["launch"]["vllm"])
+    assert "--moe-a2a-backend" in shlex.split(amd["launch"]["sglang"])
+    assert "vLLM runs DeepEP on NVIDIA GPUs alone" in amd["launch_note"]
+    nvidia = cli.json(*args, "--target", "8xh200")
+    vllm = shlex.split(nvidia["launch"]["vllm"])
+    assert vllm[vllm.index("--all2all-backend") + 1] == "deepep_low_latency"

@@ -42,7 +42,7 @@ from mha_cli.core.cost.plan import (
 from mha_cli.core.cost.priors import datasheet_profile, prior_profile, profile_generation
 from mha_cli.core.cost.profile import DeviceProfile
 from mha_cli.core.cost.serving import Deployment, layout_words, share_word
-from mha_cli.core.dp_attention import dp_attention_runs_on, sglang_deepep_flags
+from mha_cli.core.dp_attention import DEEPEP_VENDOR, dp_attention_runs_on, sglang_deepep_flags
 from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
@@ -64,7 +64,7 @@ from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.replica import ClientSpec
 from mha_cli.core.serve.workload import LengthsReplayed
 from mha_cli.core.served_model import ServedModel
-from mha_cli.core.targets import ResolvedTarget, resolve_target_like
+from mha_cli.core.targets import ResolvedTarget, resolve_target, resolve_target_like
 from mha_cli.core.tensor_parallel import tp_shard_problem
 from mha_cli.core.ways import Judge, Verdict, WayOut, flag_updates, settle
 from mha_cli.core.weight_bytes import stored_scheme
@@ -587,6 +587,18 @@ def _vllm_caches_by_default(model: ModelSpec, deployment: DeploymentSpec, priced
     return prefix_caching_default(model, release_meant(generation, typed))
 
 
+VLLM_DEEPEP_OFF_NVIDIA = (
+    "the vllm line keeps vLLM's default dispatch (all-gather): vLLM runs DeepEP on NVIDIA GPUs alone (ROCm has its own"
+    " MoRI backends, not priced), so the DeepEP dispatch priced is the sglang line's"
+)
+"""Said where DeepEP was priced (on SGLang) for a GPU of another vendor: the vLLM line asks no backend."""
+
+
+def _target_vendor(target_id: str) -> str:
+    """The vendor of the plan's target (its GPU)."""
+    return resolve_target(target_id).target.vendor
+
+
 def launch_commands(
     served: ServedModel, plan: ServingPlan, deployment: DeploymentSpec, model: ModelSpec
 ) -> tuple[dict[str, str], list[str]]:
@@ -640,9 +652,13 @@ def launch_commands(
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
+    deepep_notes = []
     if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
-        vllm += ["--all2all-backend", "deepep_low_latency"]  # (without: each engine's default gather and scatter)
         sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
+        if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
+            vllm += ["--all2all-backend", "deepep_low_latency"]
+        else:  # trial 359 #3: priced on SGLang for an AMD GPU, the vLLM line asked DeepEP, which vLLM refuses there
+            deepep_notes.append(VLLM_DEEPEP_OFF_NVIDIA)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     vllm += quantization_words(deployment)  # fp8 asked of a checkpoint not quantised (a quantised one says its own)
@@ -703,7 +719,7 @@ def launch_commands(
     )
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
-    pool = pool._replace(notes=[*pool.notes, *offload_notes, *speculative_notes])
+    pool = pool._replace(notes=[*pool.notes, *offload_notes, *speculative_notes, *deepep_notes])
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
