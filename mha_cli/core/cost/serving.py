@@ -380,6 +380,12 @@ def predict_serving(
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
     notes += prefill_graph_notes(stepper)
+    if case.batching != "static" and profile.request_overhead_s == 0 and profile.kind == "prior":
+        notes.append(  # trial 359 #4: vLLM 0.21+'s TTFT read as 2.4x 0.20's, a term no source measured
+            "the front end (API server, process hops, the first token's way back) is not in this TTFT: no published"
+            " measurement of this engine generation's was found (core.engine.front_end); a generation that has one"
+            " adds it, so TTFTs across generations differ by it"
+        )
     if case.whole_prompts and computed > case.chunk_tokens:
         notes.append(
             f"a {computed:,}-token prompt is over TensorRT-LLM's max_num_tokens ({case.chunk_tokens:,}): priced chunked,"
@@ -429,6 +435,10 @@ def predict_serving(
     )  # fmt: skip
 
 
+GENERATION_PRIORS = "cost_priors_generations.json"
+"""In the source of a profile that is an engine generation's fitted constants (``core.cost.priors``)."""
+
+
 def _uncertainty_how(profile: DeviceProfile) -> str:
     if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE) and NONE_HELD_OUT in profile.source:
         return f"+/- {profile.relative_error:.0%}: the fit's own error on its benchmark runs (none was held out)"
@@ -436,7 +446,7 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
         return f"+/- {profile.relative_error:.0%}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
-    if "cost_priors_generations.json" in profile.source:  # an engine generation's fitted constants
+    if GENERATION_PRIORS in profile.source:  # an engine generation's fitted constants
         return (
             f"+/- {profile.relative_error:.0%}: 4 in 5 of this engine generation's held-out published measurements"
             " fell within it (cost_priors_generations.json); `mha calibrate` on the device narrows it"
