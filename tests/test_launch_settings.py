@@ -397,3 +397,23 @@ def test_an_fp32_cache_needs_fp32_weights_and_the_lines_then_write_float32(cli):
     assert both["launch"]["vllm"].endswith("--dtype float32") and both["launch"]["sglang"].endswith("--dtype float32")
     assert not any("float32" in note for note in both["notes"])
     assert both["memory"]["weight_bytes_per_device"] == 32_121_044_992 == 8_030_261_248 * 4
+
+
+def test_fp32_weights_price_the_fp32_cache_their_lines_run(cli):
+    """--dtype float32 makes vLLM's and SGLang's auto cache fp32 too: fp32 weights priced a bf16 cache, twice the
+    tokens the server holds (review 360 #1). Left out, the cache follows the weights (262,144 B a token for
+    Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 x 4 B); bf16 asked beside fp32 weights is refused; kv and check
+    say an fp32 cache beside bf16 weights does not start (review 360 #2); trtllm-serve, with no dtype flag, is told
+    it needs a float32 checkpoint (review 360 #5)."""
+    one = ("llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form")
+    fp32 = cli.json("plan", *one, "--weight-dtype", "fp32")
+    priced = cli.json("kv", "llama-3.1-8b", "--target", "h100", "--weight-dtype", "fp32")
+    assert priced["kv"]["bytes_per_token"] == 32 * 8 * 128 * 2 * 4 == 262_144
+    assert fp32["memory"]["engine"]["kv_tokens"] == priced["memory"]["engine"]["kv_tokens"]
+    assert cli.run("plan", *one, "--weight-dtype", "fp32", "--kv-dtype", "bf16").exit_code == 2
+    kv = cli.json("kv", "llama-3.1-8b", "--target", "h100", "--kv-dtype", "fp32")["memory"]["engine"]
+    assert not kv["starts"] and kv["refusal"].startswith("vLLM keeps its KV cache in the model's dtype")
+    check = cli.json("check", "llama-3.1-8b", "--target", "h100", "--kv-dtype", "fp32")
+    assert any("keeps its KV cache in the model's dtype" in line for line in check["deployment_warnings"])
+    trtllm = cli.json("plan", *one, "--weight-dtype", "fp32", "--engine", "trtllm")
+    assert "the trtllm line loads the checkpoint in its own dtype" in trtllm["launch_note"]

@@ -298,3 +298,18 @@ def test_a_sparse_text_config_is_refused_saying_so():
               "text_config": {"model_type": "llama", "max_position_embeddings": 4096, "vocab_size": 32064}}  # fmt: skip
     with pytest.raises(BadInputError, match="its text_config \\(model_type 'llama'\\) sets no hidden_size"):
         import_hf_config(config)
+
+
+def test_text_only_limits_gemma4_s_audio_too(cli, tmp_path):
+    """vLLM marks Gemma 4's audio tower apart (gemma4_mm.py: _mark_tower_model(vllm_config, "audio")): --text-only
+    wrote image 0 and video 0 only, so an E2B-style config with audio_config still loaded and profiled its audio tower
+    (review 360 #3). Its limits now hold audio 0 too; the 26B-A4B, without audio_config, keeps image and video."""
+    config = {**json.loads(GEMMA4.read_text()), "audio_config": {"model_type": "gemma4_audio"}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    spec = import_hf_config(copy.deepcopy(config)).model
+    assert spec.vision is not None and spec.vision.audio_tower
+    line = cli.json("plan", str(path), "--target", "h100", "--tp", "1", "--closed-form", "--text-only")["launch"]
+    assert """--limit-mm-per-prompt '{"image":0,"video":0,"audio":0}'""" in line["vllm"]
+    plain = cli.json("plan", str(GEMMA4), "--target", "h100", "--tp", "1", "--closed-form", "--text-only")["launch"]
+    assert """--limit-mm-per-prompt '{"image":0,"video":0}'""" in plain["vllm"]

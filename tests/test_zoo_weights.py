@@ -20,10 +20,8 @@ zoo_sweep = load_benchmark("zoo_sweep")
 SAID = {
     "gemma-3n-e4b": "per-layer embeddings",  # Gemma-3n's per-layer embedding table, its family's note
     "llama-4-scout-17b-16e": "(text_config) only",
-    # Gemma 4 26B-A4B's vision tower and embed_vision, 572,792,112 parameters, are not counted (gemma4moe's report);
-    # `mha kv` says its weights are understated where the config sets those parts
-    "gemma-4-26b-a4b": "weights understated where hidden_size_per_layer_input is above 0",
-    "gemma-4-26b-a4b-nvfp4": "weights understated where hidden_size_per_layer_input is above 0",  # the hf_configs copy has no vision_config: its tower is named, left out
+    # Gemma 4 26B-A4B's vision tower and embed_vision, 572,792,112 parameters, were left out until core.vision_tower
+    # listed them (trial 358 #1): exact since
 }
 """Files whose count differs from transformers' and whose `mha kv` output says what it leaves out."""
 

@@ -152,6 +152,12 @@ def merge_deployment(
             fields.get("checkpoint_kv_method") or "modelopt", fields["checkpoint_kv_dtype"],
         ):  # fmt: skip
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
+    if (
+        fields.get("weight_dtype") == "fp32"
+        and "kv_dtype" not in fields
+        and fields.get("engine") in (None, "vllm", "sglang")
+    ):
+        fields["kv_dtype"] = "fp32"  # their --kv-cache-dtype auto: the model's dtype (review 360 #1)
     fields.setdefault("seq_len", default_seq_len(model, base))
     if model is not None and _sparse_mla(model, fields.get("engine")):  # the layout vLLM and SGLang allocate for it
         fields = _sparse_mla_layout(model, fields)
@@ -356,9 +362,9 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         )
     limits = deployment.limit_mm_per_prompt or {}
     if model.vision is not None and limits:
-        from mha_cli.core.engine.encoder_profile import tower_modalities
+        from mha_cli.core.engine.encoder_profile import model_modalities
 
-        read = tower_modalities(model.vision)
+        read = model_modalities(model.vision)
         unread = [f"{modality}={count}" for modality, count in limits.items() if modality not in read]
         if unread:
             notes.append(

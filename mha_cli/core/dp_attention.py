@@ -56,8 +56,9 @@ DP_ATTENTION_ENGINES = ("vllm", "sglang")
 
 
 DEEPEP_VENDOR = "NVIDIA"
-"""DeepEP's all-to-all runs over NVSHMEM on NVIDIA GPUs alone; elsewhere DP attention reaches the experts by the
-engines' default all-gather (the only dispatch priced off NVIDIA)."""
+"""vLLM's DeepEP all-to-all runs over NVSHMEM on NVIDIA GPUs alone (ROCm has its own MoRI backends, not priced):
+refused elsewhere, and a companion vLLM line asks no backend there. SGLang's DeepEP dispatcher has ROCm (AITER)
+paths, so SGLang is priced with it on AMD too."""
 
 
 def a2a_backend_on(vendor: str) -> MoeA2aBackend:

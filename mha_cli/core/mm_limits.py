@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mha_cli.core.engine.encoder_profile import tower_modalities
+from mha_cli.core.engine.encoder_profile import model_modalities
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 
@@ -76,5 +76,5 @@ def mm_limits(model: ModelSpec, limits: str | None, text_only: bool) -> dict[str
     if text_only:
         if any(parsed.values()):
             raise BadInputError("--text-only sets every modality's limit to 0: give it or --limit-mm-per-prompt")
-        parsed = dict.fromkeys(tower_modalities(model.vision), 0)
+        parsed = dict.fromkeys(model_modalities(model.vision), 0)  # Gemma 4's audio tower too (review 360 #3)
     return parsed

@@ -530,6 +530,9 @@ class VisionTowerSpec(_Strict):
     """Gemma 4: the width of one head (vision_config's head_dim); None: d_model / n_heads."""
     n_kv_heads: Annotated[int, Field(gt=0, le=_MAX_HEADS)] | None = None
     """Gemma 4: key/value heads (vision_config's num_key_value_heads); None: n_heads."""
+    audio_tower: Annotated[bool, Field(exclude_if=_is_false)] = False
+    """Gemma 4 E2B / E4B: the model also has an audio tower (audio_config), not listed, which vLLM loads unless
+    audio is limited to 0 (``--text-only`` limits it too)."""
     patch_size: Annotated[int, Field(gt=0, le=4096)]
     """Pixels per side of one patch."""
     in_channels: Annotated[int, Field(gt=0, le=16)] = 3

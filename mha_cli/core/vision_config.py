@@ -237,7 +237,7 @@ def _gemma4_tower(
         raise BadInputError(f"vision_config.default_output_length must be a positive integer, got {tokens!r}")
     assumed.append(
         "vision: vLLM's encoder profiling of Gemma 4 at start-up is not priced (it sizes the encoder's chunks from"
-        " the memory then free: gemma4_mm.py _encoder_chunk); the tower's weights are"
+        " the memory then free: gemma4_mm.py _encoder_chunk), only the tower's weights"
     )
     return VisionTowerSpec(
         kind="gemma4", d_model=value("hidden_size"), n_layers=value("num_hidden_layers"),
@@ -245,4 +245,5 @@ def _gemma4_tower(
         d_ff=value("intermediate_size"), patch_size=value("patch_size"), positions=value("position_embedding_size"),
         projector_width=text_width, tokens_per_image=tokens,
         patches_per_image=tokens * value("pooling_kernel_size") ** 2,
+        audio_tower=isinstance(config.get("audio_config"), dict),
     )  # fmt: skip

@@ -34,7 +34,9 @@ split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_t
   ``Gemma4VisionModel`` and replaces its linear layers by replicated ones: every rank holds it whole): a linear
   patch embedding without bias and a learned position table per axis, ``n_layers`` blocks of unbiased q/k/v/o
   (``head_dim`` wide heads, ``n_kv_heads`` of them for keys and values) with RMS-normed queries and keys, a gated MLP and four RMSNorms; the projector ``embed_vision``'s one unbiased matrix
-  to the decoder's width (its norm has no weight).
+  to the decoder's width (its norm has no weight). Its buffers (``standardize``'s two vectors, clipped linears'
+  four scalars each) are left out, a few KiB. vLLM 0.29 on quantises the tower where its widths are multiples of 64
+  or the checkpoint is compressed-tensors (``_get_tower_quant_config``): priced unquantised here, as below.
 
 A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
 priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a

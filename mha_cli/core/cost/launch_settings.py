@@ -251,6 +251,11 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"
             " (point the lines at one)"
         )
+    elif asked == "fp32" and "trtllm" in engines and checkpoint != "fp32":  # review 360 #5: no dtype flag
+        notes.append(
+            "the trtllm line loads the checkpoint in its own dtype (trtllm-serve has no dtype flag): the fp32 weights"
+            " priced need a checkpoint stored in float32 (point the line at one)"
+        )
     elif asked not in STORED_AS_IS and not stored and "trtllm" in engines:
         notes.append(
             f"the trtllm line loads the checkpoint as stored (TensorRT-LLM quantises no weights on loading): the"

@@ -11,8 +11,9 @@ line offered):
   NVIDIA/TensorRT-LLM#2725); no earlier release names a Blackwell part.
 
 - SGLang: 0.4.6 is the first wheel with a ``blackwell`` extra (its METADATA: ``extra == "blackwell"``, torch
-  unpinned, beside ``torch==2.6.0`` for ``srt``); 0.4.0-0.4.5 pin ``torch==2.5.1`` (0.4.4-0.4.5) or vLLM 0.6-0.7
-  (0.4.0-0.4.3), the CUDA 12.4 builds vLLM's line above names (trial 359 #1). 0.4.10 starts on an RTX 5080 (the
+  unpinned, beside ``torch==2.6.0`` for ``srt``); 0.4.4-0.4.5 pin ``torch==2.5.1`` and 0.4.3 ``vllm<=0.7.2``, the
+  CUDA 12.4 builds vLLM's line above names; 0.4.0-0.4.2, older still, name no Blackwell part (0.4.0 asks
+  ``vllm>=0.6.3.post1``; 0.4.1-0.4.2 not read) (trial 359 #1, review 360 #8). 0.4.10 starts on an RTX 5080 (the
   engine log 510).
 
 Not checked, for want of a source read here: Blackwell Ultra (10.3) against the first release that built for it, and AMD's gfx950 (MI355X) against vLLM's and
@@ -31,8 +32,8 @@ FIRST_BLACKWELL_RELEASE: dict[str, tuple[Release, str]] = {
     "vllm": ((0, 9, 0, 0), "vLLM's wheels before 0.9.0 are built with CUDA 12.4, which compiles no Blackwell kernels"
                      " (0.9.0's release notes: the default wheel moved to CUDA 12.8, with its first Blackwell kernels)"),
     "trtllm": ((0, 17, 0, 0), "TensorRT-LLM added Blackwell support in 0.17.0 (its release notes: 'Added support for B200')"),
-    "sglang": ((0, 4, 6, 0), "SGLang's wheels before 0.4.6 pin torch 2.5.1 or vLLM 0.6-0.7, CUDA 12.4 builds that compile"
-                          " no Blackwell kernels (0.4.6 added its 'blackwell' extra)"),
+    "sglang": ((0, 4, 6, 0), "SGLang's wheels before 0.4.6 pin torch 2.5.1 or vLLM 0.7 (CUDA 12.4 builds that compile no"
+                             " Blackwell kernels) or predate them (0.4.6 added its 'blackwell' extra)"),
 }  # fmt: skip
 """Engine -> (the first release that runs on Blackwell, why)."""
 

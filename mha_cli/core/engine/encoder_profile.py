@@ -43,6 +43,12 @@ def tower_modalities(tower: VisionTowerSpec) -> tuple[str, ...]:
     return ("image",) if tower.kind in ("siglip", "pixtral") else ("image", "video")
 
 
+def model_modalities(tower: VisionTowerSpec) -> tuple[str, ...]:
+    """The modalities the model reads: its vision tower's, and audio where it also has an audio tower (Gemma 4 E2B
+    and E4B, ``VisionTowerSpec.audio_tower``), which vLLM loads unless audio is limited to 0."""
+    return (*tower_modalities(tower), *(("audio",) if tower.audio_tower else ()))
+
+
 def tower_loaded(model: ModelSpec, limits: dict[str, int] | None) -> bool:
     """Whether vLLM (0.32) loads ``model``'s tower: not when every modality it reads is limited to 0."""
     if model.vision is None:

@@ -386,10 +386,32 @@ def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | Non
     from mha_cli.core.targets import resolve_target
 
     engine = deployment.engine or "vllm"
+    unpaired = fp32_cache_note(engine, deployment.kv_dtype, deployment.weight_dtype)
+    if unpaired is not None:
+        return f"{unpaired}:{FORMAT_LACKING}"
     release = release_in_force(deployment) if engine == "vllm" else None
     target = resolve_target(deployment.target).target if deployment.target else None
     return kv_format_note(
         engine, deployment.kv_dtype, release, target, model, deployment.engine_generation, deployment.kv_fp8_variant
+    )
+
+
+def fp32_cache_note(engine: str, kv_dtype: str, weight_dtype: str) -> str | None:
+    """vLLM and SGLang keep a 16- or 32-bit KV cache in the model's dtype (``--kv-cache-dtype auto``): an fp32 cache
+    needs fp32 weights (``--dtype float32``, twice bf16's bytes), and fp32 weights an fp32 cache; None where the pair
+    runs (trial 359 #2, review 360 #1-#2)."""
+    if engine not in ("vllm", "sglang") or (kv_dtype == "fp32") == (weight_dtype == "fp32"):
+        return None
+    if kv_dtype not in ("fp32", "bf16", "fp16"):  # fp8 and the like: a flag of their own, any model dtype
+        return None
+    if kv_dtype == "fp32":
+        return (
+            f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so an fp32 cache needs the model run in"
+            f" float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not {weight_dtype}"
+        )
+    return (
+        f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so fp32 weights (the line's --dtype float32)"
+        f" run an fp32 cache, not {kv_dtype}: leave out --kv-dtype (priced fp32) or give fp8"
     )
 
 
@@ -418,13 +440,6 @@ def refuse_kv_format_the_engine_lacks(
     lacking = deployment_kv_format_note(deployment, model)
     if lacking is not None:
         raise BadInputError(f"{named}: {lacking.removesuffix(':' + FORMAT_LACKING)}; {instead}")
-    engine = deployment.engine or "vllm"
-    if deployment.kv_dtype == "fp32" and engine in ("vllm", "sglang") and deployment.weight_dtype != "fp32":
-        raise BadInputError(  # trial 359 #2: priced bf16 weights beside a cache that needs the model in float32
-            f"{named}: {ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so an fp32 cache needs the"
-            f" model run in float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not"
-            f" {deployment.weight_dtype}; {instead}"
-        )
 
 
 def _activation_how(model: ModelSpec, target: Target, settings: EngineSettings, tp: int) -> str:
@@ -1522,8 +1537,13 @@ def plan_engine(
     load_failure = _weights_overflow(target, weights_bytes_per_rank)
     if load_failure is not None:  # the engine never reaches its KV profiling: no pool message is logged
         pool = pool._replace(starts=False, refusal=load_failure.refusal, log_lines=[load_failure.refusal])
-    format_note = kv_format_note(
-        settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
+    unpaired = fp32_cache_note(settings.engine, kv.kv_dtype, settings.weight_dtype)  # the cache follows the model
+    format_note = (
+        f"{unpaired}:{FORMAT_LACKING}"
+        if unpaired is not None
+        else kv_format_note(
+            settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
+        )
     )
     if format_note is not None and pool.starts:  # refused at launch or backend selection, before any pool is sized
         refused = format_note.removesuffix(":" + FORMAT_LACKING)

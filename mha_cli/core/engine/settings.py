@@ -72,7 +72,9 @@ class EngineSettings(Record):
     V1 model runner: ``core.engine.model_runner``): the deployment's weight format is not fp32, fp16 or bf16, or a
     scheme read from the checkpoint."""
     weight_dtype: str = "bf16"
-    """vLLM: the checkpoint's weight format, which picks the MoE experts kernel (``core.engine.moe_workspace``)."""
+    """vLLM and SGLang: the checkpoint's weight format, which picks vLLM's MoE experts kernel
+    (``core.engine.moe_workspace``) and whose dtype both engines' 16- or 32-bit cache follows
+    (``core.engine.plan.fp32_cache_note``)."""
     kv_fp8_variant: Annotated[str, Field(exclude_if=lambda value: value == "e4m3")] = "e4m3"
     """vLLM: an fp8 cache's encoding (``DeploymentSpec.kv_fp8_variant``), which its MLA backends take as e4m3 alone
     (``core.engine.mla_fp8``)."""
@@ -648,6 +650,7 @@ def resolve_settings(
             block_size_given=deployment.block_size is not None, engine_version=covered,
             cuda_graph_bs=graph_bs, running_requested=requested, radix_cache=deployment.prefix_caching is not False,
             dp_attention_ranks=dp_attention_ranks,
+            weight_dtype=deployment.weight_dtype if deployment.weight_scheme is None else "mixed",
         )  # fmt: skip
     tokens = deployment.max_num_batched_tokens or 8192
     batch = deployment.max_num_seqs or TRTLLM_BATCH
