@@ -710,7 +710,7 @@ def whole_plan(log: dict[str, Any], generation: str | None = None):
     )  # fmt: skip
     scales, widened = marlin_scales(
         model, tp, weights, settings.engine, settings.release, target.vendor, target.compute_capability,
-        deployment.vllm_fp8_linear_kernel,
+        deployment.vllm_fp8_linear_kernel, ExpertLayout(tp),
     )  # fmt: skip
     weights_bytes = rank_weight_bytes(model, tp, weights) + padding + scales  # at the kernel's shapes
     how = "; ".join(line for line in (padded, widened) if line is not None)

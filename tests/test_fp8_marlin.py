@@ -65,7 +65,7 @@ def test_a_named_linear_backend_wins():
     assert runs_fp8_marlin("fp8-block", "vllm", (0, 32), "NVIDIA", 9.0, forced="marlin")
 
 
-def test_moe_models_are_not_priced():
+def test_moe_models_with_global_heads_are_not_priced_on_ada():
     model = load_source(str(ROOT / "tests/fixtures/hf_configs/gemma-4-26b-a4b.json")).model
     assert marlin_scales(model, 1, "fp8-block", "vllm", (0, 29), "NVIDIA", 8.9) == (0, None)
 
@@ -123,3 +123,38 @@ def test_the_launch_line_names_the_kernel_priced(cli, tmp_path):
     assert " --linear-backend marlin" in plan["launch"]["vllm"]
     humming = cli.json("kv", str(_qwen3_fp8_block_config(tmp_path, "0.25.0", "humming")), "--target", "l4")
     assert humming["kv"]["bytes_per_token"] == 147456  # priced, not refused
+
+
+# Qwen3-30B-A3B (d_model 2,048, 128 experts of 768, 48 MoE layers), one rank: each expert's w13 (2,048 in, 1,536 out)
+# 16 x 1,536 x 2 B less 16 x 12 x 4 B = 48,384 B and w2 (768 in, 2,048 out) 6 x 2,048 x 2 B less 6 x 16 x 4 B =
+# 24,192 B: 72,576 B an expert (trial 361 #1's hand count) x 128 x 48 layers.
+QWEN3_30B_EXPERT_SCALES = 72_576 * 128 * 48  # 445,906,944 B, 0.415 GiB
+# its attention (32 heads, 4 KV heads of 128): q/k/v (2,048, 5,120) 16 x 5,120 x 2 - 16 x 40 x 4 = 161,280 B and
+# o (4,096, 2,048) 32 x 2,048 x 2 - 32 x 16 x 4 = 129,024 B a layer x 48
+QWEN3_30B_ATTENTION_SCALES = (161_280 + 129_024) * 48  # 13,934,592 B
+
+
+def test_an_ampere_part_runs_block_fp8_experts_through_marlin_and_holds_its_scales():
+    """Triton's fused MoE takes fp8 only from 8.9: on an A100 the experts run Marlin, whose scales were left out
+    while the dense layers' were priced (trial 361 #1). An L40S (8.9) runs them in Triton: the control, none."""
+    from mha_cli.core.engine.fp8_marlin import moe_marlin_scale_bytes, runs_fp8_marlin_moe
+    from mha_cli.core.tensor_parallel import ExpertLayout
+
+    model = load_source("qwen3-30b-a3b").model
+    assert moe_marlin_scale_bytes(model, ExpertLayout(1)) == QWEN3_30B_EXPERT_SCALES
+    assert marlin_scales(model, 1, "fp8-block", "vllm", (0, 34), "NVIDIA", 8.0)[0] == (
+        QWEN3_30B_EXPERT_SCALES + QWEN3_30B_ATTENTION_SCALES
+    )
+    assert runs_fp8_marlin_moe("fp8-block", "vllm", None, "NVIDIA", 8.0)
+    assert not runs_fp8_marlin_moe("fp8-block", "vllm", (0, 34), "NVIDIA", 8.9)  # Triton takes fp8 on Ada
+    assert not runs_fp8_marlin_moe("fp8-block", "vllm", (0, 18), "NVIDIA", 8.0)  # not read: not priced
+    assert marlin_scales(model, 1, "fp8-block", "vllm", (0, 34), "NVIDIA", 9.0) == (0, None)  # Hopper: neither
+    # expert parallel over 4 ranks: 32 whole experts a rank
+    assert moe_marlin_scale_bytes(model, ExpertLayout(4, whole=True)) == QWEN3_30B_EXPERT_SCALES // 4
+
+
+def test_the_a100_plan_holds_the_expert_scales(cli):
+    a100 = cli.json("kv", "qwen3-30b-a3b", "--weight-dtype", "fp8-block", "--target", "a100", "--seq", "8k")
+    h100 = cli.json("kv", "qwen3-30b-a3b", "--weight-dtype", "fp8-block", "--target", "h100", "--seq", "8k")
+    extra = a100["memory"]["weight_bytes_per_device"] - h100["memory"]["weight_bytes_per_device"]
+    assert extra == QWEN3_30B_EXPERT_SCALES + QWEN3_30B_ATTENTION_SCALES

@@ -373,7 +373,7 @@ def plan_memory(
         weights_how = f"{weights_how or DEFAULT_WEIGHTS_HOW}; {padded}"
     scales, widened = marlin_scales(
         model, kv.tp, weight_dtype, settings.engine, settings.release, device.vendor, device.compute_capability,
-        chosen.vllm_fp8_linear_kernel,
+        chosen.vllm_fp8_linear_kernel, experts or ExpertLayout(kv.tp),
     )  # fmt: skip
     if widened is not None:  # the kernel's scales, not the checkpoint's (core.engine.fp8_marlin)
         weights += scales
