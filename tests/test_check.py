@@ -377,3 +377,14 @@ def test_recommend_says_the_lint_warnings_check_gives_its_design(cli, tmp_path):
     assert not checked.passed and [f.id for f in checked.findings if f.severity == "warning"] == ["MHA060"]
     short = cli.json("recommend", "--params", "8B", "--seq", "8k", "--target", "h100")
     assert not any(line.startswith("check warns") for line in short["warnings"])
+
+
+def test_mha060_offers_only_a_shape_that_caches_less(cli, tmp_path):
+    """recommend's 125M design at 32K (GQA-2, 512 MiB a sequence) was offered 'same shape: MLA 576.0 MiB', a larger
+    cache (trial 362 #4): an offer caching more is left out; llama-2-7b's, both smaller, stay (the control, above)."""
+    design = tmp_path / "d.yaml"
+    assert (
+        cli.run("recommend", "--params", "125M", "--seq", "32k", "--target", "cpu", "--out", str(design)).exit_code == 0
+    )
+    finding = next(f for f in check_design(str(design), seq_len="32k").findings if f.id == "MHA060")
+    assert "512.0 MiB" in finding.message and "same shape" not in finding.message

@@ -138,3 +138,12 @@ def test_the_layer_pattern_cycle_is_found_in_linear_time():
     assert _shortest_cycle(["local"] * 5 + ["global"]) == ["local"] * 5 + ["global"]
     assert _shortest_cycle(["local", "global"] * 3 + ["local"]) == ["local", "global"]
     assert time.perf_counter() - start < 2.0
+
+
+def test_a_whole_float_is_told_how_to_write_it():
+    """'n_heads: 5.0' was refused as 'must be a whole number (got 5.0)', which read as false (trial 362 #2)."""
+    with pytest.raises(BadInputError) as info:
+        parse_config({"model": {**SMALL, "n_layers": 5.0}}, "c.yaml")
+    assert "model.n_layers: must be a whole number (got 5.0): write it as 5, without the decimal point" in str(
+        info.value
+    )

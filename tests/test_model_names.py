@@ -371,3 +371,20 @@ def test_a_preset_prices_as_the_published_config_it_names(cli, name):
     published = cli.json("kv", str(HF_FIXTURES / f"{name}.json"), "--target", "h200")
     assert {k: preset[k] for k in keys} == {k: published[k] for k in keys}
     assert preset["memory"]["engine"]["kv_tokens"] == published["memory"]["engine"]["kv_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "offered"),
+    [("openai/gpt-oss-20", "openai/gpt-oss-20b"), ("qwen/qwen3-8", "Qwen/Qwen3-8B"),
+     ("meta-llama/Lama-3.1-8B", "meta-llama/Llama-3.1-8B"), ("meta-llama/Llama-3.1-7B", None), ("acme/zzz", None)],
+)  # fmt: skip
+def test_an_id_one_slip_from_a_listed_one_is_offered_it(cli, hub, typed, offered):
+    """Bare names got a did-you-mean and ids none (trial 358 #4); an id of another size (7B for 8B) is offered
+    nothing, as a name is not (core.suggest.did_you_mean_model)."""
+    result = cli.run("kv", typed)
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    if offered is None:
+        assert "did you mean" not in line
+    else:
+        assert f"; did you mean {offered}" in line

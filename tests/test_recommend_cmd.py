@@ -586,3 +586,17 @@ def test_a_width_whose_heads_no_node_splits_is_warned_of_with_the_nearest_that_8
     wide = cli.json("recommend", "--params", "70B", "--d-model", "8320")
     assert wide["model"]["n_heads"] == 65 and "; --d-model 8192 gives 64 heads" in wide["warnings"][0]
     assert cli.json("recommend", "--params", "135M", "--d-model", "576")["warnings"] == []
+
+
+@pytest.mark.parametrize("d_model", ["320", "448"])
+def test_gqa_asked_at_a_prime_head_count_is_one_line(cli, d_model):
+    """--variant GQA --d-model 320 (5 heads of 64) had no GQA candidate and ended in 'internal error: ValueError: min()
+    arg is an empty sequence', exit 70 (trial 362 #1): one line, exit 2; MQA at the same width is the control."""
+    result = cli.run("recommend", "--params", "50M", "--seq", "2048", "--variant", "GQA", "--d-model", d_model)
+    heads = int(d_model) // 64
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert f"--variant GQA: {heads} heads of 64 (d_model {d_model}) has no KV-head count" in result.output
+    assert (
+        cli.run("recommend", "--params", "50M", "--seq", "2048", "--variant", "MQA", "--d-model", d_model).exit_code
+        == 0
+    )

@@ -56,6 +56,7 @@ def run_mha(*args: str) -> tuple[bool, int, list[str]]:
         (["probe", "a", "--json"], "the sentence has 1 token"),
         (["probe", "a b", "--out", "{png}"], "exists: pass --force to overwrite it"),
         (["bench", "--kv-heads", "3"], "--kv-heads (3) must divide --heads (16)"),
+        (["bench", "--heads", "2", "--d-model", "128"], "--heads 2 has no KV-head count that divides it"),  # 362 #3
         (["bench", "--dtype", "int8"], "--dtype int8 is priced by `mha kv` but not built in torch"),
         (["experiment", "mqa", "--device", "tpu"], "unknown device 'tpu'"),
         (["experiment", "heads", "--out-dir", "{config}"], "is a file, not a folder: pass a folder"),

@@ -135,7 +135,8 @@ WeightDtypeOpt = Annotated[
         callback=_known_weight_dtype,
         help="Weight format for the memory plan: bf16, fp8, int4, ... vLLM's --quantization names for the formats"
         " priced: fp8, awq, gptq, mxfp4; on a quantised checkpoint, --quantization with its own method (fp8,"
-        " compressed-tensors, modelopt, ...) keeps it as stored, and another is refused, as vLLM refuses it.",
+        " compressed-tensors, modelopt, ...) keeps it as stored, and another is refused, as vLLM refuses it (gpt-oss's"
+        " MXFP4 checkpoint keeps MXFP4 whatever it names, as vLLM does).",
         show_default=False,
     ),
 ]

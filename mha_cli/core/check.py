@@ -395,7 +395,8 @@ def _check_kv_vs_weights(
     weights: int,
     options: list[VariantOption],
 ) -> None:
-    """MHA060: one sequence's cache outweighs the model; priced against a smaller GQA and MLA at the same shape."""
+    """MHA060: one sequence's cache outweighs the model; priced against a smaller GQA and MLA at the same shape, those
+    that cache less (an MLA larger than a GQA-2 was offered as the way out: trial 362 #4)."""
     if kv.bytes_per_sequence <= weights:
         return
     offers = []
@@ -405,7 +406,8 @@ def _check_kv_vs_weights(
     mla = _option(options, "MLA")
     if mla is not None and model.attention.mla is None:
         offers.append(mla)
-    priced = [f"{o.label} {format_bytes(footprint_for(o.model, deployment, 1).bytes_per_sequence)}" for o in offers]
+    cached = [(o.label, footprint_for(o.model, deployment, 1).bytes_per_sequence) for o in offers]
+    priced = [f"{label} {format_bytes(size)}" for label, size in cached if size < kv.bytes_per_sequence]  # trial 362 #4
     offer = f" (same shape: {', '.join(priced)})" if priced else ""
     trace.fire(
         "MHA060",

@@ -346,6 +346,11 @@ def context_warning(model: ModelSpec, seq_len: int) -> str | None:
     return f"seq_len {seq_len:,} exceeds the {model.context_length:,} tokens {trained} for"
 
 
+MADE_ON_LOADING = ("fp32", "fp16", "bf16", "fp8")
+"""Weight formats vLLM and SGLang make from an unquantised checkpoint as they load it (``--dtype``, ``--quantization
+fp8``); any other needs a checkpoint stored in it."""
+
+
 def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     """Warnings about the deployment (``mha kv`` and ``mha check``, which counts them): a context longer than the
     model was trained for, an MLA-only setting on a model without MLA, a bf16 plan on a target without bf16, weights
@@ -382,6 +387,11 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         notes.append(
             f"weights priced in {deployment.weight_dtype} (--weight-dtype), not as the checkpoint stores them ({stored}):"
             f" serving them so needs a checkpoint stored in {deployment.weight_dtype}"
+        )
+    elif stored is None and deployment.weight_scheme is None and deployment.weight_dtype not in MADE_ON_LOADING:
+        notes.append(  # trial 357 #5: plan's launch note said it, kv and check did not
+            f"weights priced in {deployment.weight_dtype} (--weight-dtype): the engines quantise only to fp8 on"
+            f" loading, so serving them so needs a checkpoint stored in {deployment.weight_dtype}"
         )
     if deployment.target:
         target = resolve_target(deployment.target).target

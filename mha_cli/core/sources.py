@@ -163,8 +163,20 @@ def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
     raise BadInputError(
         f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
         f" {shown_path(cache.folder)} ({cache.chosen_by}). Get its config with `{hf_id.download_command()}`, or give"
-        " a config.json or model folder; nothing is downloaded"
+        f" a config.json or model folder; nothing is downloaded{_listed_id_hint(hf_id.repo)}"
     )
+
+
+def _listed_id_hint(repo: str) -> str:
+    """``; did you mean openai/gpt-oss-20b (listed: ...)?`` for an id one slip from a listed one (its name part
+    matched as a model name is: the same sizes and versions, ``core.suggest``), else nothing (trial 358 #4)."""
+    name = repo.rsplit("/", 1)[-1]
+    offered = did_you_mean_model(name, short_names(), otherwise="")
+    if not offered.startswith("did you mean "):
+        return ""
+    names = offered.removeprefix("did you mean ").removesuffix("?").split(", ")
+    ids = [found for found in (id_for_short_name(short) for short in names) if found is not None]
+    return f"; did you mean {', '.join(ids)} (listed: priced without a download)?" if ids else ""
 
 
 def _load_path(path: Path, weight_dtype: str | None = None) -> ModelSource:

@@ -128,6 +128,11 @@ def validate_bench_options(
         if value is not None and value < least:
             raise BadInputError(f"{option} must be at least {least} (got {value})")
     if n_heads % gqa_kv_heads or not 1 < gqa_kv_heads < n_heads:
+        if default_gqa_kv_heads(n_heads) is None:  # trial 362 #3: no --kv-heads could satisfy it
+            raise BadInputError(
+                f"--heads {n_heads} has no KV-head count that divides it strictly between 1 and it, so bench's GQA row"
+                f" cannot be built: give more --heads (4 or more, not prime)"
+            )
         raise BadInputError(
             f"--kv-heads ({gqa_kv_heads}) must divide --heads ({n_heads}) and lie strictly between 1 and it"
         )

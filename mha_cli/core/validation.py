@@ -81,6 +81,8 @@ def _phrase(error: Any, unknown_hint: UnknownFieldHint | None = None) -> str:
         guess = f"; did you mean {close[0]!r}?" if close else ""
         return f"must be one of {ctx['expected']} (got {_given(given)}){guess}"
     if kind in ("int_parsing", "int_from_float", "int_type"):
+        if isinstance(given, float) and given.is_integer():  # trial 362 #2: "5.0 is not a whole number" read false
+            return f"must be a whole number (got {_given(given)}): write it as {int(given)}, without the decimal point"
         return f"must be a whole number (got {_given(given)})"
     if kind in _TYPE_WORDS:
         return f"must be {_TYPE_WORDS[kind]} (got {_given(given)})"

@@ -13,6 +13,7 @@ quality risk that meets the priority's goal, ties broken by the smaller cache:
 
 from typing import NamedTuple
 
+from mha_cli.core.errors import BadInputError
 from mha_cli.core.kv import KvFootprint
 from mha_cli.core.kv_heads import balanced_kv_heads, small_kv_heads
 from mha_cli.core.memory import MemoryPlan
@@ -214,6 +215,17 @@ def cache_cap(ctx: Context, n_heads: int) -> int | None:
     return 2 * kv
 
 
+def _nothing_allowed(variant: str | None, n_heads: int, head_dim: int, tp: int | None) -> str:
+    """The one line for a width at which no candidate is allowed (``--variant`` and ``--tp`` as asked)."""
+    shape = f"{n_heads} heads of {head_dim} (d_model {n_heads * head_dim:,})"
+    split = f" that --tp {tp} splits" if tp is not None else ""
+    if variant == "GQA":
+        why = f"{shape} has no KV-head count strictly between 1 and {n_heads} that divides the heads{split}"
+    else:
+        why = f"{shape} allows no {variant or 'attention'} design{split}"
+    return f"--variant {variant}: {why}; give another --d-model or leave out --variant" if variant else why
+
+
 def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tuple[Option, list[Option]]:
     """The lowest quality risk that meets the goal, ties by the smaller group, then the smaller cache (at long
     context under inference: within the lowest risk class, window patterns included, the most sequences the engine
@@ -221,6 +233,8 @@ def pick(ctx: Context, options: list[Option], n_heads: int, head_dim: int) -> tu
     every option gets its verdict."""
     r = ctx.request
     allowed = [o for o in options if not o.excluded]
+    if not allowed:  # trial 362 #1: --variant GQA at a prime head count left nothing, and min() raised
+        raise BadInputError(_nothing_allowed(r.variant, n_heads, head_dim, r.tp))
     cap = cache_cap(ctx, n_heads)
     cap_values = None if cap is None else cap * head_dim
 
