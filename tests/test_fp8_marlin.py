@@ -42,8 +42,9 @@ def test_tensor_parallel_halves_every_projection():
     [
         ((0, 29), 8.9, True),  # Ada from 0.29.0 (log 2407's L4: MarlinFP8ScaledMMLinearKernel)
         ((0, 28), 8.9, False),  # 0.28.0's is_supported refuses 8.9 without VLLM_TEST_FORCE_FP8_MARLIN: Triton
-        ((0, 26), 8.0, True),  # an A100 in the earliest release read
-        ((0, 25), 8.0, False),  # not read: not priced
+        ((0, 26), 8.0, True),  # an A100 under the kernel abstraction
+        ((0, 10), 8.0, True),  # 0.10.0's Fp8LinearMethod.use_marlin below 8.9 (review 363 #7)
+        ((0, 9), 8.0, False),  # not read: not priced
         ((0, 32), 9.0, False),  # Hopper: Cutlass and DeepGEMM come first
         ((0, 32), 12.0, False),  # B12x on a 12.x part
         ((0, 32), 7.0, False),  # below 7.5, no FP8 Marlin
@@ -147,7 +148,8 @@ def test_an_ampere_part_runs_block_fp8_experts_through_marlin_and_holds_its_scal
     )
     assert runs_fp8_marlin_moe("fp8-block", "vllm", None, "NVIDIA", 8.0)
     assert not runs_fp8_marlin_moe("fp8-block", "vllm", (0, 34), "NVIDIA", 8.9)  # Triton takes fp8 on Ada
-    assert not runs_fp8_marlin_moe("fp8-block", "vllm", (0, 18), "NVIDIA", 8.0)  # not read: not priced
+    assert runs_fp8_marlin_moe("fp8-block", "vllm", (0, 10), "NVIDIA", 8.0)  # Fp8MoEMethod.use_marlin in 0.10.0
+    assert not runs_fp8_marlin_moe("fp8-block", "vllm", (0, 9), "NVIDIA", 8.0)  # not read: not priced
     assert marlin_scales(model, 1, "fp8-block", "vllm", (0, 34), "NVIDIA", 9.0) == (0, None)  # Hopper: neither
     # expert parallel over 4 ranks: 32 whole experts a rank
     assert moe_marlin_scale_bytes(model, ExpertLayout(4, whole=True)) == QWEN3_30B_EXPERT_SCALES // 4

@@ -351,3 +351,10 @@ def test_a_gguf_cut_short_is_refused_and_a_whole_one_priced(tmp_path, cli):
     os.truncate(path, os.path.getsize(path) - 1)
     error = one_line_error(cli.run("kv", str(path)))
     assert "its tensor table needs" in error and "a truncated or partial download?" in error
+
+
+def test_a_gguf_file_is_not_told_it_needs_a_checkpoint_stored_so(cli, tmp_path):
+    """The AWQ/GPTQ warning of kv and check (trial 357 #5) must not fire for weights a file stores (review 363 #3)."""
+    path = tmp_path / "l.gguf"
+    write_decoder(path, "llama", fixture("llama-3-8b")).close()
+    assert not any("calibrated offline" in w for w in cli.json("kv", str(path), "--target", "h100")["warnings"])

@@ -151,7 +151,7 @@ def test_an_fp32_cache_needs_the_model_run_in_float32(cli):
     found = cli.json(*SEARCH, "--engine", "sglang", "--kv-dtype", "fp32", "--weight-dtype", "fp32")
     assert value(found["launch"]["vllm"], "--kv-cache-dtype") is None
     assert value(found["launch"]["vllm"], "--dtype") == value(found["launch"]["sglang"], "--dtype") == "float32"
-    assert "float32" not in (found["launch_note"] or "")
+    assert "add --dtype float32" not in (found["launch_note"] or "")
     assert "float32" not in (cli.json(*SEARCH, "--engine", "sglang")["launch_note"] or "")
 
 
@@ -395,7 +395,8 @@ def test_an_fp32_cache_needs_fp32_weights_and_the_lines_then_write_float32(cli):
     )
     both = cli.json(*one, "--weight-dtype", "fp32")
     assert both["launch"]["vllm"].endswith("--dtype float32") and both["launch"]["sglang"].endswith("--dtype float32")
-    assert not any("float32" in note for note in both["notes"])
+    assert not any("add --dtype float32" in note for note in both["notes"])
+    assert "SGLang picks FlashAttention 3 on Hopper" in both["launch_note"]  # review 363 #6
     assert both["memory"]["weight_bytes_per_device"] == 32_121_044_992 == 8_030_261_248 * 4
 
 
@@ -417,3 +418,29 @@ def test_fp32_weights_price_the_fp32_cache_their_lines_run(cli):
     assert any("keeps its KV cache in the model's dtype" in line for line in check["deployment_warnings"])
     trtllm = cli.json("plan", *one, "--weight-dtype", "fp32", "--engine", "trtllm")
     assert "the trtllm line loads the checkpoint in its own dtype" in trtllm["launch_note"]
+
+
+def test_recommend_and_a_file_follow_fp32_weights_with_the_cache(cli, tmp_path):
+    """recommend --weight-dtype fp32 priced a bf16 cache the engine would not run and found nothing to fit on an
+    H100 (review 363 #1); a file's kv_dtype bf16 beside --weight-dtype fp32 is reset by --kv-dtype auto, the engine's
+    own, which the refusal names (review 363 #2)."""
+    rec = cli.json("recommend", "--params", "1B", "--weight-dtype", "fp32", "--target", "h100")
+    assert rec["request"]["kv_dtype"] == "fp32" and rec["memory"]["fits"]
+    design = tmp_path / "d.yaml"
+    assert cli.run("recommend", "--params", "1B", "--target", "h100", "--out", str(design)).exit_code == 0
+    kept = cli.json("kv", str(design), "--weight-dtype", "fp32")["memory"]["engine"]
+    assert not kept["starts"] and "give --kv-dtype auto" in kept["refusal"]
+    reset = cli.json("kv", str(design), "--weight-dtype", "fp32", "--kv-dtype", "auto")["memory"]["engine"]
+    assert reset["starts"]
+
+
+@pytest.mark.parametrize(("weights", "warned"), [("awq", True), ("gptq-int4", True), ("fp8-block", False),
+                                                 ("int8", False), ("fp8", False)])  # fmt: skip
+def test_kv_and_check_warn_of_weights_no_engine_makes_on_loading(cli, weights, warned):
+    """plan's launch note said an AWQ or GPTQ format needs a checkpoint stored so; kv and check said nothing (trial
+    357 #5). Formats vLLM makes online (fp8, 0.22's fp8_per_block and int8 weight-only) are not warned (363 #5)."""
+    kv = cli.json("kv", "llama-3-8b", "--weight-dtype", weights)
+    check = cli.json("check", "llama-3-8b", "--weight-dtype", weights)
+    said = [w for w in kv["warnings"] if "calibrated offline" in w]
+    assert bool(said) is warned
+    assert bool([w for w in check["deployment_warnings"] if "calibrated offline" in w]) is warned

@@ -119,6 +119,8 @@ def merge_deployment(
         overrides = {**overrides, "weight_dtype": pasted_format(asked, stored, scheme, family)}
     if is_engine_default_kv(overrides.get("kv_dtype")):  # vLLM's auto: as left out (a checkpoint's fp8 can fill it)
         overrides = {**overrides, "kv_dtype": None}
+        fields.pop("kv_dtype", None)  # a file's too (review 363 #2: its bf16 stayed beside --weight-dtype fp32)
+        fields.pop("kv_fp8_variant", None)
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
         fields.pop("weight_scheme", None)
         fields.pop("checkpoint_headers", None)
@@ -346,9 +348,16 @@ def context_warning(model: ModelSpec, seq_len: int) -> str | None:
     return f"seq_len {seq_len:,} exceeds the {model.context_length:,} tokens {trained} for"
 
 
-MADE_ON_LOADING = ("fp32", "fp16", "bf16", "fp8")
-"""Weight formats vLLM and SGLang make from an unquantised checkpoint as they load it (``--dtype``, ``--quantization
-fp8``); any other needs a checkpoint stored in it."""
+def _calibrated_offline(deployment: DeploymentSpec) -> bool:
+    """An AWQ or GPTQ format priced where nothing says how the checkpoint stores its weights (no quantization_config,
+    no tensor headers, no GGUF file, none mha could not read): no engine makes those on loading. Other formats some
+    vLLM makes online (``--quantization fp8``, 0.22's ``fp8_per_block`` and ``int8_per_channel_weight_only``, 0.29's
+    ``nvfp4_per_token``), so they are not said here (review 363 #3-#5)."""
+    if deployment.weight_scheme is not None or deployment.checkpoint_headers is not None:
+        return False
+    if deployment.checkpoint_unread is not None:
+        return False
+    return deployment.weight_dtype.startswith(("awq", "gptq"))
 
 
 def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
@@ -388,10 +397,10 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
             f"weights priced in {deployment.weight_dtype} (--weight-dtype), not as the checkpoint stores them ({stored}):"
             f" serving them so needs a checkpoint stored in {deployment.weight_dtype}"
         )
-    elif stored is None and deployment.weight_scheme is None and deployment.weight_dtype not in MADE_ON_LOADING:
+    elif stored is None and _calibrated_offline(deployment):
         notes.append(  # trial 357 #5: plan's launch note said it, kv and check did not
-            f"weights priced in {deployment.weight_dtype} (--weight-dtype): the engines quantise only to fp8 on"
-            f" loading, so serving them so needs a checkpoint stored in {deployment.weight_dtype}"
+            f"weights priced in {deployment.weight_dtype} (--weight-dtype): AWQ and GPTQ weights are calibrated"
+            f" offline, so serving them so needs a checkpoint stored in {deployment.weight_dtype}"
         )
     if deployment.target:
         target = resolve_target(deployment.target).target

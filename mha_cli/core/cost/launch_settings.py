@@ -234,6 +234,12 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             f"the {' and '.join(in_dtype)} lines run the KV cache in the model's dtype (bf16 or fp16 checkpoints): the"
             " fp32 cache priced, twice their bytes a token, needs the model run in float32 (add --dtype float32)"
         )
+    if deployment.weight_dtype == "fp32" and "sglang" in engines:  # review 363 #6: its pick of backend, not priced
+        notes.append(
+            "the sglang line runs float32: SGLang picks FlashAttention 3 on Hopper (0.5.9"
+            " _handle_attention_backend_compatibility), which takes fp16, bf16 or fp8, so it may need another"
+            " --attention-backend there (not checked here)"
+        )
     asked, checkpoint = deployment.weight_dtype, deployment.checkpoint_format or deployment.checkpoint_unread
     stored = (
         deployment.weight_scheme is not None

@@ -8,10 +8,11 @@ refuse (DeepGEMM: Hopper and Blackwell; Cutlass block FP8 from sm90, as log 2407
 ``--linear-backend=auto``) and B12x wants a 12.x part, so Marlin runs the layer where it accepts the GPU:
 
 - ``MarlinFP8ScaledMMLinearKernel.is_supported`` (``kernels/linear/scaled_mm/marlin.py``) refuses compute
-  capability 8.9 and up unless ``VLLM_TEST_FORCE_FP8_MARLIN`` is set in 0.26.0 and 0.28.0 (Triton runs there on Ada)
-  and accepts every part from 7.5 in 0.29.0 and 0.32.0 (read in the wheels): an Ada GPU (L4, L40S, RTX 4090) runs
-  Marlin from 0.29.0; an Ampere one (A100, A10, RTX 3090) in every release read (0.26.0 on; earlier ones not read,
-  so not priced).
+  capability 8.9 and up unless ``VLLM_TEST_FORCE_FP8_MARLIN`` is set in 0.22.0, 0.24.0, 0.26.0 and 0.28.0 (Triton
+  runs there on Ada) and accepts every part from 7.5 in 0.29.0 and 0.32.0 (read in the wheels); before the kernel
+  abstraction, 0.10.0's and 0.11.0's ``Fp8LinearMethod`` set ``use_marlin = not has_device_capability(89)``: an Ada
+  GPU (L4, L40S, RTX 4090) runs Marlin from 0.29.0; an Ampere one (A100, A10, RTX 3090) from 0.10.0, the earliest
+  read (0.12-0.21 not read: taken as the releases either side, the same path; review 363 #7).
 - ``prepare_fp8_layer_for_marlin`` (``layers/quantization/utils/marlin_utils_fp8.py``, 0.29.0) turns the block scales
   into group scales: ``weight_scale_inv.to(layer.orig_dtype)``, transposed and ``repeat_interleave(block_n, 1)``,
   one value per 128 input rows per output column, ceil(K / 128) x N in the model's dtype (2 B), replacing the
@@ -23,12 +24,15 @@ decoder with standard attention on one rank: the merged q/k/v and the output pro
 priced (0).
 
 A block-FP8 MoE layer's routed experts take their own backend (``fused_moe/oracle/fp8.py``
-``select_fp8_moe_backend``): Triton's fused MoE takes fp8 only from compute capability 8.9
-(``TritonExperts._supports_quant_scheme``: ``has_device_capability((8, 9))`` in 0.19.0, ``supports_fp8()`` in
-0.34.0), so on an Ampere part (7.5 to 8.8) the experts run Marlin, whose ``prepare_fp8_moe_layer_for_marlin``
-(``marlin_utils_fp8.py``, 0.19.0 to 0.34.0) widens each expert's block scales alike: per expert w13 (d_model in,
-2 x its width out) and w2 (its width in, d_model out), on every MoE layer, for the experts one rank holds (trial 361
-#1: Qwen3-30B-A3B-FP8 on an A100 left 0.43 GiB out). Releases before 0.19.0 were not read: not priced. Seen against logs 2407-2418 (read with them in view): the Marlin decode sides
+``select_fp8_moe_backend``; 0.10.0-0.11.0: ``Fp8MoEMethod.use_marlin = not has_device_capability(89)``): Triton's
+fused MoE takes fp8 only from compute capability 8.9 (``TritonExperts._supports_quant_scheme``:
+``has_device_capability((8, 9))`` in 0.19.0, ``supports_fp8()`` in 0.34.0), so on an Ampere part (7.5 to 8.8) the
+experts run Marlin, whose ``prepare_fp8_moe_layer_for_marlin`` (``marlin_utils_fp8.py``, 0.19.0 to 0.34.0; 0.10.0's
+``prepare_moe_fp8_layer_for_marlin``) widens each expert's block scales alike: per expert w13 (d_model in, 2 x its
+width out) and w2 (its width in, d_model out), on every MoE layer, for the experts one rank holds (trial 361 #1:
+Qwen3-30B-A3B-FP8 on an A100 left 0.43 GiB out). Releases before 0.10.0 were not read: not priced. Per-channel and
+per-tensor fp8 experts run Marlin there too, their scales repeated per output column (about 44 MB for
+Qwen3-30B-A3B): not priced (review 363 #8). Seen against logs 2407-2418 (read with them in view): the Marlin decode sides
 keep 0.134 GiB fewer KV bytes than the Triton prefill sides at the same CUDA-graph estimate; Qwen3-8B's scales are
 0.10 GiB of it.
 """
@@ -47,16 +51,18 @@ BLOCK_SCALE_BYTES = 4
 """The checkpoint's fp32 ``weight_scale_inv``, one per block."""
 MARLIN_ON_ADA_FROM: Version = (0, 29)
 """The first vLLM whose FP8 Marlin kernel accepts compute capability 8.9 (0.28.0 refuses it)."""
-MARLIN_READ_FROM: Version = (0, 26)
-"""The earliest release read with the kernel abstraction (Marlin below 8.9); earlier ones not read, not priced."""
+MARLIN_READ_FROM: Version = (0, 10)
+"""The earliest release read whose block-FP8 linear layers run Marlin below 8.9 (0.10.0's ``use_marlin``); earlier
+ones not read, not priced."""
 FIRST_CAPABILITY = 7.5
 """``is_fp8_marlin_supported``: compute capability 7.5 or later."""
 NATIVE_BLOCK_FP8_CAPABILITY = 9.0
 """From here DeepGEMM, Cutlass or B12x run block FP8 ahead of Marlin."""
 TRITON_FP8_MOE_CAPABILITY = 8.9
 """From here Triton's fused MoE takes fp8 experts (below it, Marlin runs them)."""
-MOE_MARLIN_READ_FROM: Version = (0, 19)
-"""The earliest release read whose fp8 MoE runs Marlin below 8.9; earlier ones not read, not priced."""
+MOE_MARLIN_READ_FROM: Version = (0, 10)
+"""The earliest release read whose fp8 MoE runs Marlin below 8.9 (0.10.0's ``Fp8MoEMethod.use_marlin``); earlier
+ones not read, not priced."""
 KERNELS = ("marlin", "humming", "triton")
 """The kernels a log names for block-FP8 linear layers below 9.0 (``--linear-backend``)."""
 

@@ -411,7 +411,7 @@ def fp32_cache_note(engine: str, kv_dtype: str, weight_dtype: str) -> str | None
         )
     return (
         f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so fp32 weights (the line's --dtype float32)"
-        f" run an fp32 cache, not {kv_dtype}: leave out --kv-dtype (priced fp32) or give fp8"
+        f" run an fp32 cache, not {kv_dtype}: give --kv-dtype auto (the model's dtype, priced fp32) or fp8"
     )
 
 

@@ -113,6 +113,17 @@ class RecommendRequest(Record):
 
     @model_validator(mode="before")
     @classmethod
+    def _cache_follows_fp32_weights(cls, fields: Any) -> Any:
+        """fp32 weights run vLLM's and SGLang's default cache in fp32 (``core.engine.plan.fp32_cache_note``): the
+        cache priced when none is asked (review 363 #1: a bf16 cache was priced and refused as not starting)."""
+        if not isinstance(fields, dict) or fields.get("weight_dtype") != "fp32" or fields.get("kv_dtype") is not None:
+            return fields
+        if str(fields.get("engine") or "vllm").startswith("trtllm"):
+            return fields
+        return {**fields, "kv_dtype": "fp32"}
+
+    @model_validator(mode="before")
+    @classmethod
     def _engine_and_generation(cls, fields: Any) -> Any:
         """``engine="vllm@0.10.2"`` sets the engine, the generation the version picks (refused as ``--engine``
         when no generation covers it) and the release typed (as ``core.deployment.merge_deployment``)."""
