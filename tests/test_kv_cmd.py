@@ -692,3 +692,14 @@ def test_a_hybrids_token_count_says_it_is_concurrency_times_the_context(cli):
     shown = cli.runner.invoke(app, args, env={"COLUMNS": "250"}).stdout
     row = " ".join(next(line for line in shown.splitlines() if "KV cache size (tokens)" in line).split())
     assert f"{engine['kv_tokens']:,}" in row and "max concurrency x 32,768, as vLLM logs it" in row
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_kv_lists_the_engines_refusals_check_counts(cli, engine):
+    """check counted SGLang's refusal of a context past Llama-2-7B's 4,096 tokens among its warnings and kv's JSON
+    warnings lacked it (trial 357 #2): both now list the same lines (core.engine_warnings)."""
+    args = ("llama-2-7b", "--seq", "32k", "--target", "h100", "--engine", engine)
+    kv, check = cli.json("kv", *args), cli.json("check", *args)
+    override = {"sglang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", "vllm": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"}
+    assert any(override[engine] in line for line in kv["warnings"])
+    assert kv["warnings"] == check["deployment_warnings"]

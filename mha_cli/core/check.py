@@ -24,9 +24,8 @@ from mha_cli.core.deployment import (
     refuse_plan_flags_without_target,
     state_convention_note,
 )
-from mha_cli.core.engine.context_limit import OVERRIDES, past_derived_length
-from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
-from mha_cli.core.engine.settings import release_in_force
+from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine_warnings import engine_warnings
 from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
@@ -176,16 +175,7 @@ def check_source(source: ModelSource, *, strict: bool = False, **overrides: Any)
         flag_fit(trace, model, priced.target, priced.deployment, memory, kv, priced.params.total, judge=judge)
 
     errors = len(trace.by_severity("hard"))
-    outside_rules = deployment_warnings(model, deployment)
-    if memory is not None and memory.engine is not None:  # a KV format the engine lacks: its figures, not its pool
-        format_note = deployment_kv_format_note(priced.deployment, model)
-        outside_rules += [format_note] if format_note is not None else []
-        if format_note is None and memory.engine.refused_outright:  # another refusal whatever the memory: said too
-            outside_rules.append(f"{memory.engine.name} would not start: {memory.engine.refusal}")
-        if memory.engine.name in OVERRIDES:  # past the length the engine derives: its launch line is refused
-            release = release_in_force(priced.deployment) if memory.engine.name == "vllm" else None
-            refused = past_derived_length(model, priced.deployment.seq_len, (memory.engine.name,), release)
-            outside_rules += [refused] if refused is not None else []
+    outside_rules = deployment_warnings(model, deployment) + engine_warnings(model, priced.deployment, memory)
     warnings = len(trace.by_severity("warning")) + len(outside_rules)
     convention = state_convention_note(model, deployment)
     return CheckResult(

@@ -6,6 +6,7 @@ from mha_cli.core.cost.latency import StepLatency, latency_or_none
 from mha_cli.core.deployment import context_notes
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.plan import EnginePlan
+from mha_cli.core.engine_warnings import engine_warnings
 from mha_cli.core.errors import MhaError
 from mha_cli.core.fit import deployment_judge, price_deployment
 from mha_cli.core.header_weights import header_notes
@@ -138,7 +139,7 @@ def build_kv_report(source: ModelSource, deployment: DeploymentSpec) -> KvReport
         source_kind=source.kind,
         source=source.origin,
         assumptions=[*source.assumptions, *header_notes(model, deployment)],
-        warnings=context_notes(model, deployment),
+        warnings=[*context_notes(model, deployment), *engine_warnings(model, priced.deployment, priced.memory)],
         model=model,
         deployment=priced.deployment,
         params=priced.params,
