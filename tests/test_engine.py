@@ -314,7 +314,7 @@ def test_max_num_seqs_caps_what_runs_at_once(cli):
                                                               ("vllm", "fp8", True)])  # fmt: skip
 def test_kv_formats_the_engine_lacks_are_named(cli, engine, kv_dtype, offered):
     data = cli.json("kv", "llama-3-8b", "--target", "h100", "--engine", engine, "--kv-dtype", kv_dtype)
-    named = any(f"no {kv_dtype} KV cache" in note or "mha does not price" in note for note in data["engine"]["notes"])
+    named = any(f"no {kv_dtype} KV cache" in note or "int8_per_token_head" in note for note in data["engine"]["notes"])
     assert named is not offered
 
 

@@ -396,7 +396,7 @@ def test_an_fp32_cache_needs_fp32_weights_and_the_lines_then_write_float32(cli):
     both = cli.json(*one, "--weight-dtype", "fp32")
     assert both["launch"]["vllm"].endswith("--dtype float32") and both["launch"]["sglang"].endswith("--dtype float32")
     assert not any("add --dtype float32" in note for note in both["notes"])
-    assert "SGLang picks FlashAttention 3 on Hopper" in both["launch_note"]  # review 363 #6
+    assert "where SGLang picks FlashAttention 3 (Hopper" in both["launch_note"]  # review 363 #6
     assert both["memory"]["weight_bytes_per_device"] == 32_121_044_992 == 8_030_261_248 * 4
 
 
@@ -444,3 +444,16 @@ def test_kv_and_check_warn_of_weights_no_engine_makes_on_loading(cli, weights, w
     said = [w for w in kv["warnings"] if "calibrated offline" in w]
     assert bool(said) is warned
     assert bool([w for w in check["deployment_warnings"] if "calibrated offline" in w]) is warned
+
+
+def test_auto_beside_fp32_weights_is_the_fp32_cache_in_recommend_and_sglang_keeps_a_bf16_one(cli):
+    """recommend --weight-dtype fp32 --kv-dtype auto priced bf16 and refused it (review 364 #1); SGLang 0.5.9 takes a
+    bf16 cache whatever the model's dtype, so it is priced, with a note that its line must ask it (364 #4); vLLM
+    refuses it (0.34's cache.py: an explicit float16 or bfloat16 'must match the model data type')."""
+    rec = cli.json("recommend", "--params", "1B", "--weight-dtype", "fp32", "--target", "h100", "--kv-dtype", "auto")
+    assert rec["request"]["kv_dtype"] == "fp32" and rec["memory"]["fits"]
+    one = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--weight-dtype", "fp32", "--kv-dtype", "bf16",
+           "--closed-form")  # fmt: skip
+    sglang = cli.json(*one, "--engine", "sglang")
+    assert "needs --kv-cache-dtype bf16 added" in sglang["launch_note"]
+    assert cli.run(*one, "--engine", "vllm").exit_code == 2

@@ -388,3 +388,10 @@ def test_an_id_one_slip_from_a_listed_one_is_offered_it(cli, hub, typed, offered
         assert "did you mean" not in line
     else:
         assert f"; did you mean {offered}" in line
+
+
+def test_an_id_s_suggestion_keeps_its_format_hint(cli, hub):
+    """An id naming a format the suggested models lack lost the hint and the suggestion's last id (review 364 #3):
+    the bf16 checkpoints are offered with the option that prices fp8."""
+    line = cli.run("kv", "acme/llama-3.1-405b-fp8").output.strip().splitlines()[-1]
+    assert "meta-llama/Llama-3.1-405B-Instruct" in line and line.endswith("(in fp8: add --weight-dtype fp8)")

@@ -162,6 +162,19 @@ def with_profile(result: R, model: "ModelSpec", deployment: "DeploymentSpec", pr
     })  # fmt: skip
 
 
+def _not_said_below(report: KvReport) -> list[str]:
+    """The warnings the engine's block below does not print itself (its refusal or a note: review 364 #11 found the
+    refusal printed three times); the JSON keeps them all."""
+    engine = report.memory.engine if report.memory is not None else None
+    if engine is None:
+        return report.warnings
+    refusal = engine.refusal or None
+    return [
+        line for line in report.warnings
+        if line not in engine.notes and not (refusal and (line.startswith(refusal) or line.endswith(refusal)))
+    ]  # fmt: skip
+
+
 def render_kv_report(console: "Console", report: KvReport) -> None:
     from rich.markup import escape
 
@@ -177,7 +190,7 @@ def render_kv_report(console: "Console", report: KvReport) -> None:
     title = f"{escape(report.model.name)}  [dim]({report.source_kind}: {escape(report.source)})[/dim]"
     console.print(model_table(report.model, title))
     print_assumptions(console, report.assumptions)
-    print_assumptions(console, report.warnings, title="warning")
+    print_assumptions(console, _not_said_below(report), title="warning")
     console.print()
     memory = report.memory
     if memory is None:

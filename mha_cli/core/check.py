@@ -66,7 +66,8 @@ class CheckResult(Record):
     """Where the context length the rules used came from."""
     deployment_warnings: list[str]
     """Warnings outside the rules, as ``mha kv`` prints them: a context beyond the trained one, a bf16 plan on a
-    target without bf16 (``deployment.deployment_warnings``); counted in ``warnings``."""
+    target without bf16 (``deployment.deployment_warnings``), and what the engine refuses of the deployment (a KV
+    format it lacks, a context past the length it derives: ``core.engine_warnings``); counted in ``warnings``."""
     explicit_variant: str | None
     """The variant the config file's notes say was asked for explicitly (``explicit: variant X``), if any."""
     total_params: int

@@ -11,7 +11,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mha_cli.core.dtypes import FLOAT16_REFUSED, fp8_variant_named, is_engine_default_kv, normalise_dtype_name
+from mha_cli.core.dtypes import (
+    FLOAT16_REFUSED,
+    default_kv_for_weights,
+    fp8_variant_named,
+    is_engine_default_kv,
+    normalise_dtype_name,
+)
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
@@ -154,12 +160,9 @@ def merge_deployment(
             fields.get("checkpoint_kv_method") or "modelopt", fields["checkpoint_kv_dtype"],
         ):  # fmt: skip
             fields["kv_dtype"] = fields["checkpoint_kv_dtype"]
-    if (
-        fields.get("weight_dtype") == "fp32"
-        and "kv_dtype" not in fields
-        and fields.get("engine") in (None, "vllm", "sglang")
-    ):
-        fields["kv_dtype"] = "fp32"  # their --kv-cache-dtype auto: the model's dtype (review 360 #1)
+    follows = default_kv_for_weights(fields.get("engine") or "vllm", fields.get("weight_dtype") or "bf16")
+    if follows is not None and "kv_dtype" not in fields:  # the engine's auto: the model's dtype (review 360 #1)
+        fields["kv_dtype"] = follows
     fields.setdefault("seq_len", default_seq_len(model, base))
     if model is not None and _sparse_mla(model, fields.get("engine")):  # the layout vLLM and SGLang allocate for it
         fields = _sparse_mla_layout(model, fields)

@@ -76,6 +76,17 @@ def is_engine_default_kv(name: object) -> bool:
     return isinstance(name, str) and name.strip().lower() == "auto"
 
 
+CACHE_FOLLOWS_WEIGHTS = ("vllm", "sglang")
+"""Engines whose default (``auto``) KV cache is the model's dtype, so fp32 weights run an fp32 cache
+(``core.engine.plan.fp32_cache_note``); TensorRT-LLM's is priced as asked."""
+
+
+def default_kv_for_weights(engine: str, weight_dtype: str) -> str | None:
+    """The cache ``engine``'s ``auto`` runs beside ``weight_dtype`` where it is not the plain default: fp32 beside
+    fp32 weights on vLLM and SGLang; None otherwise (reviews 360 #1, 363 #1, 364 #6)."""
+    return "fp32" if weight_dtype == "fp32" and engine in CACHE_FOLLOWS_WEIGHTS else None
+
+
 def fp8_variant_named(name: object) -> Fp8Variant | None:
     """The fp8 encoding a KV dtype name says (``fp8_e5m2`` -> ``e5m2``); None for a name that says none."""
     return FP8_VARIANT_NAMES.get(name.strip().lower()) if isinstance(name, str) else None

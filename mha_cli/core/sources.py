@@ -174,9 +174,11 @@ def _listed_id_hint(repo: str) -> str:
     offered = did_you_mean_model(name, short_names(), otherwise="")
     if not offered.startswith("did you mean "):
         return ""
-    names = offered.removeprefix("did you mean ").removesuffix("?").split(", ")
-    ids = [found for found in (id_for_short_name(short) for short in names) if found is not None]
-    return f"; did you mean {', '.join(ids)} (listed: priced without a download)?" if ids else ""
+    listed, _, format_hint = offered.removeprefix("did you mean ").partition("?")  # "a, b? (in fp8: add ...)"
+    ids = [found for found in (id_for_short_name(short) for short in listed.split(", ")) if found is not None]
+    if not ids:
+        return ""
+    return f"; did you mean {', '.join(ids)} (listed: priced without a download)?{format_hint}"  # 364 #3
 
 
 def _load_path(path: Path, weight_dtype: str | None = None) -> ModelSource:

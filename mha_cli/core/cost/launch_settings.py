@@ -236,10 +236,15 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
         )
     if deployment.weight_dtype == "fp32" and "sglang" in engines:  # review 363 #6: its pick of backend, not priced
         notes.append(
-            "the sglang line runs float32: SGLang picks FlashAttention 3 on Hopper (0.5.9"
-            " _handle_attention_backend_compatibility), which takes fp16, bf16 or fp8, so it may need another"
-            " --attention-backend there (not checked here)"
+            "the sglang line runs float32: where SGLang picks FlashAttention 3 (Hopper: 0.5.9"
+            " _handle_attention_backend_compatibility), which takes fp16, bf16 or fp8, it may need another"
+            " --attention-backend (not checked here)"
         )
+        if deployment.kv_dtype in ("bf16", "fp16"):  # review 364 #4: SGLang 0.5.9 takes it, the line asks none
+            notes.append(
+                f"the sglang line runs its cache in the model's dtype (fp32): the {deployment.kv_dtype} cache priced"
+                " needs --kv-cache-dtype bf16 added (SGLang 0.5.9 offers it; earlier releases not read)"
+            )
     asked, checkpoint = deployment.weight_dtype, deployment.checkpoint_format or deployment.checkpoint_unread
     stored = (
         deployment.weight_scheme is not None

