@@ -571,3 +571,17 @@ def test_off_nvidia_the_vllm_line_asks_no_deepep_where_sglang_prices_it(cli):
     assert vllm[vllm.index("--all2all-backend") + 1] == "deepep_low_latency"
     # the budget written is the one priced, not vLLM's own 256 under batched DP MoE (trial 359 #5), and it says so
     assert "--max-num-batched-tokens" in vllm and "vLLM's own default is 256 tokens" in nvidia["launch_note"]
+
+
+@pytest.mark.parametrize("target", ["8xmi300x", "8xh200"])
+def test_the_companion_vllm_line_asks_no_e5m2_mla_cache_vllm_refuses(cli, target):
+    """Priced on SGLang with an e5m2 cache, DeepSeek-V3's vLLM line asked --kv-cache-dtype fp8_e5m2, which the same
+    plan priced on vLLM refuses (its MLA backends cache fp8 as e4m3: trial 365 #4); the line runs its default cache
+    and says why. The sglang line keeps the cache priced."""
+    found = cli.json("plan", V3, "--target", target, "--tp", "8", "--concurrency", "8", "--closed-form",
+                     "--engine", "sglang", "--kv-dtype", "fp8_e5m2")  # fmt: skip
+    assert "--kv-cache-dtype" not in shlex.split(found["launch"]["vllm"])
+    assert "fp8_e5m2" in shlex.split(found["launch"]["sglang"])
+    assert "the vllm line runs its default KV cache: vLLM" in found["launch_note"]
+    assert cli.run("plan", V3, "--target", target, "--tp", "8", "--concurrency", "8", "--closed-form",
+                   "--kv-dtype", "fp8_e5m2").exit_code == 2  # fmt: skip

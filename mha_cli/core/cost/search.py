@@ -606,6 +606,16 @@ BATCHED_DP_BUDGET_FROM = (0, 20)
 """The first vLLM with ``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP``."""
 
 
+def _vllm_e5m2_mla_refusal(model: ModelSpec, deployment: DeploymentSpec, target_id: str) -> str | None:
+    """Why the latest vLLM has no e5m2 cache for MLA ``model`` on the plan's GPU, where the deployment asks one
+    (``core.engine.mla_fp8``); None otherwise."""
+    if deployment.kv_dtype != "fp8" or deployment.kv_fp8_variant != "e5m2":
+        return None
+    from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal
+
+    return mla_e5m2_refusal(resolve_target(target_id).target, None, model)
+
+
 def _target_vendor(target_id: str) -> str:
     """The vendor of the plan's target (its GPU)."""
     return resolve_target(target_id).target.vendor
@@ -664,21 +674,26 @@ def launch_commands(
     if d.expert_parallel:
         vllm.append("--enable-expert-parallel")
         sglang += ["--ep-size", str(d.expert_ranks)]
-    deepep_notes = []
+    companion_notes = []  # what the lines not priced leave out, and why
     if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
         sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
         if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
             vllm += ["--all2all-backend", "deepep_low_latency"]
             written_for = release_key_priced(deployment) if engine.name == "vllm" else None  # None: the latest
             if written_for is None or tuple(written_for[:2]) >= BATCHED_DP_BUDGET_FROM:  # review 364 #8
-                deepep_notes.append(VLLM_BATCHED_DP_BUDGET)  # trial 359 #5: the line's budget is not vLLM's own
+                companion_notes.append(VLLM_BATCHED_DP_BUDGET)  # trial 359 #5: the line's budget is not vLLM's own
         else:  # trial 359 #3: priced on SGLang for an AMD GPU, the vLLM line asked DeepEP, which vLLM refuses there
-            deepep_notes.append(VLLM_DEEPEP_OFF_NVIDIA)
+            companion_notes.append(VLLM_DEEPEP_OFF_NVIDIA)
     if engine.name == "sglang":  # the fraction priced is SGLang's own mem_fraction_static
         sglang += ["--mem-fraction-static", f"{engine.gpu_memory_utilization:g}"]
     vllm += quantization_words(deployment)  # fp8 asked of a checkpoint not quantised (a quantised one says its own)
     sglang += quantization_words(deployment)
-    vllm += kv_cache_dtype_words(deployment, sglang=False)  # vLLM stores sparse MLA's fp8 as fp8_ds_mla
+    vllm_kv = kv_cache_dtype_words(deployment, sglang=False)  # vLLM stores sparse MLA's fp8 as fp8_ds_mla
+    e5m2_refused = _vllm_e5m2_mla_refusal(model, deployment, plan.target_id) if engine.name != "vllm" else None
+    if e5m2_refused is not None:  # trial 365 #4: the companion line asked an MLA e5m2 cache vLLM refuses there
+        vllm_kv = []
+        companion_notes.append(f"the vllm line runs its default KV cache: {e5m2_refused}")
+    vllm += vllm_kv
     vllm += kv_connector_words(deployment)
     sglang += kv_cache_dtype_words(deployment, sglang=True)
     caching = prefix_caching_on(deployment, engine.generation)
@@ -734,7 +749,7 @@ def launch_commands(
     )
 
     pool = pool_words(deployment, cpu=plan.target_id == "cpu", trtllm=engine.name == "trtllm")
-    pool = pool._replace(notes=[*pool.notes, *offload_notes, *speculative_notes, *deepep_notes])
+    pool = pool._replace(notes=[*pool.notes, *offload_notes, *speculative_notes, *companion_notes])
     vllm = [*pool.vllm_variables, *vllm, *pool.vllm]
     sglang += pool.sglang
     lines = {"vllm": vllm}
