@@ -34,6 +34,7 @@ from mha_cli.cli.options import (
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
 from mha_cli.core.deployment import merge_deployment, refuse_file_tp, refuse_plan_flags_without_target
+from mha_cli.core.dp_attention import dense_dp_as_replicas
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.mm_limits import mm_limits
@@ -103,6 +104,7 @@ def kv(
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     file_target = loaded.deployment.target if loaded.deployment is not None else None
     refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp, target or file_target)
+    tp, dp = dense_dp_as_replicas(loaded.model, dp, tp, target or file_target)
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,

@@ -67,6 +67,19 @@ def a2a_backend_on(vendor: str) -> MoeA2aBackend:
     return "deepep" if vendor == DEEPEP_VENDOR else "none"
 
 
+def dense_dp_as_replicas(
+    model: ModelSpec, dp: int | None, tp: int | None, target: str | None
+) -> tuple[int | None, int | None]:
+    """(tp, dp) with vLLM's ``--data-parallel-size`` on a dense model read as plain replicas, as ``mha plan`` reads it:
+    tp from the target's devices and dp gone; as given otherwise (an MoE model's dp is DP attention; no target: the
+    refusal stands). Trial 357 #4: kv refused the flags plan accepts and writes in its lines."""
+    if dp is None or model.block.moe is not None or target is None:
+        return tp, dp
+    from mha_cli.core.targets import resolve_target
+
+    return dp_tp(dp, tp, resolve_target(target).n_devices, sglang_hint=False), None
+
+
 def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1, *, sglang_hint: bool = True) -> int:
     """The tp of each of ``dp`` data-parallel ranks on ``n_devices``: n_devices / (dp x pp), or ``tp`` when given,
     checked to use every device (``BadInputError``, one line, otherwise; ``sglang_hint``: naming
