@@ -708,6 +708,8 @@ def test_kv_lists_the_engines_refusals_check_counts(cli, engine):
 def test_vllm_s_data_parallel_size_on_a_dense_model_is_replicas_in_kv_as_in_plan(cli):
     """kv refused `--tensor-parallel-size 4 --data-parallel-size 2` on a dense model that plan accepts and writes in
     its lines (trial 357 #4): the same plan as --tp 4 on the 8 GPUs, two replicas."""
-    pasted = cli.json("kv", "llama-3-8b", "--target", "8xh100", "--tensor-parallel-size", "4", "--data-parallel-size", "2")
+    pasted = cli.json(
+        "kv", "llama-3-8b", "--target", "8xh100", "--tensor-parallel-size", "4", "--data-parallel-size", "2"
+    )
     plain = cli.json("kv", "llama-3-8b", "--target", "8xh100", "--tp", "4")
     assert pasted["memory"] == plain["memory"] and pasted["memory"]["replicas"] == 2

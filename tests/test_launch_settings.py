@@ -428,8 +428,11 @@ def test_recommend_and_a_file_follow_fp32_weights_with_the_cache(cli, tmp_path):
     assert rec["request"]["kv_dtype"] == "fp32" and rec["memory"]["fits"]
     design = tmp_path / "d.yaml"
     assert cli.run("recommend", "--params", "1B", "--target", "h100", "--out", str(design)).exit_code == 0
-    kept = cli.json("kv", str(design), "--weight-dtype", "fp32")["memory"]["engine"]
-    assert not kept["starts"] and "give --kv-dtype auto" in kept["refusal"]
+    # the file's cache was its weights' dtype (bf16 both): it follows --weight-dtype fp32 (trial 366 #1)
+    followed = cli.json("kv", str(design), "--weight-dtype", "fp32")
+    assert followed["deployment"]["kv_dtype"] == "fp32" and followed["memory"]["engine"]["starts"]
+    asked = cli.json("kv", str(design), "--weight-dtype", "fp32", "--kv-dtype", "bf16")["memory"]["engine"]
+    assert not asked["starts"] and "give --kv-dtype auto" in asked["refusal"]  # asked beside them: refused
     reset = cli.json("kv", str(design), "--weight-dtype", "fp32", "--kv-dtype", "auto")["memory"]["engine"]
     assert reset["starts"]
 
@@ -457,3 +460,25 @@ def test_auto_beside_fp32_weights_is_the_fp32_cache_in_recommend_and_sglang_keep
     sglang = cli.json(*one, "--engine", "sglang")
     assert "needs --kv-cache-dtype bf16 added" in sglang["launch_note"]
     assert cli.run(*one, "--engine", "vllm").exit_code == 2
+
+
+def test_a_float16_checkpoint_s_cache_follows_fp32_weights_and_auto_is_left_out(cli):
+    """Llama-2-7B's float16 checkpoint priced its cache fp16 beside --weight-dtype fp32 and plan refused it; --kv-dtype
+    auto gave bf16 where leaving it out gives fp16 (trial 366 #1-#2)."""
+    fp32 = cli.json("kv", "llama-2-7b", "--target", "h100", "--seq", "2k", "--weight-dtype", "fp32")
+    assert fp32["deployment"]["kv_dtype"] == "fp32" and fp32["memory"]["engine"]["starts"]
+    left_out = cli.json("kv", "llama-2-7b", "--target", "t4", "--seq", "2k")["deployment"]["kv_dtype"]
+    auto = cli.json("kv", "llama-2-7b", "--target", "t4", "--seq", "2k", "--kv-dtype", "auto")["deployment"]["kv_dtype"]
+    assert left_out == auto == "fp16"
+
+
+def test_fp32_matmuls_on_an_a100_take_its_fp32_rate():
+    """fp32 prefill was priced faster than bf16 on targets stating no fp32 rate (trial 366 #4): the A100's datasheet
+    FP32 19.5 TFLOP/s against 312 bf16, a 16x slower matmul; a target without one says its floor."""
+    from mha_cli.core.cost.priors import peak_matmul_flops, prior_profile
+    from mha_cli.core.targets import resolve_target
+
+    a100 = resolve_target("a100").target
+    assert peak_matmul_flops(a100, "fp32") == 19.5e12 and peak_matmul_flops(a100, "bf16") == 312e12
+    assert "a floor on their time" in prior_profile(resolve_target("a10").target, "fp32").source
+    assert "a floor" not in prior_profile(a100, "fp32").source

@@ -130,6 +130,9 @@ def merge_deployment(
     if overrides.get("weight_dtype") is not None:  # a format asked for prices every weight alike, not as stored
         fields.pop("weight_scheme", None)
         fields.pop("checkpoint_headers", None)
+        followed = base is not None and base.kv_dtype == base.weight_dtype and base.kv_dtype in ("fp16", "bf16")
+        if followed and overrides.get("kv_dtype") is None and overrides["weight_dtype"] == "fp32":
+            fields.pop("kv_dtype", None)  # the cache was the weights' dtype: it follows them (trial 366 #1)
     if overrides.get("kv_dtype") is not None:  # a format asked for names its own fp8 encoding, or none (e4m3)
         fields.pop("kv_fp8_variant", None)
     if overrides.get("target") is None and fields.get("target") is not None:  # the file's own, not --target's:

@@ -82,8 +82,11 @@ CACHE_FOLLOWS_WEIGHTS = ("vllm", "sglang")
 
 
 def default_kv_for_weights(engine: str, weight_dtype: str) -> str | None:
-    """The cache ``engine``'s ``auto`` runs beside ``weight_dtype`` where it is not the plain default: fp32 beside
-    fp32 weights on vLLM and SGLang; None otherwise (reviews 360 #1, 363 #1, 364 #6)."""
+    """The cache ``engine``'s ``auto`` runs beside ``weight_dtype`` where it is not the plain default (bf16): fp16
+    beside fp16 weights (a float16 checkpoint's, as ``core.sources`` prices it), fp32 beside fp32 weights on vLLM and
+    SGLang; None otherwise (reviews 360 #1, 363 #1, 364 #6; trial 366 #1-#2)."""
+    if weight_dtype == "fp16":
+        return "fp16"
     return "fp32" if weight_dtype == "fp32" and engine in CACHE_FOLLOWS_WEIGHTS else None
 
 

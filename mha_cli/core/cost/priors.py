@@ -222,6 +222,11 @@ def prior_profile(
     source = f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)"
     if chosen:
         source = f"{target.name} datasheet x {chosen.source}"
+    if compute_dtype(weight_dtype) == "fp32" and not target.fp32_tflops:  # trial 366 #4: read as faster than bf16
+        source += (
+            "; fp32 matmuls at the bf16 tensor rate, the target stating no fp32 one (peak_matmul_flops): a floor on"
+            " their time, several times too fast"
+        )
     return DeviceProfile(
         name=name, kind="prior", device="cuda", device_name=target.name, dtype=weight_dtype,
         target_id=target.id, source=source,
