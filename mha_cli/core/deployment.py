@@ -328,10 +328,11 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     return deployment_warnings(model, deployment) + ([] if convention is None else [convention])
 
 
-AUTO_FP16_FROM = (0, 13)
+AUTO_FP16_FROM = (0, 10)
 """The oldest vLLM read whose ``--dtype auto`` falls back to fp16 by itself on a device without bf16
-(``_resolve_auto_dtype`` in vllm/config/model.py: 0.13.0 and 0.32.0); earlier releases and the other engines are
-told to run fp16 (``--dtype half``)."""
+(``_resolve_auto_dtype``, with ``CudaPlatform.supported_dtypes`` listing fp16 and fp32 below capability 8.0: vllm/config.py
+in 0.10.0, vllm/config/model.py in 0.13.0 and 0.32.0; trial 366 #7 found 0.10's); earlier releases and the other
+engines are told to run fp16 (``--dtype half``)."""
 
 
 def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
