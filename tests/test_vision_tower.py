@@ -313,3 +313,19 @@ def test_text_only_limits_gemma4_s_audio_too(cli, tmp_path):
     assert """--limit-mm-per-prompt '{"image":0,"video":0,"audio":0}'""" in line["vllm"]
     plain = cli.json("plan", str(GEMMA4), "--target", "h100", "--tp", "1", "--closed-form", "--text-only")["launch"]
     assert """--limit-mm-per-prompt '{"image":0,"video":0}'""" in plain["vllm"]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "first_skipping"),
+    [(ROOT / "tests" / "fixtures" / "vision" / "gemma-3-27b-it.json", "vllm@0.15"), (QWEN2_5_VL, "vllm@0.11")],
+)
+def test_text_only_keeps_the_tower_on_releases_that_load_it_regardless(cli, fixture, first_skipping):
+    """vLLM 0.10 builds Gemma 3's and Qwen2.5-VL's towers whatever the limits; 0.11 drops Qwen2.5-VL's at limit 0
+    (self.visual = None), Gemma 3's from 0.15 (_mark_tower_model): --text-only took the tower out on every release
+    (trial 366 #6)."""
+    args = ("kv", str(fixture), "--target", "h100", "--seq", "8k", "--text-only")
+    old = cli.json(*args, "--engine", "vllm@0.10")["memory"]["weight_bytes_per_device"]
+    new = cli.json(*args, "--engine", first_skipping)["memory"]["weight_bytes_per_device"]
+    spec = import_hf_config(json.loads(fixture.read_text())).model
+    assert spec.vision is not None
+    assert old - new == tower_params(spec.vision) * 2  # the bf16 tower, on one rank

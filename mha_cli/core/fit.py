@@ -12,6 +12,7 @@ from typing import NamedTuple
 from mha_cli.core.dp_attention import a2a_backend_of, dp_attention_runs_on
 from mha_cli.core.dtypes import storage_format
 from mha_cli.core.engine.encoder_profile import as_vllm_loads
+from mha_cli.core.engine.settings import release_in_force
 from mha_cli.core.errors import BadInputError, MhaError
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import LayoutError, MemoryPlan, layout_changes, plan_memory, resolve_tp, rope_table_clause
@@ -769,7 +770,7 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
     """
     target = resolve_target(deployment.target) if deployment.target else None
     if deployment.engine in (None, "vllm"):  # text only (--limit-mm-per-prompt 0): vLLM leaves the tower out
-        model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
+        model = as_vllm_loads(model, deployment.limit_mm_per_prompt, release_in_force(deployment))
     try:
         tp = resolve_tp(deployment.tp, target, deployment.dp)
     except LayoutError as exc:

