@@ -138,3 +138,13 @@ def test_a_float8_dtype_is_vllms_bf16_fallback_said(cli, tmp_path):
     )
     path.write_text(json.dumps({**config, "quantization_config": quant}))
     assert cli.json("kv", str(path))["weight_bytes"] == data["weight_bytes"]
+
+
+def test_plan_refuses_a_family_vllm_runs_in_float32_without_bf16(cli):
+    """kv warned that vLLM runs Gemma 3 in float32 on a T4 while plan priced bf16 and printed a line that runs out of
+    memory (trial 366 #3): plan refuses it; fp32 asked is priced (and here does not fit); an L4 (bf16) is the control."""
+    args = ("plan", "gemma-3-4b-it", "--tp", "1", "--isl", "1024", "--osl", "128", "--closed-form")
+    refused = cli.run(*args, "--target", "t4")
+    assert refused.exit_code == 2 and "vLLM never runs gemma3 in fp16" in refused.output
+    assert "this rank's 16.02 GiB exceed" in cli.run(*args, "--target", "t4", "--weight-dtype", "fp32").output
+    assert cli.run(*args, "--target", "l4").exit_code == 0

@@ -459,11 +459,13 @@ def plan(
 
         derived = derived_context(loaded.model, deployment, isl + osl)
         deployment = deployment.model_copy(update={"max_model_len": derived})
+    from mha_cli.core.deployment import refuse_float16_refused_family
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks, refuse_sparse_mla_gpu
     from mha_cli.core.weight_bytes import refuse_format_without_experts
 
     refuse_sparse_mla_gpu(deployment, loaded.model)  # before the format: no cache of any format starts there
+    refuse_float16_refused_family(deployment, loaded.model)  # vLLM runs it in float32 there: not the bf16 priced
     refuse_kv_format_the_engine_lacks(  # a plan launches what it prices: not a format its engine has not
         deployment,
         f"--kv-dtype {kv_dtype}" if kv_dtype is not None else f"kv_dtype {deployment.kv_dtype}",

@@ -346,6 +346,21 @@ def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
     return release is None or release[:2] >= AUTO_FP16_FROM
 
 
+def refuse_float16_refused_family(deployment: DeploymentSpec, model: ModelSpec) -> None:
+    """One line where vLLM would run ``model`` in float32 on the deployment's target (no bf16 there, and a family
+    vLLM never runs in fp16: ``FLOAT16_REFUSED``) while weights of another format are priced: ``mha plan`` prices
+    what its line runs (trial 366 #3: Gemma 3 on a T4 was priced in bf16, its line running float32 out of memory)."""
+    if deployment.target is None or model.family not in FLOAT16_REFUSED or deployment.engine not in (None, "vllm"):
+        return
+    if deployment.weight_dtype not in ("bf16", "fp16") or resolve_target(deployment.target).target.bf16_native:
+        return
+    raise BadInputError(
+        f"{deployment.target} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"
+        f" --dtype auto gives float32 there, not the {deployment.weight_dtype} priced; price it with --weight-dtype"
+        " fp32 (the cache follows), or plan it on a GPU with bf16"
+    )
+
+
 def context_warning(model: ModelSpec, seq_len: int) -> str | None:
     """That ``seq_len`` is past the context ``model`` was trained (or designed) for, where it is (``mha kv``, ``check``
     and ``verify`` say it alike); None otherwise."""
