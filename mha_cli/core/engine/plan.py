@@ -408,8 +408,8 @@ def fp32_cache_note(engine: str, kv_dtype: str, weight_dtype: str) -> str | None
     if kv_dtype == "fp32":
         return (
             f"{ENGINE_NAMES[engine]} keeps its KV cache in the model's dtype, so an fp32 cache needs the model run in"
-            f" float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not {weight_dtype}:"
-            " give --kv-dtype auto for the model's dtype"
+            f" float32 (--weight-dtype fp32, the line's --dtype float32: twice bf16's weights), not beside"
+            f" {weight_dtype} weights: give --kv-dtype auto for the model's dtype"
         )
     if engine == "sglang":  # 0.5.9 takes --kv-cache-dtype bf16 whatever the model's dtype (review 364 #4)
         return None
