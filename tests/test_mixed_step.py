@@ -52,6 +52,7 @@ def test_ignored_layers_are_read_and_computed_in_bf16_and_alike_matrices_split_b
     ("h100-sxm", "bf16", 989.4), ("h100-sxm", "fp8", 1978.9), ("h100-sxm", "fp32", 67),  # NVIDIA H100 datasheet
     ("b200", "fp32", 75),  # NVIDIA HGX B200 specifications, per GPU
     ("a100-80gb", "fp32", 19.5),  # NVIDIA A100 datasheet (trial 366 #4: the bf16 rate, 312, before)
+    ("l40s", "fp32", 91.6), ("t4", "fp32", 8.1),  # NVIDIA L40S datasheet, T4 launch specifications
     ("a10", "fp32", 125),  # no fp32 figure entered: the bf16 rate, its floor, said in the profile's source
     ("a100-80gb", "fp8", 312),  # no fp8 tensor cores: bf16
 ])  # fmt: skip
