@@ -39,6 +39,7 @@ from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
 from mha_cli.core.kv_report import KvReport, build_kv_report
 from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.sources import load_source, refuse_gguf_overrides
+from mha_cli.core.targets import resolve_target
 
 FailIfNoFitOpt = Annotated[
     bool, typer.Option("--fail-if-no-fit", help=f"Exit {EXIT_CHECK_FAILED} when the batch does not fit the target.")
@@ -104,7 +105,8 @@ def kv(
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     file_target = loaded.deployment.target if loaded.deployment is not None else None
     refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp, target or file_target)
-    tp, dp = dense_dp_as_replicas(loaded.model, dp, tp, target or file_target)
+    devices = resolve_target(target or file_target).n_devices if (target or file_target) and dp else None
+    tp, dp = dense_dp_as_replicas(loaded.model, dp, tp, devices)
     deployment = merge_deployment(
         loaded.deployment,
         model=loaded.model, seq_len=seq, batch=batch, kv_dtype=kv_dtype, tp=tp, dp=dp, block_size=block_size,

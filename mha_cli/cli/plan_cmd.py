@@ -505,10 +505,10 @@ def plan(
         )
     tp = _sglang_attention_tp(enable_dp_attention, tp, dp, pp or 1, resolved.n_devices, deployment.engine)
     if loaded.model.block.moe is None and (dp is not None or deployment.dp):  # vLLM's --data-parallel-size (and
-        from mha_cli.core.dp_attention import dp_tp  # SGLang's --dp-size) on a dense model: plain replicas
+        from mha_cli.core.dp_attention import dense_dp_as_replicas  # SGLang's --dp-size) on a dense model: replicas
 
         dense_dp = dp if dp is not None else deployment.dp
-        tp, dp = dp_tp(dense_dp, tp, resolved.n_devices, pp or 1, sglang_hint=False), None
+        tp, dp = dense_dp_as_replicas(loaded.model, dense_dp, tp, resolved.n_devices, pp or 1)
         deployment = deployment.model_copy(update={"dp": None, "expert_parallel": None})  # dp implied it
     if expert_parallel:
         if loaded.model.block.moe is None:

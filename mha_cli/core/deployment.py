@@ -21,7 +21,7 @@ from mha_cli.core.dtypes import (
 from mha_cli.core.engine.generations import generation_of, typed_release
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
-from mha_cli.core.targets import bf16_notes, resolve_target
+from mha_cli.core.targets import Target, bf16_notes, resolve_target
 from mha_cli.core.validation import describe_validation_error
 from mha_cli.core.vllm_quantization import PastedQuantization, pasted_format
 
@@ -346,13 +346,19 @@ def falls_back_to_fp16(deployment: DeploymentSpec) -> bool:
     return release is None or release[:2] >= AUTO_FP16_FROM
 
 
+def vllm_runs_float32(model: ModelSpec, engine: str | None, target: Target) -> bool:
+    """Whether vLLM (``engine`` None or vllm) runs ``model`` in float32 on ``target``: no bf16 there, and a family
+    vLLM never runs in fp16 (``FLOAT16_REFUSED``), so its ``--dtype auto`` gives float32."""
+    return not target.bf16_native and model.family in FLOAT16_REFUSED and engine in (None, "vllm")
+
+
 def refuse_float16_refused_family(deployment: DeploymentSpec, model: ModelSpec) -> None:
-    """One line where vLLM would run ``model`` in float32 on the deployment's target (no bf16 there, and a family
-    vLLM never runs in fp16: ``FLOAT16_REFUSED``) while weights of another format are priced: ``mha plan`` prices
-    what its line runs (trial 366 #3: Gemma 3 on a T4 was priced in bf16, its line running float32 out of memory)."""
-    if deployment.target is None or model.family not in FLOAT16_REFUSED or deployment.engine not in (None, "vllm"):
+    """One line where vLLM would run ``model`` in float32 on the deployment's target (``vllm_runs_float32``) while
+    16-bit weights are priced: ``mha plan`` prices what its line runs (trial 366 #3: Gemma 3 on a T4 was priced in
+    bf16, its line running float32 out of memory)."""
+    if deployment.target is None or deployment.weight_dtype not in ("bf16", "fp16"):
         return
-    if deployment.weight_dtype not in ("bf16", "fp16") or resolve_target(deployment.target).target.bf16_native:
+    if not vllm_runs_float32(model, deployment.engine, resolve_target(deployment.target).target):
         return
     raise BadInputError(
         f"{deployment.target} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"
@@ -429,8 +435,7 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
         asked = {"weight_dtype": deployment.weight_dtype, "kv_dtype": deployment.kv_dtype}
         if falls_back_to_fp16(deployment):  # vLLM runs the bf16 default in fp16 there by itself: only a flag's
             asked = {name: value for name, value in asked.items() if name in deployment.model_fields_set}
-        vllm = deployment.engine in (None, "vllm")
-        if not target.bf16_native and model.family in FLOAT16_REFUSED and vllm:  # fp16 is no way out for it
+        if vllm_runs_float32(model, deployment.engine, target):  # fp16 is no way out for it
             if deployment.weight_dtype != "fp32":
                 notes.append(
                     f"{target.id} has no bf16 and vLLM never runs {model.family} in fp16 (numerical instability): its"

@@ -68,16 +68,15 @@ def a2a_backend_on(vendor: str) -> MoeA2aBackend:
 
 
 def dense_dp_as_replicas(
-    model: ModelSpec, dp: int | None, tp: int | None, target: str | None
+    model: ModelSpec, dp: int | None, tp: int | None, n_devices: int | None, pp: int = 1
 ) -> tuple[int | None, int | None]:
-    """(tp, dp) with vLLM's ``--data-parallel-size`` on a dense model read as plain replicas, as ``mha plan`` reads it:
-    tp from the target's devices and dp gone; as given otherwise (an MoE model's dp is DP attention; no target: the
-    refusal stands). Trial 357 #4: kv refused the flags plan accepts and writes in its lines."""
-    if dp is None or model.block.moe is not None or target is None:
+    """(tp, dp) with vLLM's ``--data-parallel-size`` (SGLang's ``--dp-size``) on a dense model read as plain
+    replicas, by ``mha plan`` and ``mha kv`` alike: tp from the target's ``n_devices`` and dp gone; as given
+    otherwise (an MoE model's dp is DP attention; no target: the refusal stands). Trial 357 #4: kv refused the
+    flags plan accepts and writes in its lines."""
+    if dp is None or model.block.moe is not None or n_devices is None:
         return tp, dp
-    from mha_cli.core.targets import resolve_target
-
-    return dp_tp(dp, tp, resolve_target(target).n_devices, sglang_hint=False), None
+    return dp_tp(dp, tp, n_devices, pp, sglang_hint=False), None
 
 
 def dp_tp(dp: int, tp: int | None, n_devices: int, pp: int = 1, *, sglang_hint: bool = True) -> int:
