@@ -259,10 +259,10 @@ def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(fo
 
 
 def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
-    """SGLang 0.4's DeepEP flag is --enable-deepep-moe (no --moe-a2a-backend before 0.4.10); the control, the
+    """SGLang 0.4.9's DeepEP flag is --enable-deepep-moe (no --moe-a2a-backend before 0.4.10.post2); the control, the
     fixture's lines for the latest SGLang, --moe-a2a-backend deepep."""
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
-                                 "--osl", "100", "--closed-form", "--json", "--engine", "sglang@0.4"])  # fmt: skip
+                                 "--osl", "100", "--closed-form", "--json", "--engine", "sglang@0.4.9"])  # fmt: skip
     assert result.exit_code == 0, result.output
     for line in json.loads(result.output)["launch"]["sglang"].splitlines()[:-1]:
         words = shlex.split(line)

@@ -211,7 +211,7 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
                      "--closed-form")  # fmt: skip
     pick = found["candidates"][found["chosen"]]["deployment"]
     assert pick["dp_attention"] and (pick["tp"], pick["replicas"]) == (1, 8)
-    vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])
+    vllm = shlex.split(found["launch"]["vllm"])
 
     def value(words: list[str], name: str) -> str:
         return words[words.index(name) + 1]
@@ -225,23 +225,35 @@ def test_the_search_launches_dp_attention_with_each_engines_flags(cli):
         found["candidates"][found["chosen"]]["memory"]["engine"]["max_num_seqs"]
     )
     assert value(vllm, "--max-num-seqs") == "1024"
+    # SGLang's line would ask --chunked-prefill-size 8 x 8192: SGLang sizes its reserve from the whole chunk (1.5 MiB
+    # a token, 96 GiB) before dividing it over the ranks (0.5.9 server_args.py: _handle_gpu_memory_settings, then
+    # _handle_data_parallelism), and stops: no line, the reason said (trial 365 #1)
+    assert value(vllm, "--max-num-batched-tokens") == "8192" and "sglang" not in found["launch"]
+    assert "sglang: no line: SGLang would not start it as written" in found["launch_note"]
+    assert "--chunked-prefill-size 65536" in found["launch_note"] and "Not enough memory" in found["launch_note"]
+    # the control: 1,024 tokens a rank, 8 x 1,024 on SGLang's line, which starts
+    small = cli.json("plan", V3, "--target", "8xh200", "--dp", "8", "--isl", "1024", "--osl", "1024", "--concurrency",
+                     "1024", "--closed-form", "--max-num-batched-tokens", "1024")  # fmt: skip
+    sglang = shlex.split(small["launch"]["sglang"])
     # one server of 8 attention ranks: SGLang 0.5.22 on name them --attn-dp-size, --dp-size counting replicas (1)
     assert value(sglang, "--tp-size") == "8" and value(sglang, "--attn-dp-size") == "8"
     assert value(sglang, "--dp-size") == "1" and "--enable-dp-attention" not in sglang
     assert value(sglang, "--ep-size") == "8" and "--moe-a2a-backend" not in sglang
     # the same cap per rank on SGLang's line: it divides --max-running-requests over its 8 attention ranks
     assert value(sglang, "--max-running-requests") == str(8 * 1024)
-    # and its --chunked-prefill-size too: vLLM's 8192 a rank priced (H200) is 8 x 8192 on SGLang's line
-    assert value(vllm, "--max-num-batched-tokens") == "8192" and value(sglang, "--chunked-prefill-size") == "65536"
+    # and its --chunked-prefill-size too: vLLM's 1024 a rank is 8 x 1024 on SGLang's line
+    assert value(sglang, "--chunked-prefill-size") == "8192"
     plain = cli.json("plan", V3, "--target", "8xh200", "--tp", "8", "--concurrency", "8", "--closed-form")
     assert not plain["deployment"]["dp_attention"]  # the control: tp 8 holds one replica, no DP attention
 
 
 def test_sglang_0_4_takes_deepep_as_enable_deepep_moe(cli):
-    """SGLang 0.4 names DeepEP --enable-deepep-moe (--moe-a2a-backend came in 0.4.10, the old flag deprecated for
-    it): a --engine sglang@0.4 line says so; the control, the latest SGLang, --moe-a2a-backend deepep."""
+    """SGLang 0.4.9 names DeepEP --enable-deepep-moe (--moe-a2a-backend came in 0.4.10.post2, the old flag deprecated
+    for it): a --engine sglang@0.4.9 line says so; sglang@0.4 (0.4.10.post2) and the latest, --moe-a2a-backend
+    deepep (trial 368 #7: sglang@0.4 had been written the deprecated flag)."""
     args = ("plan", V3, "--target", "8xh200", "--concurrency", "1024", "--closed-form", "--moe-a2a-backend", "deepep")
-    for engine, flag, not_flag in (("sglang@0.4", "--enable-deepep-moe", "--moe-a2a-backend"),
+    for engine, flag, not_flag in (("sglang@0.4.9", "--enable-deepep-moe", "--moe-a2a-backend"),
+                                   ("sglang@0.4", "--moe-a2a-backend", "--enable-deepep-moe"),
                                    ("sglang", "--moe-a2a-backend", "--enable-deepep-moe")):  # fmt: skip
         found = cli.json(*args, "--engine", engine)
         assert found["candidates"][found["chosen"]]["deployment"]["moe_a2a_backend"] == "deepep"
@@ -253,7 +265,7 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
     """--moe-a2a-backend deepep: the search's DP attention candidates priced with DeepEP's all-to-all and launched with
     SGLang's --moe-a2a-backend deepep and vLLM's --all2all-backend deepep_low_latency."""
     found = cli.json("plan", V3, "--target", "8xh200", "--isl", "1024", "--osl", "1024", "--concurrency", "1024",
-                     "--closed-form", "--moe-a2a-backend", "deepep")  # fmt: skip
+                     "--closed-form", "--moe-a2a-backend", "deepep", "--max-num-batched-tokens", "1024")  # fmt: skip
     pick = found["candidates"][found["chosen"]]["deployment"]
     assert pick["dp_attention"] and pick["moe_a2a_backend"] == "deepep"
     vllm, sglang = shlex.split(found["launch"]["vllm"]), shlex.split(found["launch"]["sglang"])

@@ -141,7 +141,11 @@ def test_sglang_before_ep_size_alone_takes_enable_ep_moe_beside_it():
     )
     assert fit_line("sglang", release_key("0.4.0"), line).words is None  # no --ep-size before 0.4.0.post1
     deepep = [*line, "--moe-a2a-backend", "deepep"]
-    assert fit_line("sglang", release_key("0.4.6"), deepep).words == [*line, "--enable-deepep-moe"]
+    assert fit_line("sglang", release_key("0.4.9"), deepep).words == [*line, "--enable-deepep-moe"]
+    # 0.4.4.post4-0.4.8 stop on DeepEP's auto mode with DP attention (trial 368 #1); a mode set, they run it
+    assert fit_line("sglang", release_key("0.4.6"), deepep).words is None
+    moded = [*deepep, "--deepep-mode", "low_latency"]
+    assert fit_line("sglang", release_key("0.4.6"), moded).words == [*line, "--enable-deepep-moe", *moded[-2:]]
     followed = [*line[:-1], "2", "--mem-fraction-static", "0.8"]  # the flag goes after --ep-size's value
     unequal = fit_line("sglang", release_key("0.4.6"), followed)
     assert unequal.words is None and "runs --ep-size 2 only as --tp-size" in str(unequal.note)
@@ -185,7 +189,10 @@ DEPLOYMENTS = {
                                                           "prefix_caching": False}),
     "prefix-on": ("llama-3-8b", "h100", {"tp": 1}, {"prefix_caching": True}),
     "ep": ("deepseek-v2-lite", "4xh100", {"tp": 1}, {"expert_parallel": True}),
-    "dp-attention": ("deepseek-v3", "8xh200", {"tp": 1}, {"dp": 8, "weight_dtype": "fp8", "moe_a2a_backend": "deepep"}),
+    "dp-attention": (  # 1,024 tokens a rank: SGLang's line asks 8 x 1,024, which its reserve starts
+        "deepseek-v3", "8xh200", {"tp": 1},
+        {"dp": 8, "weight_dtype": "fp8", "moe_a2a_backend": "deepep", "max_num_batched_tokens": 1024},
+    ),
     "mtp": ("deepseek-v3", "8xh200", {"tp": 8}, {"weight_dtype": "fp8", "speculative": "mtp"}),
     "eagle3": ("llama-3-8b", "h100", {"tp": 1}, {"speculative": "eagle3"}),
     "offload": ("llama-3-8b", "h100", {"tp": 1}, {"kv_offload_bytes": 200 * 2**30}),
@@ -235,8 +242,9 @@ def test_every_line_of_every_generation_checks_against_the_table(engine):
 
 def test_the_lines_take_each_releases_form_for_dp_attention():
     """DeepSeek-V3's DP attention: vLLM 0.10.2 names DeepEP by its variable, 0.11.1 by its flag; vLLM 0.8.0 has no
-    way to name it, and 0.8.0 refuses DP attention (--data-parallel-size is first in 0.8.3); SGLang 0.4.6 by --enable-deepep-moe, 0.4.0 not at
-    all."""
+    way to name it, and 0.8.0 refuses DP attention (--data-parallel-size is first in 0.8.3); SGLang 0.4.9 by
+    --enable-deepep-moe, 0.4.10.post2 by --moe-a2a-backend, 0.4.4.post4-0.4.8 refuse it with DP attention, 0.4.0 not
+    at all."""
     lines = _lines("vllm@0.10.2", "dp-attention")[1][0]
     assert lines["vllm"].startswith("VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve ")
     assert "--all2all-backend" not in lines["vllm"] and "--moe-a2a-backend deepep" in lines["sglang"]
@@ -245,7 +253,15 @@ def test_the_lines_take_each_releases_form_for_dp_attention():
     assert "vllm" not in lines and any("no vllm line: vLLM 0.8.5 has no --all2all-backend" in n for n in notes)
     with pytest.raises(BadInputError, match=r"vLLM 0\.8\.0 has no --data-parallel-size \(first in 0\.8\.3\)"):
         _lines("vllm@0.8.0", "dp-attention")  # refused, not priced as a layout it cannot launch (test_dp_attention)
-    assert "--enable-deepep-moe" in _lines("sglang@0.4.6", "dp-attention")[1][0]["sglang"]
+    # SGLang 0.4.9 by --enable-deepep-moe; 0.4.10.post2 (sglang@0.4) by --moe-a2a-backend, which deprecates it
+    assert "--enable-deepep-moe" in _lines("sglang@0.4.9", "dp-attention")[1][0]["sglang"]
+    newer = _lines("sglang@0.4", "dp-attention")[1][0]["sglang"]
+    assert "--moe-a2a-backend deepep" in newer and "--enable-deepep-moe" not in newer
+    # 0.4.4.post4-0.4.8 assert at start-up that DeepEP's default auto mode is not run with DP attention: no line
+    for release in ("0.4.4.post4", "0.4.6", "0.4.8"):
+        lines, notes = _lines(f"sglang@{release}", "dp-attention")[1]
+        assert "sglang" not in lines and "vllm" in lines, release
+        assert any("'DeepEP MoE `auto` mode is not supported with DP Attention.'" in n for n in notes), release
     # SGLang 0.5.22 deprecates --dp-size N --enable-dp-attention for --attn-dp-size N: each release its own form
     for release, new in (("0.5.21", False), ("0.5.22", True), ("0.5.23", True), ("0.5.2", False)):
         words = shlex.split(_lines(f"sglang@{release}", "dp-attention")[1][0]["sglang"])

@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 
 from mha_cli.core.engine.flags import FIRST_READS, SPANS, line_words, release_key
+from tests.conftest import reference_hf_config
 
 PRESENCE = json.loads((Path(__file__).parents[1] / "outputs/engine_flags/presence.json").read_text())["vllm"]
 RUN = "run the vllm line on a release of "
@@ -77,3 +78,19 @@ def test_an_sglang_line_with_ep_size_alone_is_told_the_releases_that_run_it_as_e
     assert "run the sglang line on a release of 0.4.10.post2-0.4.x;" in generic["launch_note"]
     early = cli.json(*args, "--engine", "sglang@0.4.6.post2")["launch"]["sglang"]
     assert "--ep-size 8 --enable-ep-moe" in early
+
+
+def test_the_range_starts_at_the_first_release_that_loads_the_model(cli):
+    """Trials 367 #1 and 368 #7: Qwen3 priced on vllm@0.10.0 was told "0.8.3-0.20.x" and gpt-oss on vllm-v1
+    "0.8.3-0.20.x", where the same tool refuses vllm@0.8.3 for Qwen3 (no Qwen3ForCausalLM before 0.8.4) and
+    vllm@0.10.0 for gpt-oss (GptOssForCausalLM first in 0.10.1): the range now starts where the registry has the
+    model (``outputs/engine_flags/architectures.json``); the control, Llama 3, keeps the line's own 0.8.3."""
+    args = ("--target", "2xh200", "--tp", "2", "--concurrency", "8", "--closed-form")
+    qwen3 = cli.json("plan", str(reference_hf_config("qwen3-32b")), *args, "--engine", "vllm@0.10.0")
+    gpt_oss = cli.json("plan", str(reference_hf_config("gpt-oss-120b")), *args, "--engine", "vllm-v1")
+    llama = cli.json("plan", "llama-3-8b", *args, "--engine", "vllm-v1")
+    assert _printed_range(qwen3["launch_note"]) == "0.8.4-0.20.x"
+    assert _printed_range(gpt_oss["launch_note"]) == "0.10.1-0.20.x"
+    assert _printed_range(llama["launch_note"]) == "0.8.3-0.20.x"
+    refused = cli.run("plan", str(reference_hf_config("qwen3-32b")), *args, "--engine", "vllm@0.8.3")
+    assert refused.exit_code == 2 and "first in 0.8.4" in refused.output  # the tool's own refusal agrees

@@ -161,9 +161,9 @@ def test_sparse_mlas_fp8_ds_mla_cache_is_asked_of_vllm_as_fp8(cli):
     bf16 cache it would run without the flag; SGLang stores its fp8 in that layout too (``NSATokenToKVPool``'s
     ``kv_cache_dim``), so its line asks ``--kv-cache-dtype fp8_e4m3`` (it had said SGLang has no such cache)."""
     config = str(reference_hf_config("deepseek-v3.2-exp"))
-    found = cli.json(
-        "plan", config, "--target", "8xh200", "--closed-form", "--kv-cache-dtype", "fp8_ds_mla", "--weight-dtype", "fp8"
-    )
+    # 1,024 tokens a rank: a chunk SGLang's reserve starts under DP attention (8 x 1,024)
+    found = cli.json("plan", config, "--target", "8xh200", "--closed-form", "--kv-cache-dtype", "fp8_ds_mla",
+                     "--weight-dtype", "fp8", "--max-num-batched-tokens", "1024")  # fmt: skip
     assert value(found["launch"]["vllm"], "--kv-cache-dtype") == "fp8"
     assert "vLLM has no fp8_ds_mla cache" not in found["launch_note"]
     assert value(found["launch"]["sglang"], "--kv-cache-dtype") == "fp8_e4m3"

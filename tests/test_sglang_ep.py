@@ -33,7 +33,8 @@ def test_the_sglang_line_adds_the_copies_and_an_older_release_is_refused(cli):
         refused.exit_code == 2
         and "SGLang before 0.4.6.post5 needs --ep-size to divide the 128 experts" in refused.output
     )
-    assert "--ep-num-redundant-experts 4" in cli.json(*pinned)["launch"]["sglang"]  # a vLLM plan's SGLang line too
+    companion = cli.json(*pinned, "--max-num-batched-tokens", "1024")  # a chunk SGLang's reserve starts (6 x 1,024)
+    assert "--ep-num-redundant-experts 4" in companion["launch"]["sglang"]  # a vLLM plan's SGLang line too
 
 
 def test_shared_experts_without_expert_parallelism_keep_their_sglang_line(cli):

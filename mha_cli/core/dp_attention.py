@@ -236,11 +236,18 @@ def a2a_backend_of(
     return backend if backend is not None else default_a2a_backend(engine, generation)
 
 
-def sglang_deepep_flags(generation_id: str | None) -> list[str]:
-    """SGLang's words for DeepEP in ``generation_id`` (None: the latest): ``--moe-a2a-backend deepep`` from 0.5 (0.4.10 made it the
-    name, ``--enable-deepep-moe`` deprecated: sglang-project/sglang ``server_args.py``); ``--enable-deepep-moe`` in
-    0.4, whose releases before 0.4.10 have no ``--moe-a2a-backend``."""
-    return ["--enable-deepep-moe"] if generation_id == "sglang-0.4" else ["--moe-a2a-backend", "deepep"]
+SGLANG_A2A_BACKEND_FROM = (0, 4, 10, 2)
+"""The first SGLang release read with ``--moe-a2a-backend deepep`` (``core.engine.flags``), which deprecates
+``--enable-deepep-moe`` ("NOTE: --enable-deepep-moe is deprecated", 0.4.10.post2 ``server_args.py``)."""
+
+
+def sglang_deepep_flags(release: tuple[int, ...] | None) -> list[str]:
+    """SGLang's words for DeepEP in ``release`` (a ``release_key``; None: the latest): ``--moe-a2a-backend deepep``
+    from ``SGLANG_A2A_BACKEND_FROM``, ``--enable-deepep-moe`` before (trial 368 #7: sglang@0.4, 0.4.10.post2, was
+    written the deprecated word)."""
+    if release is not None and tuple(release) < SGLANG_A2A_BACKEND_FROM:
+        return ["--enable-deepep-moe"]
+    return ["--moe-a2a-backend", "deepep"]
 
 
 def dp_attention_experts(tp: int, dp: int, a2a_backend: MoeA2aBackend = "none") -> ExpertLayout:

@@ -179,7 +179,8 @@ def normalise_weight_format(name: str) -> str:
         raise BadInputError(f"{key} is a KV-cache layout, not a weight format: use one of {', '.join(FORMATS)}")
     if (refusal := vllm_quantization_refusal(key)) is not None:
         raise BadInputError(refusal)
-    close = close_names(key, [*FORMATS, *WEIGHT_ALIASES])
+    # an alias close to the name is offered as the format it means (trial 367 #3: nv-fp4, not in the list below)
+    close = list(dict.fromkeys(WEIGHT_ALIASES.get(n, n) for n in close_names(key, [*FORMATS, *WEIGHT_ALIASES])))
     guess = f"did you mean {', '.join(close)}? " if close else ""
     raise BadInputError(f"unknown weight format {name!r}: {guess}use one of {', '.join(get_args(WeightFormatName))}")
 

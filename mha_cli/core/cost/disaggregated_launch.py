@@ -76,18 +76,18 @@ def _host(node: int, nodes: int, local: str) -> str:
 
 
 def _parallel_flags(
-    layout: WorkerLayout, role: str, *, sglang: bool, generation_id: str | None = None, deepep: bool = True,
+    layout: WorkerLayout, role: str, *, sglang: bool, release: tuple[int, ...] | None = None, deepep: bool = True,
     redundant: int = 0,
 ) -> list[str]:  # fmt: skip
     """A worker's parallelism flags: tp alone, or DP attention with the experts spread by DeepEP (prefill: its
     throughput kernels; decode: its low-latency ones; ``deepep`` False, off NVIDIA: the engines' default dispatch),
-    in the words of SGLang's ``generation_id`` (None: latest)."""
+    in the words of SGLang's ``release`` (a ``release_key``; None: latest)."""
     if layout.dp == 1:
         return ["--tp-size" if sglang else "--tensor-parallel-size", str(layout.tp)]
     if sglang:  # SGLang counts every GPU in --tp-size, the attention ranks in --attn-dp-size (launch_forms: older)
         gpus = str(layout.gpus)
         mode = "normal" if role == "prefill" else "low_latency"
-        dispatch = [*sglang_deepep_flags(generation_id), "--deepep-mode", mode] if deepep else []
+        dispatch = [*sglang_deepep_flags(release), "--deepep-mode", mode] if deepep else []
         copies = ["--ep-num-redundant-experts", str(redundant)] if redundant else []  # core.engine.sglang_ep
         return ["--tp-size", gpus, "--dp-size", "1", "--attn-dp-size", str(layout.dp), "--ep-size", gpus, *dispatch,
                 *copies]  # fmt: skip
@@ -154,8 +154,10 @@ def disaggregated_launch(
         max(plan.isl + plan.osl, deployment.max_model_len or 0)
     )  # the engines' context: a longer --max-model-len
     model = served.model
-    sglang_generation = deployment.engine_generation if deployment.engine == "sglang" else None
     from mha_cli.core.dp_attention import a2a_backend_on
+    from mha_cli.core.engine.settings import release_key_priced
+
+    sglang_release = release_key_priced(deployment) if deployment.engine == "sglang" else None
     from mha_cli.core.targets import resolve_target
 
     deepep = a2a_backend_on(resolve_target(plan.target).target.vendor) == "deepep"  # as the workers were priced
@@ -204,7 +206,7 @@ def disaggregated_launch(
         else:
             decode_urls += ["--decode", f"http://{_host(node, nodes, '127.0.0.1')}:{sglang_port}"]
         words = ["python", "-m", "sglang.launch_server", "--model-path", model, *mode,
-                 *_parallel_flags(layout, role, sglang=True, generation_id=sglang_generation, deepep=deepep,
+                 *_parallel_flags(layout, role, sglang=True, release=sglang_release, deepep=deepep,
                                   redundant=0 if spec is None else redundant_experts(spec, layout.gpus)), "--base-gpu-id", str(first), "--port", str(sglang_port),
                  "--context-length", context, "--chunked-prefill-size", str(int(step) * layout.dp),
                  *sglang_fraction,

@@ -676,7 +676,7 @@ def launch_commands(
         sglang += ["--ep-size", str(d.expert_ranks)]
     companion_notes = []  # what the lines not priced leave out, and why
     if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
-        sglang += sglang_deepep_flags(engine.generation if engine.name == "sglang" else None)
+        sglang += sglang_deepep_flags(release_key_priced(deployment) if engine.name == "sglang" else None)
         if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
             vllm += ["--all2all-backend", "deepep_low_latency"]
             written_for = release_key_priced(deployment) if engine.name == "vllm" else None  # None: the latest
@@ -777,6 +777,10 @@ def launch_commands(
         stops = _vllm_would_not_start(model, plan, deployment, seqs["vllm"], int(vllm_budget), context)
         if stops is not None:  # trial 347 #1: the line was written, and said to start, where vLLM stops
             unloadable["vllm"] = stops
+    if engine.name != "sglang" and "sglang" in lines and "sglang" not in unloadable:
+        stops = _sglang_would_not_start(model, plan, deployment, seqs["sglang"], int(sglang_chunk), context)
+        if stops is not None:  # trial 365 #1: a chunk of dp x vLLM's rank budget, which SGLang's reserve refuses
+            unloadable["sglang"] = stops
     lines = {name: words for name, words in lines.items() if name not in unloadable}
     from mha_cli.core.links import host_devices
 
@@ -875,6 +879,42 @@ def _vllm_would_not_start(
         f"vLLM would not start it as written (--max-model-len {context}, --max-num-seqs {max_num_seqs},"
         f" --max-num-batched-tokens {budget}, utilisation 0.9: {memory.engine.refusal}); --engine vllm prices a vLLM"
         " deployment with vLLM's own settings"
+    )
+
+
+def _sglang_would_not_start(
+    model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_running: int, chunk: int, context: int
+) -> str | None:
+    """Why the latest SGLang would not start the sglang line written beside another engine's plan, as written (its
+    layout and DP attention, ``--context-length``, ``--max-running-requests`` and ``--chunked-prefill-size``, its
+    default ``--mem-fraction-static``), in its own words; None where it starts, or where the line is not one this check
+    prices alike (pipeline stages), or the plan cannot be made (the line is then kept unchecked). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
+    ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``)."""
+    from mha_cli.core.kv import footprint_for
+    from mha_cli.core.memory import plan_memory
+    from mha_cli.core.targets import resolve_target
+
+    d = plan.deployment
+    if d.pp > 1:  # a pipeline stage's memory: not priced alike here
+        return None
+    line = deployment.model_copy(
+        update={"engine": "sglang", "engine_generation": None, "engine_version": None, "tp": d.tp,
+                "gpu_memory_utilization": None, "max_num_seqs": max_running, "max_num_batched_tokens": chunk,
+                "seq_len": context, "max_model_len": None},  # the engine at its context, as the plan prices it
+    )  # fmt: skip
+    try:
+        memory = plan_memory(
+            resolve_target(f"{d.gpus}x{plan.target_id}"), model=model, weight_dtype=line.weight_dtype,
+            kv=footprint_for(model, line, d.tp), deployment=line,
+        )  # fmt: skip
+    except MhaError:
+        return None
+    if memory.engine.starts or memory.engine.refused_outright:  # a KV format SGLang lacks: the format notes say it
+        return None
+    return (
+        f"SGLang would not start it as written (--context-length {context}, --chunked-prefill-size {chunk},"
+        f" its default --mem-fraction-static: {memory.engine.refusal}); --engine sglang prices an SGLang deployment"
+        " with SGLang's own settings"
     )
 
 
@@ -1012,7 +1052,7 @@ def plan_launch(
     launch, node_notes = launch_commands(served, plan, deployment, model)
     context = _context_notes(model, plan.memory.engine.max_model_len, launch, deployment)
     drafted = deployment.speculative is not None
-    return launch, _launch_note(served, launch, plan, node_notes + context, speculative=drafted)
+    return launch, _launch_note(served, launch, plan, node_notes + context, speculative=drafted, model=model)
 
 
 def _why_none_starts(tried: list[str]) -> str:
@@ -1074,17 +1114,19 @@ def _launch_note(
     node_notes: list[str] | None = None,
     *,
     speculative: bool = False,
+    model: ModelSpec | None = None,
 ) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
-    by when it is not the latest (run that release), for launch lines that were written; ``speculative``: the
-    deployment drafts tokens (where the trtllm line takes its options file)."""
+    by when it is not the latest (run that release, one that loads ``model``), for launch lines that were written;
+    ``speculative``: the deployment drafts tokens (where the trtllm line takes its options file)."""
     if not launch:
         return "; ".join(node_notes or []) or None
     notes = [note for note in (served.note, served.remote_code_note(list(launch))) if note]
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
         written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there
-        run = f": run the {generation.engine} line on a release of {_running(generation, launch)}" if written else ""
+        running = _running(generation, launch, model) if written else ""
+        run = f": run the {generation.engine} line on a release of {running}" if written else ""
         notes.append(f"priced by {generation.label}'s rules{run}")
         if (
             written
@@ -1120,13 +1162,15 @@ def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str], deploy
     return [note] if note else []
 
 
-def _running(generation: Generation, launch: dict[str, str]) -> str:
+def _running(generation: Generation, launch: dict[str, str], model: ModelSpec | None) -> str:
     """The releases of ``generation`` that have every word of its engine's lines in ``launch`` (``vllm``,
-    ``vllm_workers``): ``core.engine.launch_forms.releases_running``."""
+    ``vllm_workers``) and load ``model``: ``core.engine.launch_forms.releases_running``."""
+    from mha_cli.core.engine.architectures_served import first_served, served_as
     from mha_cli.core.engine.launch_forms import releases_running
 
     lines = [shlex.split(text) for name, text in launch.items() if name.split("_")[0] == generation.engine]
-    return releases_running(generation, lines)
+    model_from = None if model is None else first_served(generation.engine, served_as(model))
+    return releases_running(generation, lines, model_from)
 
 
 def no_ways() -> list[WayOut]:

@@ -203,6 +203,17 @@ def support(engine: str, typed: str, names: tuple[str, ...]) -> Lacking | NeverR
     return Lacking(dropped[-1][1], dropped[-1][2], later=False)
 
 
+def first_served(engine: str, names: tuple[str, ...]) -> str | None:
+    """The first release read of ``engine`` whose registry has one of ``names`` (``served_as``); None where none is
+    known (an engine not read, no names, none registered)."""
+    from mha_cli.core.engine.flags import release_key
+
+    if engine not in ENGINES_READ or not names:
+        return None
+    firsts = [span["first"] for name in names if (span := _span(engine, name)).get("first")]
+    return min(firsts, key=release_key) if firsts else None
+
+
 def _span(engine: str, name: str) -> dict:
     """The releases read of ``engine`` that have ``name``: the table's, ``WINDOWS_FROM`` for ``WINDOWED``."""
     if name == WINDOWED:

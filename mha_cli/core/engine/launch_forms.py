@@ -125,11 +125,40 @@ def _needs_ep_moe(engine: str, words: list[str]) -> bool:
     return _value_after(words, "--ep-size") not in (None, "1")
 
 
+SGLANG_DEEPEP_AUTO_REFUSED = ("0.4.4.post4", "0.4.9")
+"""SGLang releases (from, before) whose ``ServerArgs.__post_init__`` asserts "DeepEP MoE `auto` mode is not supported
+with DP Attention." at start-up: read in the 0.4.4.post4 to 0.4.8 wheels' ``server_args.py`` (``--deepep-mode`` is
+first in 0.4.4.post4, its default auto), gone from 0.4.9's."""
+
+
+def _deepep_auto_asked(engine: str, words: list[str]) -> bool:
+    """Whether SGLang server ``words`` ask DeepEP (0.4's word) with DP attention in its default auto mode."""
+    deepep = "--enable-deepep-moe" in words and "--deepep-mode" not in words
+    return engine == "sglang" and deepep and "--enable-dp-attention" in words
+
+
+def _deepep_auto_refused(engine: str, release: Release, words: list[str]) -> str | None:
+    """Why SGLang ``release`` stops on ``words``' DeepEP with DP attention in the default auto mode (trial 368 #1: the
+    aggregated line, priced with both kernels, set no ``--deepep-mode``); None where it starts."""
+    first, before = (release_key(r) for r in SGLANG_DEEPEP_AUTO_REFUSED)
+    if not _deepep_auto_asked(engine, words) or not first <= release < before:
+        return None
+    return (
+        f"no sglang line: SGLang {format_release(release)} stops at start-up on DeepEP's default auto mode with DP"
+        " attention ('DeepEP MoE `auto` mode is not supported with DP Attention.', 0.4.4.post4-0.4.8 server_args.py),"
+        " and its normal or low_latency mode alone is not what was priced: 0.4.9 or later runs the line"
+    )
+
+
 def _companions(engine: str, release: Release, words: list[str]) -> Fitted:
     """``words`` with what ``release`` needs beside a word it has: SGLang before ``SGLANG_EP_SIZE_ALONE`` takes
     ``--ep-size N`` (N > 1) as expert parallelism only with ``--enable-ep-moe``, which sets the size to
     ``--tp-size`` (a line whose sizes differ cannot be run there); DeepEP's ``--enable-deepep-moe`` sets it itself
-    (0.4.x ``ServerArgs.__post_init__``) and picks DeepEPMoE before EPMoE."""
+    (0.4.x ``ServerArgs.__post_init__``) and picks DeepEPMoE before EPMoE. A release that stops on what the line
+    asks (``_deepep_auto_refused``) runs no line."""
+    refused = _deepep_auto_refused(engine, release, words)
+    if refused is not None:
+        return Fitted(None, refused)
     if not _needs_ep_moe(engine, words) or release >= release_key(SGLANG_EP_SIZE_ALONE):
         return Fitted(words)
     experts = _value_after(words, "--ep-size")
@@ -188,14 +217,18 @@ def releases_for(generation: Generation, typed: str | None) -> dict[str, Release
     return releases
 
 
-def releases_running(generation: Generation, lines: list[list[str]]) -> str:
-    """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``), as
-    a person writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x``
-    (a line with ``--kv-offloading-size``) or ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed)."""
+def releases_running(generation: Generation, lines: list[list[str]], model_from: str | None = None) -> str:
+    """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``) and,
+    from ``model_from`` (the first release whose registry has the model's architecture), the model, as a person
+    writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
+    line with ``--kv-offloading-size``), ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed) or
+    ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1)."""
     assert generation.until is not None, "the latest generation's lines are written for its latest release"
     start: Release = (*generation.first, 0, 0)
     end = release_meant(generation, None)
     first, last = start, end
+    if model_from is not None:  # trials 367 #1, 368 #7: 0.8.3 offered for Qwen3 (first in 0.8.4)
+        first = max(first, release_key(model_from))
     for words in lines:
         if line_words(generation.engine, words).command is None:  # not the server (``ray start``)
             continue
@@ -203,6 +236,8 @@ def releases_running(generation: Generation, lines: list[list[str]]) -> str:
         first, last = max(first, word_first), last if word_last is None else min(last, word_last)
         if _needs_ep_moe(generation.engine, words):  # earlier, --ep-size N alone runs the experts tp-sharded
             first = max(first, release_key(SGLANG_EP_SIZE_ALONE))
+        if _deepep_auto_asked(generation.engine, words):  # 0.4.4.post4-0.4.8 stop on it (_deepep_auto_refused)
+            first = max(first, release_key(SGLANG_DEEPEP_AUTO_REFUSED[1]))
     if (first, last) == (start, end):
         return generation.releases
     if first > last:  # review 308 #7: a word one release needs, another a later one removed
