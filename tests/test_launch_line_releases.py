@@ -94,3 +94,26 @@ def test_the_range_starts_at_the_first_release_that_loads_the_model(cli):
     assert _printed_range(llama["launch_note"]) == "0.8.3-0.20.x"
     refused = cli.run("plan", str(reference_hf_config("qwen3-32b")), *args, "--engine", "vllm@0.8.3")
     assert refused.exit_code == 2 and "first in 0.8.4" in refused.output  # the tool's own refusal agrees
+
+
+def test_online_fp8_takes_the_name_each_vllm_release_asks_for(cli):
+    """Trial 368 #4: vLLM 0.31.0 on deprecate ``--quantization fp8`` for online quantisation ("use --quantization
+    fp8_per_tensor instead", weight_utils.py), a name first in 0.20.0: the latest and a 0.31+ line write the new
+    name, 0.30 and the V1 generation (whose range reaches 0.8.3) the old; SGLang's line keeps its own ``fp8``."""
+    from mha_cli.core.engine.flags import line_problems
+    from mha_cli.core.engine.launch_forms import fit_line
+
+    args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--weight-dtype", "fp8", "--closed-form")
+    latest = cli.json(*args)["launch"]
+    assert "--quantization fp8_per_tensor" in latest["vllm"] and "--quantization fp8 " in latest["sglang"] + " "
+    assert "--quantization fp8_per_tensor" in cli.json(*args, "--engine", "vllm@0.31")["launch"]["vllm"]
+    for engine in ("vllm@0.30", "vllm-v1"):
+        words = shlex.split(cli.json(*args, "--engine", engine)["launch"]["vllm"])
+        assert words[words.index("--quantization") + 1] == "fp8", engine
+    line = shlex.split("vllm serve m --quantization fp8 --max-model-len 1280")
+    assert fit_line("vllm", release_key("0.31.0"), line).words == [*line[:3], "--quantization", "fp8_per_tensor",
+                                                                    *line[5:]]  # fmt: skip
+    assert fit_line("vllm", release_key("0.30.0"), line).words == line
+    renamed = [*line[:4], "fp8_per_tensor", *line[5:]]
+    assert line_problems("vllm", release_key("0.20.0"), renamed) == []
+    assert line_problems("vllm", release_key("0.19.0"), renamed) != []  # not in 0.19.0's QuantizationMethods

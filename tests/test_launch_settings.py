@@ -113,8 +113,8 @@ def test_a_format_a_line_cannot_write_is_a_note(cli):
     int4 = cli.json(*SEARCH, "--weight-dtype", "int4")  # no flag turns a bf16 checkpoint into int4 weights
     assert "need a checkpoint stored in int4" in int4["launch_note"]
     assert all("int4" not in line for line in int4["launch"].values())
-    fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does: no note
-    assert value(fp8["launch"]["vllm"], "--quantization") == "fp8" and fp8["launch_note"] is None
+    fp8 = cli.json(*SEARCH, "--weight-dtype", "fp8")  # --quantization fp8 does (fp8_per_tensor from 0.31): no note
+    assert value(fp8["launch"]["vllm"], "--quantization") == "fp8_per_tensor" and fp8["launch_note"] is None
 
 
 @pytest.mark.parametrize(("model", "stored"), [("gpt-oss-20b", "mxfp4"), ("deepseek-v3", "fp8-block")])
@@ -173,7 +173,7 @@ def test_sparse_mlas_fp8_ds_mla_cache_is_asked_of_vllm_as_fp8(cli):
 def test_fp8_weights_asked_of_a_bf16_checkpoint_need_an_fp8_checkpoint_for_trtllm_serve(cli):
     # vLLM and SGLang quantise on loading (--quantization fp8); TensorRT-LLM runs pre-quantised checkpoints only
     found = cli.json(*SEARCH, "--engine", "trtllm", "--weight-dtype", "fp8")
-    assert value(found["launch"]["vllm"], "--quantization") == "fp8"
+    assert value(found["launch"]["vllm"], "--quantization") == "fp8_per_tensor"  # the latest vLLM's name
     assert "fp8" not in shlex.split(found["launch"]["trtllm"])
     assert "the trtllm line loads the checkpoint as stored" in found["launch_note"]
     assert "vllm line loads" not in found["launch_note"] and "sglang line loads" not in found["launch_note"]

@@ -220,3 +220,25 @@ def test_gptq_and_awq_at_other_widths_and_groups_are_priced_by_hand(cli, tmp_pat
     data = cli.json("kv", str(path))
     assert data["deployment"]["weight_dtype"] == weight_dtype
     assert data["weight_bytes"] == by_hand
+
+
+def test_vllms_later_quantization_names_are_the_formats_they_mean():
+    """Trial 368 #5: vLLM 0.20-0.34's own --quantization names were refused as "unknown weight format":
+    fp8_per_tensor (0.31 asks for it instead of fp8) and fp8_per_block are its online fp8 with a scale per tensor or
+    per 128 x 128 block, auto_awq and auto_gptq an AWQ or GPTQ checkpoint's method with vLLM's kernel choice
+    (``QuantizationMethods`` in the 0.20.0-0.34.0 wheels); its other new names are refused as vLLM's, not priced."""
+    from mha_cli.core.vllm_quantization import pasted_format
+
+    assert [normalise_weight_format(n) for n in ("fp8_per_tensor", "fp8_per_block", "auto_awq", "auto_gptq")] == [
+        "fp8", "fp8-block", "awq", "gptq-int4"
+    ]  # fmt: skip
+    assert model_weight_bytes(get_preset("llama-3-8b"), "fp8_per_tensor") == model_weight_bytes(
+        get_preset("llama-3-8b"), "fp8"
+    )
+    for name in ("fp8_per_channel", "mxfp8", "nvfp4_per_token"):
+        with pytest.raises(BadInputError, match=f"{name} is a vLLM quantization mha does not price"):
+            normalise_weight_format(name)
+    # pasted on an AWQ or GPTQ checkpoint, auto_awq / auto_gptq are its own method: the checkpoint as stored
+    assert pasted_format("auto_awq", "awq", None) is None and pasted_format("auto_gptq", "gptq-int4", "gptq") is None
+    with pytest.raises(BadInputError, match="checkpoint's quantization_config says awq"):
+        pasted_format("auto_gptq", "awq", None)  # another method: vLLM refuses to start

@@ -1,9 +1,9 @@
 """vLLM's ``--quantization`` methods, read as the weight formats mha prices, and the rest refused by name.
 
 vLLM's methods are the ``QuantizationMethods`` of ``vllm/model_executor/layers/quantization/__init__.py`` (vLLM 0.9),
-with ``mxfp4`` (gpt-oss) added since. Those that name a format priced here are its names or aliases already
-(``core.weight_formats``): fp8 (vLLM's online fp8, one scale per tensor), awq, gptq (4-bit, group 128), mxfp4,
-modelopt_fp4 (NVFP4). The
+with ``mxfp4`` (gpt-oss) and 0.20-0.34's names added since. Those that name a format priced here are its names or
+aliases already (``core.weight_formats``): fp8 and fp8_per_tensor (vLLM's online fp8, one scale per tensor),
+fp8_per_block, awq and auto_awq, gptq and auto_gptq (4-bit, group 128), mxfp4, modelopt_fp4 (NVFP4). The
 Marlin methods are vLLM's kernels for AWQ and GPTQ checkpoints, chosen by vLLM itself; their repacked bytes are not
 priced, so they are refused with the checkpoint's format named instead. Every other method is refused in one line
 that says it is vLLM's and not priced, rather than "unknown weight format".
@@ -13,10 +13,20 @@ from mha_cli.core.errors import BadInputError
 
 MARLIN = {"awq_marlin": "awq", "gptq_marlin": "gptq", "gptq_marlin_24": "gptq", "marlin": "gptq"}
 """vLLM's Marlin kernels -> the checkpoint format they run."""
+AUTO_KERNELS = {"auto_awq": "awq", "auto_gptq": "gptq"}
+"""vLLM's methods that run a checkpoint's own AWQ or GPTQ method with vLLM's kernel choice (``auto_gptq`` from
+0.22.0, absent from 0.21.0; ``auto_awq`` from 0.24.0, absent from 0.22.0: ``QuantizationMethods`` in the wheels), taken
+by a checkpoint of that method. With ``fp8_per_tensor`` and ``fp8_per_block`` (online fp8, one scale per tensor or
+per 128 x 128 block, ``config/quantization.py``, from 0.20.0, absent from 0.19.0) they are vLLM's later names for
+formats priced here: ``core.weight_formats`` aliases (trial 368 #5)."""
 NOT_PRICED = frozenset(
     {"aqlm", "deepspeedfp", "tpu_int8", "ptpc_fp8", "fbgemm_fp8", "deepgemm_fp8", "modelopt",
      "bitblas", "gguf", "gptq_bitblas", "compressed-tensors", "bitsandbytes", "qqq", "hqq", "experts_int8",
-     "neuron_quant", "ipex", "quark", "moe_wna16", "torchao", "auto-round"}
+     "neuron_quant", "ipex", "quark", "moe_wna16", "torchao", "auto-round",
+     # vLLM 0.20-0.34's online shorthands and methods beside them (QuantizationMethods, 0.34.0): per-channel fp8,
+     # int8 weight-only experts, NVFP4 with per-token activations, MXFP8, LUT, Hadamard-rotated MXFP4, ...
+     "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "mxfp8", "lut_b_moe",
+     "mxfp4_hadamard32", "w4afp8", "humming", "inc", "online", "deepseek_v4_fp8"}
 )  # fmt: skip
 """vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
 checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""
@@ -77,7 +87,7 @@ def checkpoint_methods(checkpoint_format: str | None, scheme_method: str | None)
     method = checkpoint_method(checkpoint_format, scheme_method)
     if method is None:
         return frozenset()
-    kernels = {name for name, runs in MARLIN.items() if runs == method and name != "marlin"}
+    kernels = {name for name, runs in {**MARLIN, **AUTO_KERNELS}.items() if runs == method and name != "marlin"}
     if method in ("gptq", "awq"):
         kernels.add("moe_wna16")
     return frozenset({method, *kernels})

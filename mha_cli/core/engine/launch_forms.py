@@ -7,6 +7,8 @@ The launch lines are written in the newest form; ``fit_line`` rewrites one for t
   (0.4.4.post2 to 0.4.10.post1), SGLang's ``--dp-size 1 --attn-dp-size N`` as ``--dp-size N --enable-dp-attention``
   (before 0.5.22, which deprecates the latter), ``vllm serve MODEL`` as ``python -m vllm.entrypoints.openai.api_server --model
   MODEL`` (before 0.5.2), vLLM's JSON ``--limit-mm-per-prompt`` as ``image=N,video=M`` (before 0.8.5);
+- a word a later release deprecates, in the name it asks for instead (``_renamed``): vLLM's ``--quantization fp8``
+  (online fp8) as ``--quantization fp8_per_tensor`` from 0.31.0;
 - a word an older release needs beside one it has (``_companions``): SGLang's ``--enable-ep-moe`` beside
   ``--ep-size`` before ``SGLANG_EP_SIZE_ALONE``, whose MoE layers run expert-parallel only under it;
 - a flag set to the engine's default that the release lacks is left out (``--pp-size 1`` before SGLang had
@@ -170,8 +172,28 @@ def _companions(engine: str, release: Release, words: list[str]) -> Fitted:
     return Fitted([*words[:at], "--enable-ep-moe", *words[at:]])
 
 
+VLLM_FP8_RENAMED = "0.31.0"
+"""The first vLLM release that deprecates ``--quantization fp8`` for online quantisation ("--quantization fp8 is
+deprecated for online quantization; use --quantization fp8_per_tensor instead", ``model_loader/weight_utils.py`` in
+the 0.31.0-0.34.0 wheels, absent from 0.30.0's); ``fp8_per_tensor`` is the same online fp8, a scale per tensor, named
+from 0.20.0 (trial 368 #4)."""
+
+
+def _renamed(engine: str, release: Release, words: list[str]) -> list[str]:
+    """``words`` with a word ``release`` deprecates in the name it asks for instead (``VLLM_FP8_RENAMED``)."""
+    if engine != "vllm" or release < release_key(VLLM_FP8_RENAMED) or "--quantization" not in words:
+        return words
+    at = words.index("--quantization")
+    return (
+        [*words[: at + 1], "fp8_per_tensor", *words[at + 2 :]]
+        if _value_after(words, "--quantization") == "fp8"
+        else words
+    )
+
+
 def fit_line(engine: str, release: Release, words: list[str]) -> Fitted:
     """``engine``'s server line ``words`` as ``release`` takes it (see the module docstring)."""
+    words = _renamed(engine, release, words)
     for _ in range(len(words) + 1):  # each pass settles one word
         missing = next((word for word in line_words(engine, words).checked if not has(engine, release, word)), None)
         if missing is None:
