@@ -388,3 +388,26 @@ def test_mha060_offers_only_a_shape_that_caches_less(cli, tmp_path):
     )
     finding = next(f for f in check_design(str(design), seq_len="32k").findings if f.id == "MHA060")
     assert "512.0 MiB" in finding.message and "same shape" not in finding.message
+
+
+def test_check_takes_kvs_multimodal_and_cache_options_and_prices_alike(cli):
+    """Trial 366 #9: `mha check` had no --text-only, --limit-mm-per-prompt, --mla-cache or --state-convention, which
+    `mha kv` takes, so a text-only deployment or a naive MLA cache could not be linted as priced. Each now gives
+    check the figures kv gives (Gemma 3's tower left out: 846,120,672 B; MLA naive: K and V per head, 4,997,120 B a token
+    for DeepSeek-V3, against the latent's 70,272)."""
+    gemma = str(reference_hf_config("gemma-3-27b-it"))
+    for options in ((), ("--text-only",), ("--limit-mm-per-prompt", '{"image":0}')):
+        checked = cli.json("check", gemma, "--target", "h100", *options)
+        priced = cli.json("kv", gemma, "--target", "h100", *options)
+        assert checked["deployment"].get("limit_mm_per_prompt") == priced["deployment"].get("limit_mm_per_prompt")
+        assert checked["memory"]["engine"]["kv_tokens"] == priced["memory"]["engine"]["kv_tokens"], options
+    with_tower = cli.json("check", gemma, "--target", "h100")["weight_bytes"]
+    assert with_tower - cli.json("check", gemma, "--target", "h100", "--text-only")["weight_bytes"] == 846_120_672
+    next_80b = ("check", str(reference_hf_config("qwen3-next-80b-a3b")), "--target", "4xh100", "--state-convention")
+    assert [cli.json(*next_80b, c)["kv"]["state_bytes_per_seq"] for c in ("engine", "transformers")] == [
+        39_518_208, 77_856_768  # Gated DeltaNet's state as vLLM holds it, and as transformers' cache does
+    ]  # fmt: skip
+    for mode, per_token in (("absorbed", 70_272), ("naive", 4_997_120)):
+        assert cli.json("check", "deepseek-v3", "--target", "8xh200", "--mla-cache", mode)["kv"]["bytes_per_token"] == (
+            per_token
+        )

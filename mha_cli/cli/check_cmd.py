@@ -19,12 +19,16 @@ from mha_cli.cli.options import (
     JsonOpt,
     KvCacheGibOpt,
     KvDtypeOpt,
+    LimitMmOpt,
     MaxBatchedTokensOpt,
     MaxNumSeqsOpt,
+    MlaCacheOpt,
     PrefixCachingOpt,
     SeqOpt,
     SourceArg,
+    StateConventionOpt,
     TargetOpt,
+    TextOnlyOpt,
     UtilisationOpt,
     WeightDtypeOpt,
     kv_cache_bytes,
@@ -58,6 +62,10 @@ def check(
     kv_cache_gib: KvCacheGibOpt = None,
     async_scheduling: AsyncSchedulingOpt = None,
     prefix_caching: PrefixCachingOpt = None,
+    mla_cache: MlaCacheOpt = None,
+    state_convention: StateConventionOpt = None,
+    limit_mm_per_prompt: LimitMmOpt = None,
+    text_only: TextOnlyOpt = False,
     strict: StrictOpt = False,
     json: JsonOpt = False,
 ) -> None:
@@ -66,7 +74,8 @@ def check(
         source, seq_len=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype, tp=tp,
         engine=engine, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
-        async_scheduling=async_scheduling, prefix_caching=prefix_caching, strict=strict,
+        async_scheduling=async_scheduling, prefix_caching=prefix_caching, mla_cache=mla_cache,
+        state_convention=state_convention, mm_limits_typed=limit_mm_per_prompt, text_only=text_only, strict=strict,
     )  # fmt: skip
     output = Output(json)
     deployment = result.deployment

@@ -30,6 +30,7 @@ from mha_cli.core.fit import deployment_judge, flag_fit, price_deployment
 from mha_cli.core.header_weights import header_notes
 from mha_cli.core.kv import KvFootprint, footprint_for
 from mha_cli.core.memory import MemoryPlan
+from mha_cli.core.mm_limits import mm_limits
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
 from mha_cli.core.rules import catalog as C
@@ -147,8 +148,12 @@ def lint_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
 
 
 def check_source(source: ModelSource, *, strict: bool = False, **overrides: Any) -> CheckResult:
-    """``check_design`` of a source already loaded."""
+    """``check_design`` of a source already loaded; ``mm_limits_typed`` and ``text_only`` (``mha kv``'s
+    ``--limit-mm-per-prompt`` and ``--text-only``: trial 366 #9) set the deployment's limits per modality."""
     seq = overrides.pop("seq_len", None)
+    typed, text_only = overrides.pop("mm_limits_typed", None), overrides.pop("text_only", False)
+    if typed is not None or text_only:
+        overrides["limit_mm_per_prompt"] = mm_limits(source.model, typed, text_only)
     context_from = _stated_context(source, seq)
     deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)
     refuse_file_tp(source.origin, source.deployment, source.model, overrides.get("tp"), deployment.target, heads=False)
