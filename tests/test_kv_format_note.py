@@ -132,8 +132,9 @@ def test_kv_says_the_engine_stops_for_a_cache_it_refuses_on_that_gpu(cli):
 
 
 @pytest.mark.parametrize(
-    ("release", "noted"), [("0.7.3", True), ("0.10.0", True), ("0.20.0", True), ("0.21.0", False), (None, False)]
-)  # 0.7.3: V0's plan says it too (review 308 #4); before 0.7.1 no MLA latent is cached (test_mla_latent_release.py)
+    ("release", "noted"), [("0.7.3", True), ("0.20.0", False), ("0.21.0", False), (None, False)]
+)  # 0.7.3: V0's plan says it too (review 308 #4); before 0.7.1 no MLA latent is cached (test_mla_latent_release.py);
+# 0.8-0.20 on Hopper were read since (trial 368 #2: refused before 0.10.2, below; from it, FlashMLA takes fp8)
 def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli, release, noted):
     """Trial 307 #1: Kimi-K2's fp8 latent on vLLM 0.10 was priced (35,136 B a token, per the fp8 bytes: 61 layers x
     576) with nothing said, where the MLA backends before 0.21.0 were never read for an fp8 cache."""
@@ -145,3 +146,35 @@ def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli,
     assert bool(said) == noted
     bf16 = cli.json("kv", "kimi-k2", "--target", "2x8xh20", "--tp", "16", "--seq", "32768", *engine)
     assert not any("were not read for an fp8 cache" in note for note in bf16["engine"]["notes"])
+
+
+@pytest.mark.parametrize(
+    ("target", "release", "stops"),
+    [
+        ("h100", "0.9.2", "FlashMLA V1 with FP8 KV cache not yet supported"),
+        ("h100", "0.10.1.1", "FlashMLA V1 with FP8 KV cache not yet supported"),
+        ("h100", "0.10.2", None),  # FlashMLA takes fp8 from 0.10.2
+        ("b200", "0.10.0", "FlashMLA V1 with FP8 KV cache not yet supported"),  # CUTLASS MLA's alike
+        ("a100-80gb", "0.10.2", "TritonMLA V1 with FP8 KV cache not yet supported"),
+        ("a100-80gb", "0.15.0", "TritonMLA V1 with FP8 KV cache not yet supported"),
+        ("a100-80gb", "0.18.0", None),  # Triton MLA lists fp8 from 0.18.0
+    ],
+)
+def test_an_fp8_mla_cache_on_an_early_v1_release_is_refused_where_its_backend_stops(cli, target, release, stops):
+    """Trial 368 #2: DeepSeek-V2-Lite's fp8 latent on vLLM 0.10.0 on an H100 was priced with a "check it starts" note,
+    where the release's FlashMLA raises at start-up (read in the 0.8.5-0.10.1.1 wheels; CUTLASS MLA on the B200 and
+    Triton MLA alike); on Ampere, from 0.10.2 (V1 taking the cache), Triton MLA raises until 0.18.0. Now kv says the
+    engine stops, and plan refuses; the controls start. The bytes stay the fp8 latent's (27 layers x 576)."""
+    from tests.conftest import reference_hf_config
+
+    config = str(reference_hf_config("deepseek-v2-lite"))
+    args = ("kv", config, "--target", target, "--kv-cache-dtype", "fp8", "--engine", f"vllm@{release}")
+    engine = cli.json(*args)["engine"]
+    assert cli.json(*args)["bytes_per_token"] == 27 * 576
+    if stops is None:
+        assert engine["starts"] and not any("were not read for an fp8 cache" in n for n in engine["notes"])
+        return
+    assert not engine["starts"] and f"vLLM {release} " in engine["refusal"] and stops in engine["refusal"]
+    refused = cli.run("plan", config, "--target", target, "--kv-cache-dtype", "fp8", "--engine", f"vllm@{release}",
+                      "--closed-form")  # fmt: skip
+    assert refused.exit_code == 2 and stops in refused.output

