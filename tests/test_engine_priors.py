@@ -482,6 +482,10 @@ def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them
     old = prior_profile(TARGETS["h200"], generation="sglang-0.4")
     assert old.step_overhead_s == default["step_overhead_s"] and "no published measurement" in old.source
     assert prior_profile(TARGETS["h200"]).name == "h200-prior"  # no generation named: today's profile
+    # trial 367 #2: an MI355X takes the AMD set fitted on MI300X rows alone, and says so (the MI300X does not)
+    mi355x = prior_profile(TARGETS["mi355x"], generation="sglang-0.5")
+    assert mi355x.step_overhead_s == mi300x.step_overhead_s and "none on this GPU (AMD's set" in mi355x.source
+    assert "none on this GPU" not in mi300x.source and "none on this GPU" not in b200.source
 
 
 def test_plan_prices_with_the_named_engines_generation(cli):

@@ -32,7 +32,7 @@ from pydantic_core import from_json
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype, fp4_native
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
-from mha_cli.core.cost.profile import CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.cost.profile import UNMEASURED_GPU, CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.eager_launch import measured_launch
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -108,6 +108,8 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
     held_out = fitted["holdout"]
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
     source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
+    if target.id not in (family["gpus"] if family else fitted["gpus"]):  # trial 367 #2: MI355X on MI300X's set
+        source += f"{UNMEASURED_GPU}{target.vendor}'s set, measured on other GPUs)"
     return GenerationPrior(constants, source, error)
 
 

@@ -38,6 +38,10 @@ ProfileKind = Literal["prior", "calibrated", "ceiling"]
 NONE_HELD_OUT = ", 0 held out)"
 """How a fitted profile's ``source`` (``core.serve.fit``) says that none of its runs was held out: its band is then
 the fit's own error on the runs it was fitted to, not a held-out one."""
+UNMEASURED_GPU = "; none on this GPU ("
+"""How an engine generation's prior (``core.cost.priors.generation_prior``) says in its ``source`` that its GPU had
+no measurement fitted (its vendor's constants stand in): the band, from the generation's held-out measurements, then
+says none was on this GPU (``core.cost.serving``)."""
 FITTED_SOURCE = "calibrated from "
 """How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
