@@ -482,3 +482,19 @@ def test_fp32_matmuls_on_an_a100_take_its_fp32_rate():
     assert peak_matmul_flops(a100, "fp32") == 19.5e12 and peak_matmul_flops(a100, "bf16") == 312e12
     assert "a floor on their time" in prior_profile(resolve_target("a10").target, "fp32").source
     assert "a floor" not in prior_profile(a100, "fp32").source
+
+
+def test_a_trtllm_prompt_over_its_step_budget_is_launched_with_context_chunking(cli):
+    """Trial 365 #3: a 10,000-token prompt over trtllm-serve's --max_num_tokens 8192 was priced chunked by the closed
+    form (as with enable_chunked_prefill), while the printed line, without that option, refuses the prompt; the note
+    now says to set it in the options file. The control: a prompt within the budget gets no such note."""
+    common = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--engine", "trtllm", "--osl", "100",
+              "--max-num-batched-tokens", "8192", "--closed-form")  # fmt: skip
+    chunked = cli.json(*common, "--isl", "10000")
+    assert "--max_num_tokens 8192" in chunked["launch"]["trtllm"]
+    assert (
+        "set enable_chunked_prefill: true (the 10,000-token prompt was priced in chunks of 8,192"
+        in chunked["launch_note"]
+    )
+    assert any("over TensorRT-LLM's max_num_tokens (8,192): priced chunked" in n for n in chunked["notes"])
+    assert "enable_chunked_prefill" not in (cli.json(*common, "--isl", "8000")["launch_note"] or "")

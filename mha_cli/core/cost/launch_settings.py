@@ -163,14 +163,21 @@ TRTLLM_INT8_KV = (
 """Where trtllm_words' int8 note was read."""
 
 
-def trtllm_words(deployment: DeploymentSpec, step_tokens: int) -> tuple[list[str], list[str]]:
+def trtllm_words(deployment: DeploymentSpec, step_tokens: int, prompt_tokens: int) -> tuple[list[str], list[str]]:
     """trtllm-serve's words for the step budget priced (``step_tokens``, when ``--max-num-batched-tokens`` was given)
-    and the notes for its KV format and block reuse as asked (set in its options file, not on the line; a format
+    and the notes for its KV format and block reuse as asked, and for context chunking where a prompt of
+    ``prompt_tokens`` is over the budget, priced chunked (set in its options file, not on the line; a format
     TensorRT-LLM does not offer, ``core.engine.plan.KV_FORMATS``, is not written there)."""
     from mha_cli.core.engine.plan import KV_FORMATS
 
     words = [] if deployment.max_num_batched_tokens is None else ["--max_num_tokens", str(step_tokens)]
     notes = []
+    if prompt_tokens > step_tokens:  # trial 365 #3: priced chunked (core.cost.serving), refused without the option
+        notes.append(
+            f"trtllm-serve takes context chunking in its --extra_llm_api_options file: set enable_chunked_prefill:"
+            f" true (the {prompt_tokens:,}-token prompt was priced in chunks of {step_tokens:,}; off by default, it"
+            " refuses a prompt over --max_num_tokens)"
+        )
     if deployment.kv_dtype not in KV_FORMATS["trtllm"]:
         notes.append(f"the trtllm line runs its default KV cache: TensorRT-LLM has no {deployment.kv_dtype} cache")
     elif deployment.kv_dtype == "int8":  # TRTLLM_INT8_KV: no options-file word for it

@@ -794,7 +794,7 @@ def launch_commands(
             trtllm += ["--ep_size", str(d.expert_ranks)]
         if served.remote_code is not None:
             trtllm.append("--trust_remote_code")
-        trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens)
+        trtllm_step, trtllm_notes = trtllm_words(deployment, engine.max_num_batched_tokens, plan.isl)
         lines["trtllm"] = [*trtllm, *trtllm_step]
         pool = pool._replace(notes=[*pool.notes, *trtllm_notes])
     one_server_each = [  # lines with no flag for the replicas (vLLM V0 has none at all: its own note says so)
