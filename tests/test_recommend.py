@@ -584,3 +584,15 @@ def test_a_depth_inside_the_aspect_band_within_the_budget_tolerance_is_preferred
     assert 40 <= 12288 / 78 <= 160 and 0 < wide["budget_deviation"] <= 0.05
     kept = cli.json("recommend", "--params", "175B")
     assert (kept["model"]["d_model"], kept["model"]["n_layers"]) == (12288, 88)
+
+
+def test_the_mha_reason_prices_only_alternatives_the_table_leaves_open(cli):
+    """Trial 369 #2: 100M at 1M tokens keeps MHA with 7 heads, and its "why" priced the cache "with MLA (30 layers)",
+    which the same table excludes (MHA092), while the MQA row beside it (9.0 GiB, higher risk, not excluded) went
+    unnamed. The reason now names only the rows left open; each named figure is the table's own."""
+    found = cli.json("recommend", "--params", "100M", "--seq", "1M", "--target", "l4")
+    rows = {row["label"]: row for row in found["alternatives"]}
+    assert rows["MLA"]["verdict"].startswith("excluded") and not rows["MQA"]["verdict"].startswith("excluded")
+    reason = found["variant_reason"]
+    assert "with MLA" not in reason
+    assert f"with MQA ({rows['MQA']['n_layers']} layers)" in reason and "9.0 GiB" in reason
