@@ -597,3 +597,15 @@ def test_the_companion_vllm_line_asks_no_e5m2_mla_cache_vllm_refuses(cli, target
     assert "the vllm line runs its default KV cache: vLLM" in found["launch_note"]
     assert cli.run("plan", V3, "--target", target, "--tp", "8", "--concurrency", "8", "--closed-form",
                    "--kv-dtype", "fp8_e5m2").exit_code == 2  # fmt: skip
+
+
+def test_the_companion_sglang_line_is_left_out_where_its_reserve_exceeds_the_gpu_or_vllm_options_are_set(cli):
+    """Review 370 #1-#2: the check of the sglang line beside a vLLM plan kept it where SGLang's own pricing refused
+    outright (a 65,536-token chunk's 96 GiB reserve on an 80 GB H100: "leaves nothing") or where a vLLM-only option
+    (--kv-cache-gib) made the SGLang pricing refuse for another reason; both now leave it out with SGLang's words."""
+    common = ("plan", "--dp", "8", "--isl", "1024", "--osl", "1024", "--concurrency", "1024", "--closed-form")
+    h100 = cli.json(*common[:1], "deepseek-v2-lite", "--target", "8xh100", *common[1:])
+    assert "sglang" not in h100["launch"]
+    assert "SGLang's reserve for a 65536-token chunked prefill leaves nothing of 79.19 GiB" in h100["launch_note"]
+    pool = cli.json(*common[:1], V3, "--target", "8xh200", *common[1:], "--kv-cache-gib", "40")
+    assert "sglang" not in pool["launch"] and "--chunked-prefill-size 65536" in pool["launch_note"]

@@ -486,6 +486,9 @@ def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them
     mi355x = prior_profile(TARGETS["mi355x"], generation="sglang-0.5")
     assert mi355x.step_overhead_s == mi300x.step_overhead_s and "none on this GPU (AMD's set" in mi355x.source
     assert "none on this GPU" not in mi300x.source and "none on this GPU" not in b200.source
+    # review 370 #11: a generation fitted without vendor sets names its own constants, not a vendor's set
+    a100_trt = prior_profile(TARGETS["a100-80gb"], generation="trtllm-pytorch")
+    assert "none on this GPU (the generation's constants, measured on other GPUs)" in a100_trt.source
 
 
 def test_plan_prices_with_the_named_engines_generation(cli):

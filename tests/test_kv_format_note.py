@@ -154,7 +154,10 @@ def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli,
         ("h100", "0.9.2", "FlashMLA V1 with FP8 KV cache not yet supported"),
         ("h100", "0.10.1.1", "FlashMLA V1 with FP8 KV cache not yet supported"),
         ("h100", "0.10.2", None),  # FlashMLA takes fp8 from 0.10.2
-        ("b200", "0.10.0", "FlashMLA V1 with FP8 KV cache not yet supported"),  # CUTLASS MLA's alike
+        ("b200", "0.10.0", "CutlassMLA V1 with FP8 KV cache not yet supported"),
+        ("b200", "0.9.2", "not read"),  # review 370 #6: V1 keeps fp8 on 10.0 from 0.10.0 only (V0 before)
+        ("b300", "0.11.0", "TritonMLA V1 with FP8 KV cache not yet supported"),  # 10.3: FlashMLA Hopper-only
+        ("b300", "0.15.0", None),  # review 370 #5: from 0.15 the 10.x family runs FlashInfer MLA / CUTLASS MLA
         ("a100-80gb", "0.10.2", "TritonMLA V1 with FP8 KV cache not yet supported"),
         ("a100-80gb", "0.15.0", "TritonMLA V1 with FP8 KV cache not yet supported"),
         ("a100-80gb", "0.18.0", None),  # Triton MLA lists fp8 from 0.18.0
@@ -173,6 +176,9 @@ def test_an_fp8_mla_cache_on_an_early_v1_release_is_refused_where_its_backend_st
     assert cli.json(*args)["bytes_per_token"] == 27 * 576
     if stops is None:
         assert engine["starts"] and not any("were not read for an fp8 cache" in n for n in engine["notes"])
+        return
+    if stops == "not read":  # V0's fallback, not read: priced, and the user told to check
+        assert engine["starts"] and any("were not read for an fp8 cache" in n for n in engine["notes"])
         return
     assert not engine["starts"] and f"vLLM {release} " in engine["refusal"] and stops in engine["refusal"]
     refused = cli.run("plan", config, "--target", target, "--kv-cache-dtype", "fp8", "--engine", f"vllm@{release}",

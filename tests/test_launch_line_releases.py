@@ -117,3 +117,31 @@ def test_online_fp8_takes_the_name_each_vllm_release_asks_for(cli):
     renamed = [*line[:4], "fp8_per_tensor", *line[5:]]
     assert line_problems("vllm", release_key("0.20.0"), renamed) == []
     assert line_problems("vllm", release_key("0.19.0"), renamed) != []  # not in 0.19.0's QuantizationMethods
+
+
+def test_the_range_of_an_fp8_mla_line_starts_where_vllm_starts_that_cache(cli):
+    """Review 370 #7: an fp8 MLA cache priced on vllm-v1 was told "0.8.3-0.20.x", where 0.8.3-0.10.1 stop on it on
+    Hopper (FlashMLA) and 0.10.2-0.17 on an A100 (Triton MLA: core.engine.mla_fp8): the range starts at 0.10.2 and
+    0.18.0; the control, the bf16 cache, keeps 0.8.3."""
+    config = str(reference_hf_config("deepseek-v2-lite"))
+    common = ("plan", config, "--engine", "vllm-v1", "--closed-form")
+    for target, start in (("h100", "0.10.2"), ("a100-80gb", "0.18.0")):
+        found = cli.json(*common, "--target", target, "--kv-cache-dtype", "fp8")
+        assert _printed_range(found["launch_note"]) == f"{start}-0.20.x", target
+    assert _printed_range(cli.json(*common, "--target", "h100")["launch_note"]) == "0.8.3-0.20.x"
+
+
+def test_a_deepep_dp_attention_line_for_sglang_before_the_auto_assertion_is_told_its_own_releases(cli):
+    """Review 370 #8: sglang@0.4.4.post3's DeepEP line (--enable-deepep-moe, no --deepep-mode: post3 has none and no
+    assertion) was told "0.4.9-0.4.x", past the 0.4.4.post4-0.4.8 releases that assert on auto mode, so the release
+    it is written for fell outside: the range is now the span holding it. sglang-0.4 (0.4.10.post2, as sglang@0.4)
+    writes --moe-a2a-backend (review 370 #4: the generation's spelling had kept the deprecated flag)."""
+    args = ("plan", "deepseek-v3", "--target", "8xh200", "--dp", "8", "--closed-form", "--moe-a2a-backend", "deepep")
+    early = cli.json(*args, "--engine", "sglang@0.4.4.post3")
+    assert "--enable-deepep-moe" in early["launch"]["sglang"]
+    assert "run the sglang line on a release of 0.4.4.post2-0.4.4.post3;" in early["launch_note"]
+    later = cli.json(*args, "--engine", "sglang@0.4.9")
+    assert "run the sglang line on a release of 0.4.9-0.4.x;" in later["launch_note"]
+    for spelling in ("sglang-0.4", "sglang@0.4"):
+        line = cli.json(*args, "--engine", spelling)["launch"]["sglang"]
+        assert "--moe-a2a-backend deepep" in line and "--enable-deepep-moe" not in line, spelling

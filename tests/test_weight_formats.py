@@ -235,7 +235,7 @@ def test_vllms_later_quantization_names_are_the_formats_they_mean():
     assert model_weight_bytes(get_preset("llama-3-8b"), "fp8_per_tensor") == model_weight_bytes(
         get_preset("llama-3-8b"), "fp8"
     )
-    for name in ("fp8_per_channel", "mxfp8", "nvfp4_per_token"):
+    for name in ("fp8_per_channel", "mxfp8", "nvfp4_per_token", "cpu_awq", "fp_quant"):  # review 370 #9: and these
         with pytest.raises(BadInputError, match=f"{name} is a vLLM quantization mha does not price"):
             normalise_weight_format(name)
     # pasted on an AWQ or GPTQ checkpoint, auto_awq / auto_gptq are its own method: the checkpoint as stored

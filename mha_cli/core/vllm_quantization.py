@@ -26,11 +26,12 @@ NOT_PRICED = frozenset(
      # vLLM 0.20-0.34's online shorthands and methods beside them (QuantizationMethods, 0.34.0): per-channel fp8,
      # int8 weight-only experts, NVFP4 with per-token activations, MXFP8, LUT, Hadamard-rotated MXFP4, ...
      "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "mxfp8", "lut_b_moe",
-     "mxfp4_hadamard32", "w4afp8", "humming", "inc", "online", "deepseek_v4_fp8"}
+     "mxfp4_hadamard32", "w4afp8", "humming", "inc", "online", "deepseek_v4_fp8",
+     "fp_quant", "cpu_awq", "petit_nvfp4", "rtn"}  # review 370 #9: in the 0.15-0.33 wheels
 )  # fmt: skip
 """vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
 checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""
-PRICED = ("fp8", "awq", "gptq", "mxfp4", "modelopt_fp4")
+PRICED = ("fp8", "fp8_per_tensor", "fp8_per_block", "awq", "auto_awq", "gptq", "auto_gptq", "mxfp4", "modelopt_fp4")
 READ_FROM_CONFIG = frozenset(
     {"compressed-tensors", "modelopt", "quark", "modelopt_mxfp8", "modelopt_mixed", "gpt_oss_mxfp4"}
 )

@@ -155,9 +155,11 @@ def disaggregated_launch(
     )  # the engines' context: a longer --max-model-len
     model = served.model
     from mha_cli.core.dp_attention import a2a_backend_on
-    from mha_cli.core.engine.settings import release_key_priced
+    from mha_cli.core.engine.flags import release_meant
+    from mha_cli.core.engine.settings import deployment_generation
 
-    sglang_release = release_key_priced(deployment) if deployment.engine == "sglang" else None
+    meant = release_meant(deployment_generation(deployment), deployment.engine_version)
+    sglang_release = meant if deployment.engine == "sglang" else None
     from mha_cli.core.targets import resolve_target
 
     deepep = a2a_backend_on(resolve_target(plan.target).target.vendor) == "deepep"  # as the workers were priced

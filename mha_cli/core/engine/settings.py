@@ -319,6 +319,11 @@ VLLM_STEP_DEFAULTS = {
 typed (None: the generation's last)."""
 
 
+SGLANG_RESERVE_EXHAUSTED = "SGLang's reserve for a"
+"""How the refusal of an SGLang deployment whose default reserve takes the whole GPU begins (a line that would not
+start: ``core.cost.search`` leaves such a companion line out)."""
+
+
 def sglang_04_fraction(tp: int) -> float:
     """SGLang 0.4.0-0.4.7's ``mem_fraction_static`` default (``server_args.py`` ``ServerArgs.__post_init__``): by the
     tensor-parallel size alone, whatever the GPU (0.4.8-0.5.2: ``core.engine.sglang_tiered``)."""
@@ -617,8 +622,8 @@ def resolve_settings(
             )
         if fraction <= 0:
             raise BadInputError(
-                f"SGLang's reserve for a {chunked}-token chunked prefill leaves nothing of {target.torch_memory_gib:g} GiB:"
-                " give --mem-fraction-static or a smaller --chunked-prefill-size"
+                f"{SGLANG_RESERVE_EXHAUSTED} {chunked}-token chunked prefill leaves nothing of"
+                f" {target.torch_memory_gib:g} GiB: give --mem-fraction-static or a smaller --chunked-prefill-size"
             )
         size = (
             f" at --tp-size {server_tp} (every GPU of the server: its DP-attention ranks x tp)"
