@@ -110,3 +110,26 @@ def test_gemma4_full_layers_table_holds_the_whole_global_head_in_vllm():
     assert rope_tables(model) == [(262_144, 512), (262_144, 256)]
     assert rope_cache_bytes(model) == 262_144 * (512 + 256) * 2 == 0.375 * GIB
     assert rope_cache_bytes(model, SGLANG_BYTES_PER_VALUE, vllm=False) == 262_144 * (64 + 256) * 4
+
+
+@pytest.mark.parametrize(
+    "config", ["kimi-linear-48b-a3b", "granite-4.0-h-small", "nvidia-nemotron-3-nano-30b-a3b", "jamba-mini-1.5"]
+)
+def test_no_table_where_no_attention_layer_rotates(config):
+    """Trial 371 #2: these hybrids' attention layers apply no RoPE (mha reads them as nope_layers global), and vLLM
+    builds no rotary embedding for them (jamba.py and nemotron_h.py call no get_rope; granitemoehybrid.py only for
+    position_embedding_type rope; Kimi's MLA passes rotary_emb=None), yet 32-128 MiB a rank was charged."""
+    model = _model(config)
+    assert model.attention.nope_layers == "global"
+    assert rope_tables(model) == [] and rope_cache_bytes(model) == 0
+
+
+def test_minimax_text_01s_vllm_table_is_fp32_at_the_engines_context():
+    """Trial 371 #1: MiniMax-Text-01's 10,240,000 positions were priced, 2.44 GiB a rank; vLLM's minimax_text_01.py
+    builds its table in fp32 at min(max_position_embeddings, max_model_len) positions: 8,192 x 128 x 4 B at 8K (the
+    whole head, an upper bound: vLLM rotates the config's rotary_dim, 64). The control: Qwen3-Next keeps its table."""
+    model = _model("minimax-text-01")
+    assert model.context_length == 10_240_000
+    assert rope_cache_bytes(model, max_model_len=8192) == 8192 * 128 * 4
+    assert rope_cache_bytes(model, vllm=False, bytes_per_value=SGLANG_BYTES_PER_VALUE) == 10_240_000 * 128 * 4
+    assert rope_cache_bytes(_model("qwen3-next-80b-a3b")) == 262_144 * 64 * 2

@@ -683,13 +683,13 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
     settings = inputs.settings
     total, util = inputs.target.device_memory_bytes, settings.utilisation
     usable = int(total * util)
-    rope = rope_cache_bytes(inputs.model)
+    rope = rope_cache_bytes(inputs.model, max_model_len=inputs.kv.seq_len)
     available = usable - inputs.weights - rope - inputs.activation - inputs.non_torch
     budget = [
         inputs.device_line(),
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
         inputs.weights_line(),
-        BudgetLine(label=ROPE_CACHE_LABEL, bytes=-rope, how=rope_cache_how(inputs.model)),
+        BudgetLine(label=ROPE_CACHE_LABEL, bytes=-rope, how=rope_cache_how(inputs.model, max_model_len=inputs.kv.seq_len)),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
     if inputs.sampler_state is not None:
@@ -727,7 +727,7 @@ def _set_pool_overflow(inputs: _Inputs) -> str | None:
     pool = inputs.settings.kv_cache_bytes
     if pool is None:
         return None
-    held = inputs.weights + rope_cache_bytes(inputs.model) + inputs.non_torch
+    held = inputs.weights + rope_cache_bytes(inputs.model, max_model_len=inputs.kv.seq_len) + inputs.non_torch
     running = inputs.activation + inputs.graph_bytes
     room = inputs.target.device_memory_bytes - held - running
     if pool <= room:

@@ -58,6 +58,14 @@ def _positions(rope: RopeSpec, max_position: int, *, vllm: bool = True) -> int:
     return int(scaling.original_max_position_embeddings * scaling.factor)
 
 
+MINIMAX_FAMILY = "minimax"
+"""The family whose vLLM table (``models/minimax_text_01.py``: ``get_rope(..., dtype=torch.float32)`` at
+``min(max_position_embeddings, max_model_len)`` positions, read in the 0.11.0 and 0.22.0 wheels) is fp32 and capped
+at the engine's context (trial 371 #1: 10,240,000 positions priced, 2.44 GiB a rank). Its rotary width is the
+config's ``rotary_dim`` (64 in MiniMax-Text-01), which mha does not read (transformers rotates the whole head): the
+table is priced at the whole head, an upper bound twice that (4 MiB at 8,192 tokens)."""
+MINIMAX_BYTES_PER_VALUE = 4
+
 GEMMA4_FAMILY = "gemma4_text"
 """The family whose full-attention RoPE vLLM stores at the whole global head (``Gemma4RotaryEmbedding``)."""
 
@@ -71,12 +79,27 @@ def _rotary_dim(model: ModelSpec, rope: RopeSpec, *, vllm: bool) -> int:
     return int(model.attention.head_dim * rope.partial_rotary_factor)
 
 
-def rope_tables(model: ModelSpec, *, vllm: bool = True) -> list[tuple[int, int]]:
+def _any_layer_rotates(model: ModelSpec) -> bool:
+    """Whether any attention layer of ``model`` applies RoPE: none does where the global layers apply none
+    (``nope_layers``) and every attention layer is global: Jamba, Nemotron-H, Granite-4.0-H (position_embedding_type
+    nope) and Kimi-Linear's MLA layers, for which vLLM builds no rotary embedding (``jamba.py``, ``nemotron_h.py``
+    call no ``get_rope``; ``granitemoehybrid.py`` only for "rope"; Kimi's MLA passes ``rotary_emb=None``): trial
+    371 #2."""
+    if model.attention.nope_layers != "global":
+        return True
+    return any(model.layer_kind(i) not in ("global", "linear") for i in range(model.n_layers))
+
+
+def rope_tables(model: ModelSpec, *, vllm: bool = True, max_model_len: int | None = None) -> list[tuple[int, int]]:
     """(positions, rotary_dim) of each cos/sin table vLLM builds (SGLang's where ``vllm`` is false: the generic
-    widths); empty without RoPE or a known context length."""
+    widths; ``max_model_len``: the engine's context, where vLLM caps a table at it, ``MINIMAX_FAMILY``); empty without
+    RoPE (or no layer rotating) or a known context length."""
     rope = model.rotary
-    if rope is None or model.context_length is None:
+    if rope is None or model.context_length is None or not _any_layer_rotates(model):
         return []
+    if vllm and model.family == MINIMAX_FAMILY:
+        positions = min(model.context_length, max_model_len or model.context_length)
+        return [(positions, _rotary_dim(model, rope, vllm=vllm))]
     distinct = (
         [rope]
         if model.attention.rope_local is None or model.attention.rope_local == rope
@@ -87,16 +110,41 @@ def rope_tables(model: ModelSpec, *, vllm: bool = True) -> list[tuple[int, int]]
     ]
 
 
-def rope_cache_bytes(model: ModelSpec, bytes_per_value: int = VLLM_BYTES_PER_VALUE, *, vllm: bool = True) -> int:
+def _vllm_value_bytes(model: ModelSpec, bytes_per_value: int, vllm: bool) -> int:
+    """Bytes a table value takes: ``bytes_per_value``, but fp32 in vLLM's MiniMax-Text-01 (``MINIMAX_FAMILY``)."""
+    return MINIMAX_BYTES_PER_VALUE if vllm and model.family == MINIMAX_FAMILY else bytes_per_value
+
+
+def rope_cache_bytes(
+    model: ModelSpec,
+    bytes_per_value: int = VLLM_BYTES_PER_VALUE,
+    *,
+    vllm: bool = True,
+    max_model_len: int | None = None,
+) -> int:
     """Bytes of the cos/sin tables on one rank (whatever tp): positions x rotary_dim x ``bytes_per_value``, summed
-    (vLLM's 2 B by default; ``SGLANG_BYTES_PER_VALUE`` and ``vllm=False`` for SGLang's, at the generic widths)."""
-    return sum(positions * dim * bytes_per_value for positions, dim in rope_tables(model, vllm=vllm))
+    (vLLM's 2 B by default; ``SGLANG_BYTES_PER_VALUE`` and ``vllm=False`` for SGLang's, at the generic widths;
+    ``max_model_len``: the engine's context, which caps MiniMax-Text-01's vLLM table)."""
+    value = _vllm_value_bytes(model, bytes_per_value, vllm)
+    tables = rope_tables(model, vllm=vllm, max_model_len=max_model_len)
+    return sum(positions * dim * value for positions, dim in tables)
 
 
-def rope_cache_how(model: ModelSpec, engine: str = "vLLM", bytes_per_value: int = VLLM_BYTES_PER_VALUE) -> str:
+def rope_cache_how(
+    model: ModelSpec,
+    engine: str = "vLLM",
+    bytes_per_value: int = VLLM_BYTES_PER_VALUE,
+    max_model_len: int | None = None,
+) -> str:
     """The budget line's explanation: each table's shape and the engine (``vLLM`` or ``SGLang``) that holds it."""
-    tables = rope_tables(model, vllm=engine == "vLLM")
+    vllm = engine == "vLLM"
+    tables = rope_tables(model, vllm=vllm, max_model_len=max_model_len)
     if not tables:
-        return "no RoPE table (learned positions, or the context length is unknown)"
+        return "no RoPE table (learned positions, no layer rotating, or the context length is unknown)"
     shapes = " + ".join(f"{positions:,} positions x {dim}" for positions, dim in tables)
-    return f"{engine}'s rotary buffer cos_sin_cache, {shapes} x {bytes_per_value} B, on every rank"
+    value = _vllm_value_bytes(model, bytes_per_value, vllm)
+    capped = " (min(max_position_embeddings, max_model_len), fp32, the whole head: config's rotary_dim not read)"
+    return (
+        f"{engine}'s rotary buffer cos_sin_cache, {shapes} x {value} B, on every rank"
+        f"{capped if vllm and model.family == MINIMAX_FAMILY else ''}"
+    )
