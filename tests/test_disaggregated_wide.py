@@ -142,6 +142,28 @@ def four_nodes() -> dict:
     return json.loads(result.output)
 
 
+@pytest.fixture(scope="module")
+def four_nodes_small_chunk() -> dict:
+    """``four_nodes`` at 1,024 tokens a rank's step: SGLang's lines then ask 16 x 1,024, a chunk its reserve starts
+    (at the default 8,192 a rank they ask 131,072, whose 192 GiB reserve SGLang stops on: review 370 #3)."""
+    result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
+                                 "--osl", "100", "--closed-form", "--json", "--max-num-batched-tokens", "1024"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_sglang_lines_whose_reserve_exceeds_the_gpu_are_left_out_with_the_reason(four_nodes, four_nodes_small_chunk):
+    """Review 370 #3: priced on vLLM at 8,192 tokens a rank, the SGLang workers' --chunked-prefill-size 131,072 (16
+    ranks' steps) makes SGLang's default reserve 1.5 MiB x 131,072 = 192 GiB, over an H100's 80 GB: no sglang lines,
+    the reason said; the control, 1,024 tokens a rank (16,384), keeps them."""
+    assert "sglang" not in four_nodes["launch"] and "vllm" in four_nodes["launch"]
+    assert "sglang: no lines: SGLang would not start its prefill workers" in four_nodes["launch_note"]
+    assert "--chunked-prefill-size 131072" in four_nodes["launch_note"]
+    small = four_nodes_small_chunk
+    assert "sglang" in small["launch"] and "--chunked-prefill-size 16384" in small["launch"]["sglang"]
+    assert "SGLang would not start" not in small["launch_note"]
+
+
 def test_deepseek_on_four_h100_nodes_starts_with_dp_workers_over_two_nodes(four_nodes):
     pick = four_nodes["splits"][four_nodes["chosen"]]
     assert (pick["prefill_dp"], pick["decode_dp"], pick["gpus"]) == (16, 16, 32)
@@ -170,9 +192,9 @@ def _value(words: list[str], flag: str) -> str:
     return words[words.index(flag) + 1]
 
 
-def test_launch_lines_of_dp_workers_over_nodes(four_nodes):
+def test_launch_lines_of_dp_workers_over_nodes(four_nodes, four_nodes_small_chunk):
     vllm = [shlex.split(line) for line in four_nodes["launch"]["vllm"].splitlines()]
-    sglang = [shlex.split(line) for line in four_nodes["launch"]["sglang"].splitlines()]
+    sglang = [shlex.split(line) for line in four_nodes_small_chunk["launch"]["sglang"].splitlines()]
     assert len(vllm) == len(sglang) == 4 + 1  # one line per node of the two 2-node workers, and the proxy / router
     for words in vllm[:-1] + sglang[:-1]:
         assert {w for w in words if w.startswith("--")} <= (VLLM_FLAGS if "vllm" in words else SGLANG_FLAGS)
@@ -258,7 +280,7 @@ def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(fo
     assert "VLLM_ALL2ALL_BACKEND" not in four_nodes["launch_note"]
 
 
-def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
+def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes_small_chunk):
     """SGLang 0.4.9's DeepEP flag is --enable-deepep-moe (no --moe-a2a-backend before 0.4.10.post2); the control, the
     fixture's lines for the latest SGLang, --moe-a2a-backend deepep."""
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
@@ -267,7 +289,8 @@ def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
     for line in json.loads(result.output)["launch"]["sglang"].splitlines()[:-1]:
         words = shlex.split(line)
         assert "--enable-deepep-moe" in words and "--moe-a2a-backend" not in words
-    assert _value(shlex.split(four_nodes["launch"]["sglang"].splitlines()[0]), "--moe-a2a-backend") == "deepep"
+    latest = four_nodes_small_chunk["launch"]["sglang"].splitlines()[0]
+    assert _value(shlex.split(latest), "--moe-a2a-backend") == "deepep"
 
 
 def _closed_form(*args: str) -> dict:

@@ -228,6 +228,28 @@ def disaggregated_launch(
     return {"vllm": "\n".join(vllm), "sglang": "\n".join(sglang)}
 
 
+def _sglang_reserve_stops(plan: DisaggregatedPlan, split: Split) -> str | None:
+    """Why SGLang would not start the sglang lines of ``split`` written beside another engine's plan: a worker whose
+    ``--chunked-prefill-size`` (its step priced x its DP-attention ranks) makes SGLang's default reserve take the
+    whole GPU (``core.engine.settings.sglang_reserve_exhausted``; the decode workers reserve for it too: 0.5.9
+    ``_handle_gpu_memory_settings`` does not look at the mode); None where every worker's reserve leaves a pool."""
+    from mha_cli.core.engine.settings import sglang_reserve_exhausted
+    from mha_cli.core.targets import resolve_target
+
+    target = resolve_target(plan.target).target
+    budget = {(worker.tp, worker.dp): worker.chunk_tokens for worker in plan.prefill}
+    for role, layout in (("prefill", split.prefill), ("decode", split.decode)):
+        chunk = budget[layout.tp, layout.dp] * layout.dp
+        if sglang_reserve_exhausted(target, layout.gpus, chunk):
+            return (
+                f"sglang: no lines: SGLang would not start its {role} workers as written (--chunked-prefill-size"
+                f" {chunk}, {layout.dp} DP-attention ranks' steps: its default --mem-fraction-static reserves 1.5 MiB"
+                f" a token of the whole chunk, more than the GPU's memory); --engine sglang prices SGLang's own"
+                " settings"
+            )
+    return None
+
+
 TPU_NOT_WRITTEN = (
     "no launch line on a TPU: the lines written are CUDA's (CUDA_VISIBLE_DEVICES, NIXL over the GPUs' memory), and vLLM"
     " 0.32's NixlConnector takes a TPU only with its KV buffer on the host (kv_buffer_device cpu: nixl/utils.py), a"
@@ -283,6 +305,9 @@ def disaggregated_with_launch(
     launch = disaggregated_launch(plan, split, served, deployment, spec=model)
     if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
         launch = {"vllm": launch["vllm"]}
+    reserve_stops = _sglang_reserve_stops(plan, split) if deployment.engine != "sglang" else None
+    if reserve_stops is not None and "sglang" in launch:  # review 370 #3: the workers' chunks SGLang stops on
+        launch = {name: text for name, text in launch.items() if name != "sglang"}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.launch_forms import fit_commands, releases_for
@@ -305,6 +330,7 @@ def disaggregated_with_launch(
             *old_vllm,
             *[note for note in (served.note, served.remote_code_note(list(launch))) if note],
             *left_out,
+            *([reserve_stops] if reserve_stops is not None else []),
             *notes_for(
                 [*pool_words(deployment, cpu=False, trtllm=False).notes, *format_notes(deployment, list(launch))],
                 list(launch),

@@ -394,6 +394,14 @@ release that sets them, newest first: 0.5.20's ``arg_groups/memory_hook.py`` ``h
 ``_handle_gpu_memory_settings`` (2048, 24, 80); 0.5.3-0.5.4 and a release not read: (2048, 16, 80)."""
 
 
+def sglang_reserve_exhausted(target: Target, tp: int, chunked_prefill: int) -> bool:
+    """Whether the latest SGLang's default ``mem_fraction_static`` reserve for a server of ``tp`` GPUs with a
+    ``chunked_prefill``-token chunk (the whole chunk, before DP attention divides it) takes the whole GPU: its
+    ``sglang_default_fraction`` at the device's default CUDA-graph batch is 0 or less, so it starts nothing."""
+    _, graph_bs = _sglang_step_defaults(target, tp)
+    return sglang_default_fraction(target, tp, chunked_prefill, graph_bs) <= 0
+
+
 def _sglang_step_defaults(target: Target, tp: int, release: str | None = None) -> tuple[int, int]:
     """SGLang's (chunked_prefill_size, cuda_graph_max_bs) by GPU memory (``server_args``, 0.5.3) for ``release``
     (None: the newest read, ``prefill_graphs.LATEST_READ``); a GPU of 20-35 GiB by ``SGLANG_MID_TIER``."""
