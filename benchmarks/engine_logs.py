@@ -432,7 +432,9 @@ WHY: dict[int, str] = {
     " dated to 0.21 at collection (from 0.20.0 since: core.engine.vllm_rule_releases); the log prints no weights, activation or device total for the rest (1.19 GiB), and a second vLLM"
     " (vllm-embed, about 6 GB) shares the unified memory. Priced by vllm-0.21's rules the plan is +6.0%. gb10uma's host token tables (the V1 runner's, 8 x 262,144 x 5 B ="
     " 0.01 GiB, `core.engine.uma_token_tables`: on an integrated GPU vLLM's free memory is psutil's available (`utils/mem_utils.py` `MemorySnapshot.measure`), so host memory the model runner allocates after `gpu_worker.py` `init_device`'s start-up snapshot counts in its budget): +6.01% -> +5.98%; the second vLLM's memory is the host's, which vLLM's"
-    " measure counts only as it changes during this worker's profiling, a figure the note does not give",
+    " measure counts only as it changes during this worker's profiling, a figure the note does not give. The figures"
+    " above are from before Nemotron-H's attention was priced without a RoPE table (vLLM's nemotron_h.py builds"
+    " none, trial 371 #2): its 262,144 x 128 x 2 B (0.06 GiB) back in the pool, +6.0% -> +6.2%",
     2101: "a cold compile, unsized (vllm-project/vllm#54122; core.engine.cold_compile): the same configuration with"
     " the compile cache warm (2102, 'Directly load the compiled graph(s)') leaves 14.85 GiB and lands +0.6%; this run"
     " compiles the graph afresh ('Compiling a graph for compile range (1, 8192) takes 6.95 s', torch.compile 19.00 s"
