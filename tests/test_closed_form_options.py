@@ -61,13 +61,13 @@ def test_a_percentile_without_a_target_to_read_there_is_refused():
 def test_requests_past_the_planned_context_are_named_with_the_flag_that_admits_them(tmp_path):
     """A lengths file of 8,000 + 500 tokens, or --random-range-ratio 0.5 on 512 + 64, draws requests past --isl +
     --osl, the context the engine's max_model_len is sized for: vLLM refuses them. It said nothing (found by newuser
-    trial 232); a note names the longest and the flags."""
+    trial 232); a note names the longest and the flags, a value the option takes (trial 372 #1: it wrote 8,500)."""
     lengths = tmp_path / "lengths.txt"
     lengths.write_text("8000 500\n")
     replayed = CliRunner().invoke(app, [*ONE, "--concurrency", "2", "--lengths-file", str(lengths), "--json"])
     notes = json.loads(replayed.stdout)["notes"]
     assert any(note.startswith("requests of the lengths file reach 8,500 tokens, past --isl + --osl (576)")
-               and "give --max-model-len 8,500" in note for note in notes)  # fmt: skip
+               and "give --max-model-len 8500" in note for note in notes)  # fmt: skip
     admitted = CliRunner().invoke(  # as the note says: the engine started at 8,500 admits them (trial 297 #2)
         app, [*ONE, "--concurrency", "2", "--lengths-file", str(lengths), "--max-model-len", "8500", "--json"]
     )

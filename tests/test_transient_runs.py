@@ -15,9 +15,7 @@ def test_an_open_loop_that_never_filled_the_engine_says_so_and_how_many_would(cl
     simulated = found["simulated"]
     assert simulated["saturated"] and simulated["requests"] == simulated["max_running"] == 200
     note = next(note for note in found["notes"] if "never filled the engine" in note)
-    assert "(at most 200 running where the closed form runs 378)" in note and note.endswith(
-        "--num-prompts 1,890 for it"
-    )
+    assert "(at most 200 running where the closed form runs 378)" in note and note.endswith("--num-prompts 1890 for it")
     steady = cli.json(*RATE, "--num-prompts", "1890")  # 5 x 378, as the note says
     assert steady["simulated"]["max_running"] > 378
     assert steady["simulated"]["itl_ms"]["mean"] == pytest.approx(steady["itl_ms"], rel=0.05)  # the closed form's

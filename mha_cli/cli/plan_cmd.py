@@ -940,7 +940,7 @@ def longest_request_note(
         f" {sized} ({context:,}): the memory plan and the"
         f" engine's max_model_len (vLLM's --max-model-len, SGLang's --context-length, TensorRT-LLM's --max_seq_len, as"
         f" a launch line writes it) are sized for {context:,}, and the engine refuses a longer request; give"
-        f" --max-model-len {longest:,} (the closed form prices --isl and --osl, the simulated loop the requests drawn)"
+        f" --max-model-len {longest} (the closed form prices --isl and --osl, the simulated loop the requests drawn)"
         + _past_model_context(model, longest, deployment)
     )
 

@@ -214,7 +214,7 @@ def window_unchecked(model: ModelSpec, seq: int) -> str | None:
     elif (window + 8) * vocab > LOGITS_REACH:
         why = f"{window + 8:,} tokens x {vocab:,} logits are more than the {LOGITS_REACH:,} it holds"
     else:
-        why = f"the run's {seq:,} tokens do not pass it (--seq {window + 8:,} would)"
+        why = f"the run's {seq:,} tokens do not pass it (--seq {window + 8} would)"
     return f"the sliding window ({window:,}) is not compared: {why}"
 
 

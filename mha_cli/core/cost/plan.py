@@ -779,7 +779,7 @@ def simulate_plan(
     if groups > 1 and plan.offload is not None and plan.offload.regime != "recomputed" and warm < WARM_ENOUGH:
         more = WARM_PROMPTS_PER_PREFIX * groups  # a replica's requests that leave 95% of them warm
         replicas = simulated.replicas  # --num-prompts counts every replica's (review 265 #4)
-        way = f"; --num-prompts {more * replicas:,} raises that to 95%" if simulated.requests < more else ""
+        way = f"; --num-prompts {more * replicas} raises that to 95%" if simulated.requests < more else ""
         whose = f" (the busiest of {replicas} replicas')" if replicas > 1 else ""
         notes = [*notes, (
             f"the simulated run's {simulated.requests:,} requests{whose} cycle through {groups:,} prefixes: the first"
@@ -815,7 +815,7 @@ def transient_note(
         wanted = FILLS_FOR_STEADY_STATE * runs
         fits = wanted * steps_per_request(case, engine, None) <= MAX_SIMULATED_STEPS
         fits = fits and wanted * simulated.replicas <= MAX_PROMPTS  # what --num-prompts takes
-        way = f"; --num-prompts {wanted * simulated.replicas:,} for it" if fits else "; the closed form prices it"
+        way = f"; --num-prompts {wanted * simulated.replicas} for it" if fits else "; the closed form prices it"
         return (
             f"the simulated run's {simulated.requests:,} requests{whose} never filled the engine (at most"
             f" {simulated.max_running:,} running where the closed form runs {runs:,}): its latencies are a transient's,"
