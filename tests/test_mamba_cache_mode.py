@@ -261,4 +261,5 @@ def test_the_engine_line_names_the_limiting_stage(cli):
     text = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
     assert "engine (stage 0, the one that admits fewest; each stage below): no KV tokens" in text
-    assert "stage 1 (layers 5-9): weights 7.3 GiB per GPU, 22,170,441 KV tokens" in text
+    # 22,170,441 before trial 371 #2 dropped the RoPE table vLLM never builds for Granite-4.0-H (its attention: NoPE)
+    assert "stage 1 (layers 5-9): weights 7.3 GiB per GPU, 22,176,631 KV tokens" in text

@@ -209,7 +209,9 @@ def test_experts_shared_over_nodes_launch_one_data_parallel_group(cli, request, 
 
     every = searching._variants  # separate servers (trial 275 #1) left out: the launch of shared experts is tested
     monkeypatch.setattr(searching, "_variants", lambda *args: [v for v in every(*args) if not v.separate_servers])
-    search = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--closed-form", "--concurrency", "64")
+    # 1,024 tokens a rank: SGLang's line asks 16 x 1,024, which its reserve starts (16 x 8,192: 192 GiB, review 370)
+    search = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--closed-form", "--concurrency", "64",
+                      "--max-num-batched-tokens", "1024")  # fmt: skip
     pick = search["candidates"][search["chosen"]]["deployment"]
     launch = search["launch"]
     assert pick["expert_ranks"] == 16  # shared over both nodes: one group, the worker node headless from rank 8
@@ -348,7 +350,7 @@ def test_the_placeholders_note_names_only_the_lines_kept(cli):
     """Trial 351 #10: vLLM 0.8.5 has no --data-parallel-size-local, so its lines are dropped; the note told the user
     to replace START_RANK, which only the dropped vllm_workers line held."""
     found = cli.json("plan", "deepseek-v3", "--target", "2x8xh200", "--engine", "vllm@0.8.5", "--dp", "16",
-                     "--closed-form")  # fmt: skip
+                     "--max-num-batched-tokens", "1024", "--closed-form")  # fmt: skip  # a chunk SGLang starts
     assert "vllm" not in found["launch"] and "NODE_RANK" in found["launch"]["sglang_workers"]
     assert found["launch_note"].endswith("replace HEAD_IP with node 0's address, NODE_RANK with the node's index")
 

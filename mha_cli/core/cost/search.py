@@ -778,10 +778,9 @@ def launch_commands(
         stops = _vllm_would_not_start(model, plan, deployment, seqs["vllm"], int(vllm_budget), context)
         if stops is not None:  # trial 347 #1: the line was written, and said to start, where vLLM stops
             unloadable["vllm"] = stops
+    sglang_stops = None  # trial 365 #1: a chunk of dp x vLLM's rank budget, which SGLang's reserve refuses
     if engine.name != "sglang" and "sglang" in lines and "sglang" not in unloadable:
-        stops = _sglang_would_not_start(model, plan, deployment, seqs["sglang"], int(sglang_chunk), context)
-        if stops is not None:  # trial 365 #1: a chunk of dp x vLLM's rank budget, which SGLang's reserve refuses
-            unloadable["sglang"] = stops
+        sglang_stops = _sglang_would_not_start(model, plan, deployment, seqs["sglang"], int(sglang_chunk), context)
     lines = {name: words for name, words in lines.items() if name not in unloadable}
     from mha_cli.core.links import host_devices
 
@@ -838,6 +837,10 @@ def launch_commands(
                 f"each node above is one of the rack's compute trays, a host of {per_host} GPUs (NVLink joins the"
                 f" {d.gpus} GPUs){spans}"
             )
+    if sglang_stops is not None and "sglang" in lines:  # after the nodes' own reasons (an uneven last node) had theirs
+        lines = {name: words for name, words in lines.items() if name.split("_")[0] != "sglang"}
+        notes = [note for note in notes if not note.startswith("sglang")]
+        unloadable["sglang"] = sglang_stops
     fitted, release_notes = release_lines(lines, generation, deployment.engine_version)
     left_out = [engine for engine in lines if engine not in fitted]  # its node notes go with it
     notes = [note for note in notes if not any(note.startswith(f"{engine}: ") for engine in left_out)]

@@ -83,7 +83,8 @@ def _any_layer_rotates(model: ModelSpec) -> bool:
     """Whether any attention layer of ``model`` applies RoPE: none does where the global layers apply none
     (``nope_layers``) and every attention layer is global: Jamba, Nemotron-H, Granite-4.0-H (position_embedding_type
     nope) and Kimi-Linear's MLA layers, for which vLLM builds no rotary embedding (``jamba.py``, ``nemotron_h.py``
-    call no ``get_rope``; ``granitemoehybrid.py`` only for "rope"; Kimi's MLA passes ``rotary_emb=None``): trial
+    call no ``get_rope``; ``granitemoehybrid.py`` only for "rope"; Kimi's MLA passes ``rotary_emb=None``), nor does
+    SGLang (0.5.9: ``nemotron_h.py`` none, ``granitemoehybrid.py`` only for "rope", Kimi's MLA ``skip_rope``): trial
     371 #2."""
     if model.attention.nope_layers != "global":
         return True

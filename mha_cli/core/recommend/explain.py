@@ -95,8 +95,9 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
         why = f"{model.attention.n_heads} heads have no GQA divisor"
     else:
         why = "priority training at short context keeps the reference quality"
-    # only rows the table leaves open (trial 369 #2: an MLA excluded by MHA092 was named, the MQA beside it not)
-    open_rows = [a for a in rows if not a.verdict.startswith("excluded")]
+    # not rows a rule excludes (trial 369 #2: an MLA excluded by MHA092 was named, the MQA beside it not); those
+    # --variant set aside are priced, as what asking for MHA costs
+    open_rows = [a for a in rows if not a.verdict.startswith("excluded (MHA")]
     shared = [a for a in open_rows if a.variant in ("GQA", "MQA") and (a.n_kv_heads or 0) <= C.BALANCED_KV_HEADS]
     cheaper = sorted(shared, key=lambda a: -(a.n_kv_heads or 0))[:1] + [a for a in open_rows if a.variant == "MLA"]
     prices = [f"{format_bytes(a.bytes_per_sequence)} with {a.label} ({a.n_layers} layers)" for a in cheaper]
