@@ -142,26 +142,34 @@ def four_nodes() -> dict:
     return json.loads(result.output)
 
 
-@pytest.fixture(scope="module")
-def four_nodes_small_chunk() -> dict:
-    """``four_nodes`` at 1,024 tokens a rank's step: SGLang's lines then ask 16 x 1,024, a chunk its reserve starts
-    (at the default 8,192 a rank they ask 131,072, whose 192 GiB reserve SGLang stops on: review 370 #3)."""
-    result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
-                                 "--osl", "100", "--closed-form", "--json", "--max-num-batched-tokens", "1024"])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+def _written_sglang_lines(plan_json: dict) -> list[list[str]]:
+    """The sglang lines ``disaggregated_launch`` writes for a plan's pick, before the check that leaves them out
+    where SGLang would not start them (an H100's 80 GB under DeepSeek-V3's DP workers: review 373 #2)."""
+    from mha_cli.core.cost.disaggregated import DisaggregatedPlan
+    from mha_cli.core.cost.disaggregated_launch import disaggregated_launch
+
+    loaded = load_source("deepseek-v3")
+    plan = DisaggregatedPlan.model_validate(plan_json)
+    deployment = merge_deployment(loaded.deployment, model=loaded.model, seq_len=2100, target=plan.target)
+    lines = disaggregated_launch(plan, plan.splits[plan.chosen], loaded.served, deployment)
+    return [shlex.split(line) for line in lines["sglang"].splitlines()]
 
 
-def test_sglang_lines_whose_reserve_exceeds_the_gpu_are_left_out_with_the_reason(four_nodes, four_nodes_small_chunk):
-    """Review 370 #3: priced on vLLM at 8,192 tokens a rank, the SGLang workers' --chunked-prefill-size 131,072 (16
-    ranks' steps) makes SGLang's default reserve 1.5 MiB x 131,072 = 192 GiB, over an H100's 80 GB: no sglang lines,
-    the reason said; the control, 1,024 tokens a rank (16,384), keeps them."""
+def test_sglang_lines_that_sglang_would_not_start_are_left_out_with_the_reason(four_nodes):
+    """Review 370 #3, 373 #2: priced on vLLM at 8,192 tokens a rank, the SGLang workers' --chunked-prefill-size
+    131,072 (16 ranks' steps) makes SGLang's default reserve 1.5 MiB x 131,072 = 192 GiB, over an H100's 80 GB; at
+    1,024 a rank (16,384) its DP-attention reserve (512 CUDA-graph requests x 16 ranks) still leaves DeepSeek-V3's
+    weights no room, as the aggregated plan says of the same line. No sglang lines, SGLang's words said; the control,
+    4 x 8 H200s at 1,024 a rank, keeps them."""
     assert "sglang" not in four_nodes["launch"] and "vllm" in four_nodes["launch"]
-    assert "sglang: no lines: SGLang would not start its prefill workers" in four_nodes["launch_note"]
-    assert "--chunked-prefill-size 131072" in four_nodes["launch_note"]
-    small = four_nodes_small_chunk
-    assert "sglang" in small["launch"] and "--chunked-prefill-size 16384" in small["launch"]["sglang"]
-    assert "SGLang would not start" not in small["launch_note"]
+    assert "sglang: no lines: its prefill workers: SGLang would not start it as written" in four_nodes["launch_note"]
+    assert "a 131072-token chunked prefill leaves nothing of 79.19 GiB" in four_nodes["launch_note"]
+    common = ["plan", "deepseek-v3", "--disaggregated", "--isl", "2000", "--osl", "100", "--closed-form", "--json",
+              "--max-num-batched-tokens", "1024"]  # fmt: skip
+    small = json.loads(runner.invoke(app, [*common, "--target", "4x8xh100"]).output)
+    assert "sglang" not in small["launch"] and "--chunked-prefill-size 16384" in small["launch_note"]
+    h200 = json.loads(runner.invoke(app, [*common, "--target", "4x8xh200"]).output)
+    assert "sglang" in h200["launch"] and "SGLang would not start" not in h200["launch_note"]
 
 
 def test_deepseek_on_four_h100_nodes_starts_with_dp_workers_over_two_nodes(four_nodes):
@@ -192,9 +200,9 @@ def _value(words: list[str], flag: str) -> str:
     return words[words.index(flag) + 1]
 
 
-def test_launch_lines_of_dp_workers_over_nodes(four_nodes, four_nodes_small_chunk):
+def test_launch_lines_of_dp_workers_over_nodes(four_nodes):
     vllm = [shlex.split(line) for line in four_nodes["launch"]["vllm"].splitlines()]
-    sglang = [shlex.split(line) for line in four_nodes_small_chunk["launch"]["sglang"].splitlines()]
+    sglang = _written_sglang_lines(four_nodes)  # as written, before SGLang's own check leaves them out on H100s
     assert len(vllm) == len(sglang) == 4 + 1  # one line per node of the two 2-node workers, and the proxy / router
     for words in vllm[:-1] + sglang[:-1]:
         assert {w for w in words if w.startswith("--")} <= (VLLM_FLAGS if "vllm" in words else SGLANG_FLAGS)
@@ -280,7 +288,7 @@ def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(fo
     assert "VLLM_ALL2ALL_BACKEND" not in four_nodes["launch_note"]
 
 
-def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes_small_chunk):
+def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
     """SGLang 0.4.9's DeepEP flag is --enable-deepep-moe (no --moe-a2a-backend before 0.4.10.post2); the control, the
     fixture's lines for the latest SGLang, --moe-a2a-backend deepep."""
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
@@ -289,8 +297,7 @@ def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes_small_
     for line in json.loads(result.output)["launch"]["sglang"].splitlines()[:-1]:
         words = shlex.split(line)
         assert "--enable-deepep-moe" in words and "--moe-a2a-backend" not in words
-    latest = four_nodes_small_chunk["launch"]["sglang"].splitlines()[0]
-    assert _value(shlex.split(latest), "--moe-a2a-backend") == "deepep"
+    assert _value(_written_sglang_lines(four_nodes)[0], "--moe-a2a-backend") == "deepep"
 
 
 def _closed_form(*args: str) -> dict:
@@ -306,7 +313,8 @@ def test_deepseek_on_two_h200_nodes_one_dp_worker_a_node_wins_only_under_an_itl_
     pick = tight["splits"][tight["chosen"]]
     assert (pick["prefill_dp"], pick["decode_dp"], pick["gpus"]) == (8, 8, 16)
     assert pick["transfer_ms"] == pytest.approx((5e-6 + 140_544_000 / 50e9) * 1e3)
-    assert "--host NODE1_IP --disaggregation-mode decode" in tight["launch"]["sglang"]
+    decode_line = " ".join(_written_sglang_lines(tight)[1])  # as written: SGLang's 65,536-token chunk leaves it out
+    assert "--host NODE1_IP --disaggregation-mode decode" in decode_line and "sglang" not in tight["launch"]
     # under a 50 ms ITL the aggregated replicas' decodes stall behind prefill chunks: the split wins ...
     assert tight["winner"] == "disaggregated"
     # ... and without a target (control) the aggregated replicas keep every GPU busy and win

@@ -154,7 +154,7 @@ def test_an_fp8_mla_cache_on_a_release_whose_backends_were_not_read_says_so(cli,
         ("h100", "0.9.2", "FlashMLA V1 with FP8 KV cache not yet supported"),
         ("h100", "0.10.1.1", "FlashMLA V1 with FP8 KV cache not yet supported"),
         ("h100", "0.10.2", None),  # FlashMLA takes fp8 from 0.10.2
-        ("b200", "0.10.0", "CutlassMLA V1 with FP8 KV cache not yet supported"),
+        ("b200", "0.10.0", "TritonMLA V1 with FP8 KV cache not yet supported"),  # review 373 #6: CUTLASS if named
         ("b200", "0.9.2", "not read"),  # review 370 #6: V1 keeps fp8 on 10.0 from 0.10.0 only (V0 before)
         ("b300", "0.11.0", "TritonMLA V1 with FP8 KV cache not yet supported"),  # 10.3: FlashMLA Hopper-only
         ("b300", "0.15.0", None),  # review 370 #5: from 0.15 the 10.x family runs FlashInfer MLA / CUTLASS MLA

@@ -596,3 +596,12 @@ def test_the_mha_reason_prices_only_alternatives_the_table_leaves_open(cli):
     reason = found["variant_reason"]
     assert "with MLA" not in reason
     assert f"with MQA ({rows['MQA']['n_layers']} layers)" in reason and "9.0 GiB" in reason
+
+
+def test_a_variant_asked_keeps_the_rule_that_excludes_an_alternative(cli):
+    """Review 373 #4: under --variant MHA every other row read "not the --variant MHA asked for", hiding MHA092, so
+    the MHA reason priced the MLA the rule excludes; the row now says MHA092 and the reason leaves it out."""
+    found = cli.json("recommend", "--params", "100M", "--seq", "1M", "--target", "l4", "--variant", "MHA")
+    rows = {row["label"]: row["verdict"] for row in found["alternatives"]}
+    assert rows["MLA"] == "excluded (MHA092)" and rows["MQA"] == "excluded (not the --variant MHA asked for)"
+    assert "with MLA" not in found["variant_reason"] and "with MQA" in found["variant_reason"]

@@ -403,7 +403,7 @@ def plan(
     if num_prompts is not None and concurrency is not None and rate is None and num_prompts < concurrency:
         raise BadInputError(  # a pinned load: every mode alike (a search's own sweep is judged point by point)
             f"--num-prompts {num_prompts:,} sends fewer requests than the {concurrency:,} users: at most"
-            f" {num_prompts:,} would run at once; give at least {concurrency:,}, or leave --num-prompts out"
+            f" {num_prompts:,} would run at once; give at least {concurrency}, or leave --num-prompts out"
         )
     if fail_if_misses and ttft_ms is None and itl_ms is None:
         raise BadInputError("--fail-if-misses judges the targets: add --ttft-ms or --itl-ms")
@@ -908,7 +908,7 @@ def _max_model_len(max_model_len: str | None, context: int) -> int | None:
     if tokens < context:
         raise BadInputError(
             f"--max-model-len {max_model_len}{read}: the engine refuses requests longer than it, and --isl + --osl is"
-            f" {context:,}: give at least {context:,}, or shorter --isl and --osl"
+            f" {context:,}: give at least {context}, or shorter --isl and --osl"
         )
     return None if tokens == context else tokens
 

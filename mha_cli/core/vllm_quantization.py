@@ -27,7 +27,7 @@ NOT_PRICED = frozenset(
      # int8 weight-only experts, NVFP4 with per-token activations, MXFP8, LUT, Hadamard-rotated MXFP4, ...
      "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "mxfp8", "lut_b_moe",
      "mxfp4_hadamard32", "w4afp8", "humming", "inc", "online", "deepseek_v4_fp8",
-     "fp_quant", "cpu_awq", "petit_nvfp4", "rtn"}  # review 370 #9: in the 0.15-0.33 wheels
+     "fp_quant", "cpu_awq", "petit_nvfp4", "rtn"}  # review 370 #9: rtn in 0.11.0, the others in 0.15-0.33
 )  # fmt: skip
 """vLLM methods whose bytes no format here prices (per-channel or per-token fp8, GGUF, ...), given as a flag: a
 checkpoint's own ``quantization_config`` (compressed-tensors, ModelOpt, Quark) is read tensor by tensor instead."""

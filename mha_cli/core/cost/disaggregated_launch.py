@@ -228,25 +228,29 @@ def disaggregated_launch(
     return {"vllm": "\n".join(vllm), "sglang": "\n".join(sglang)}
 
 
-def _sglang_reserve_stops(plan: DisaggregatedPlan, split: Split) -> str | None:
-    """Why SGLang would not start the sglang lines of ``split`` written beside another engine's plan: a worker whose
-    ``--chunked-prefill-size`` (its step priced x its DP-attention ranks) makes SGLang's default reserve take the
-    whole GPU (``core.engine.settings.sglang_reserve_exhausted``; the decode workers reserve for it too: 0.5.9
-    ``_handle_gpu_memory_settings`` does not look at the mode); None where every worker's reserve leaves a pool."""
-    from mha_cli.core.engine.settings import sglang_reserve_exhausted
+def _sglang_workers_stop(
+    plan: DisaggregatedPlan, split: Split, model: ModelSpec | None, deployment: DeploymentSpec
+) -> str | None:
+    """Why SGLang would not start the sglang lines of ``split`` written beside another engine's plan: a worker
+    priced as its line runs it (``core.cost.sglang_companion``: its ``--chunked-prefill-size``, the step priced x its
+    DP-attention ranks; the decode workers reserve for it too, 0.5.9 ``_handle_gpu_memory_settings`` not looking at
+    the mode) that SGLang would not start; None where every worker starts, or the model is not at hand."""
+    from mha_cli.core.cost.sglang_companion import sglang_line_stops
     from mha_cli.core.targets import resolve_target
 
-    target = resolve_target(plan.target).target
+    if model is None:
+        return None
+    device = resolve_target(plan.target).target.id
+    context = max(plan.isl + plan.osl, deployment.max_model_len or 0)
     budget = {(worker.tp, worker.dp): worker.chunk_tokens for worker in plan.prefill}
     for role, layout in (("prefill", split.prefill), ("decode", split.decode)):
         chunk = budget[layout.tp, layout.dp] * layout.dp
-        if sglang_reserve_exhausted(target, layout.gpus, chunk):
-            return (
-                f"sglang: no lines: SGLang would not start its {role} workers as written (--chunked-prefill-size"
-                f" {chunk}, {layout.dp} DP-attention ranks' steps: its default --mem-fraction-static reserves 1.5 MiB"
-                f" a token of the whole chunk, more than the GPU's memory); --engine sglang prices SGLang's own"
-                " settings"
-            )
+        dp = layout.dp if layout.dp > 1 else None
+        stops = sglang_line_stops(
+            model, deployment, device, layout.gpus, layout.tp, dp, deployment.max_num_seqs, chunk, context
+        )
+        if stops is not None:  # review 370 #3, review 373 #2: priced whole, not the reserve alone
+            return f"sglang: no lines: its {role} workers: {stops}"
     return None
 
 
@@ -305,7 +309,7 @@ def disaggregated_with_launch(
     launch = disaggregated_launch(plan, split, served, deployment, spec=model)
     if served.named_by == "gguf-file":  # vLLM's GGUF loader, as the aggregated lines: SGLang's is not priced
         launch = {"vllm": launch["vllm"]}
-    reserve_stops = _sglang_reserve_stops(plan, split) if deployment.engine != "sglang" else None
+    reserve_stops = _sglang_workers_stop(plan, split, model, deployment) if deployment.engine != "sglang" else None
     if reserve_stops is not None and "sglang" in launch:  # review 370 #3: the workers' chunks SGLang stops on
         launch = {name: text for name, text in launch.items() if name != "sglang"}
     # each engine's lines in the forms of the release meant (core.engine.launch_forms), left out where it has none

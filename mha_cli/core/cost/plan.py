@@ -338,7 +338,7 @@ class LayoutPlans:
         if positions and isl + osl <= positions < self.context:  # the requests' own length is refused in ``at``
             raise BadInputError(
                 f"--max-model-len {self.context:,} exceeds the {positions:,} learned positions of {model.name}: no"
-                f" engine serves past them; give at most {positions:,}"
+                f" engine serves past them; give at most {positions}"
             )
         self.engine_deployment = deployment.model_copy(update={"seq_len": self.context, "tp": tp})
         self._stepper: Stepper | None = None

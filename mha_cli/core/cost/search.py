@@ -886,52 +886,19 @@ def _vllm_would_not_start(
     )
 
 
-VLLM_ONLY_UNSET = {
-    "kv_cache_memory_bytes": None, "kv_connector": None, "vllm_sampler": None, "vllm_awq_kernel": None,
-    "vllm_mxfp4_kernel": None, "vllm_fp8_linear_kernel": None, "async_scheduling": None,
-}  # fmt: skip
-"""Deployment settings vLLM's line alone carries (``--kv-cache-memory-bytes``, its connector, kernels and async
-scheduling), unset where the sglang line beside a vLLM plan is priced."""
-
-
 def _sglang_would_not_start(
     model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_running: int, chunk: int, context: int
 ) -> str | None:
-    """Why the latest SGLang would not start the sglang line written beside another engine's plan, as written (its
-    layout and DP attention, ``--context-length``, ``--max-running-requests`` and ``--chunked-prefill-size``, its
-    default ``--mem-fraction-static``), in its own words; None where it starts, or where the line is not one this check
-    prices alike (pipeline stages), or the plan cannot be made (the line is then kept unchecked). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
+    """Why the latest SGLang would not start the sglang line written beside another engine's plan, as written
+    (``core.cost.sglang_companion``); None where it starts, or where the line is not one this check prices alike
+    (pipeline stages). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
     ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``)."""
-    from mha_cli.core.engine.settings import SGLANG_RESERVE_EXHAUSTED
-    from mha_cli.core.kv import footprint_for
-    from mha_cli.core.memory import plan_memory
-    from mha_cli.core.targets import resolve_target
+    from mha_cli.core.cost.sglang_companion import sglang_line_stops
 
     d = plan.deployment
     if d.pp > 1:  # a pipeline stage's memory: not priced alike here
         return None
-    line = deployment.model_copy(
-        update={"engine": "sglang", "engine_generation": None, "engine_version": None, "tp": d.tp,
-                "gpu_memory_utilization": None, "max_num_seqs": max_running, "max_num_batched_tokens": chunk,
-                "seq_len": context, "max_model_len": None,  # the engine at its context, as the plan prices it
-                **VLLM_ONLY_UNSET},  # review 370 #2: vLLM's own settings, not on the sglang line
-    )  # fmt: skip
-    try:
-        memory = plan_memory(
-            resolve_target(f"{d.gpus}x{plan.target_id}"), model=model, weight_dtype=line.weight_dtype,
-            kv=footprint_for(model, line, d.tp), deployment=line,
-        )  # fmt: skip
-    except MhaError as exc:  # review 370 #1: a reserve larger than the GPU is SGLang refusing to start too
-        if str(exc).startswith(SGLANG_RESERVE_EXHAUSTED):
-            return f"SGLang would not start it as written: {exc}"
-        return None
-    if memory.engine.starts or memory.engine.refused_outright:  # a KV format SGLang lacks: the format notes say it
-        return None
-    return (
-        f"SGLang would not start it as written (--context-length {context}, --chunked-prefill-size {chunk},"
-        f" its default --mem-fraction-static: {memory.engine.refusal}); --engine sglang prices an SGLang deployment"
-        " with SGLang's own settings"
-    )
+    return sglang_line_stops(model, deployment, plan.target_id, d.gpus, d.tp, None, max_running, chunk, context)
 
 
 def _sglang_straddle(model: ModelSpec, deployment: DeploymentSpec, d: Deployment) -> str | None:
@@ -1069,7 +1036,14 @@ def plan_launch(
     context = _context_notes(model, plan.memory.engine.max_model_len, launch, deployment)
     drafted = deployment.speculative is not None
     return launch, _launch_note(
-        served, launch, plan, node_notes + context, speculative=drafted, model=model, kv_dtype=deployment.kv_dtype
+        served,
+        launch,
+        plan,
+        node_notes + context,
+        speculative=drafted,
+        model=model,
+        kv_dtype=deployment.kv_dtype,
+        typed=deployment.engine_version,
     )
 
 
@@ -1134,18 +1108,20 @@ def _launch_note(
     speculative: bool = False,
     model: ModelSpec | None = None,
     kv_dtype: str | None = None,
+    typed: str | None = None,
 ) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
     by when it is not the latest (run that release, one that loads ``model`` and starts its ``kv_dtype`` cache), for
     launch lines that were written;
-    ``speculative``: the deployment drafts tokens (where the trtllm line takes its options file)."""
+    ``speculative``: the deployment drafts tokens (where the trtllm line takes its options file); ``typed``: the
+    release typed, which the lines are written for."""
     if not launch:
         return "; ".join(node_notes or []) or None
     notes = [note for note in (served.note, served.remote_code_note(list(launch))) if note]
     generation = GENERATIONS[pick.memory.engine.generation] if pick is not None else None
     if generation is not None and generation.until is not None:
         written = generation.engine in launch  # no line of its own (a flag its release lacks): nothing to run there
-        typed = pick.engine_release
+        typed = typed or pick.engine_release  # the release typed (a pick's engine_release is set after its launch)
         running = _running(generation, launch, model, pick.target_id, kv_dtype, typed) if written and model else ""
         run = f": run the {generation.engine} line on a release of {running}" if written else ""
         notes.append(f"priced by {generation.label}'s rules{run}")
@@ -1193,15 +1169,13 @@ def _running(
     ``core.engine.launch_forms.releases_running``."""
     from mha_cli.core.engine.architectures_served import first_served, served_as
     from mha_cli.core.engine.launch_forms import releases_running
-    from mha_cli.core.engine.mla_fp8 import mla_fp8_first_start
-    from mha_cli.core.engine.release_numbers import release_key
+    from mha_cli.core.engine.mla_fp8 import mla_fp8_refused_releases
 
     lines = [shlex.split(text) for name, text in launch.items() if name.split("_")[0] == generation.engine]
-    floors = [first_served(generation.engine, served_as(model))]
-    if generation.engine == "vllm" and kv_dtype is not None:  # review 370 #7
-        floors.append(mla_fp8_first_start(resolve_target(target_id).target, model, kv_dtype))
-    known = [floor for floor in floors if floor is not None]
-    return releases_running(generation, lines, max(known, key=release_key) if known else None, typed)
+    v1 = generation.engine == "vllm" and tuple(generation.first) >= (0, 8)  # review 373 #1: V1's rules, not V0's
+    fp8 = mla_fp8_refused_releases(resolve_target(target_id).target, model, kv_dtype) if v1 and kv_dtype else None
+    refused = (fp8,) if fp8 is not None else ()  # review 370 #7
+    return releases_running(generation, lines, first_served(generation.engine, served_as(model)), typed, refused)
 
 
 def no_ways() -> list[WayOut]:

@@ -239,15 +239,29 @@ def releases_for(generation: Generation, typed: str | None) -> dict[str, Release
     return releases
 
 
+def _just_before(release: Release) -> Release:
+    """The last release before ``release`` as a range names it: the post before, the minor before's newest patch
+    (``0.10.0`` -> ``0.9.x``), else the patch before's newest post."""
+    major, minor, patch, post = release
+    if post:
+        return major, minor, patch, post - 1
+    if patch:
+        return major, minor, patch - 1, LATEST
+    return major, minor - 1, LATEST, 0
+
+
 def releases_running(
-    generation: Generation, lines: list[list[str]], model_from: str | None = None, typed: str | None = None
-) -> str:
+    generation: Generation, lines: list[list[str]], model_from: str | None = None, typed: str | None = None,
+    refused: tuple[tuple[str, str], ...] = (),
+) -> str:  # fmt: skip
     """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``) and,
     from ``model_from`` (the first release whose registry has the model's architecture, and that starts its cache),
     the model, as a person writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
     line with ``--kv-offloading-size``), ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed) or
-    ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1). Where the releases that run a line are two spans, the one holding
-    ``typed`` (the release the line is written for; None: the generation's latest)."""
+    ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1). ``refused``: (from, before) spans of releases that stop on what
+    the line asks (an fp8 MLA cache on early V1: ``core.engine.mla_fp8``), as SGLang 0.4.4.post4-0.4.8 on DeepEP's
+    auto mode; where the releases that run a line are two spans around one, the span holding ``typed`` (the release
+    the line is written for; None: the generation's latest)."""
     assert generation.until is not None, "the latest generation's lines are written for its latest release"
     start: Release = (*generation.first, 0, 0)
     end = release_meant(generation, None)
@@ -255,6 +269,14 @@ def releases_running(
     first, last = start, end
     if model_from is not None:  # trials 367 #1, 368 #7: 0.8.3 offered for Qwen3 (first in 0.8.4)
         first = max(first, release_key(model_from))
+    windows = [tuple(release_key(r) for r in window) for window in refused]
+    if any(_deepep_auto_asked(generation.engine, words) for words in lines):  # 0.4.4.post4-0.4.8 stop on it
+        windows.append(tuple(release_key(r) for r in SGLANG_DEEPEP_AUTO_REFUSED))
+    for refused_from, refused_before in windows:  # review 370 #8, review 373 #5: the span holding written_for
+        if written_for < refused_from:
+            last = min(last, _just_before(refused_from))
+        else:
+            first = max(first, refused_before)
     for words in lines:
         if line_words(generation.engine, words).command is None:  # not the server (``ray start``)
             continue
@@ -262,12 +284,6 @@ def releases_running(
         first, last = max(first, word_first), last if word_last is None else min(last, word_last)
         if _needs_ep_moe(generation.engine, words):  # earlier, --ep-size N alone runs the experts tp-sharded
             first = max(first, release_key(SGLANG_EP_SIZE_ALONE))
-        if _deepep_auto_asked(generation.engine, words):  # 0.4.4.post4-0.4.8 stop on it (_deepep_auto_refused)
-            refused_from, refused_before = (release_key(r) for r in SGLANG_DEEPEP_AUTO_REFUSED)
-            if written_for < refused_from:  # review 370 #8: a line for 0.4.4.post2-post3 runs there, before it
-                last = min(last, (*refused_from[:3], refused_from[3] - 1))
-            else:
-                first = max(first, refused_before)
     if (first, last) == (start, end):
         return generation.releases
     if first > last:  # review 308 #7: a word one release needs, another a later one removed

@@ -24,7 +24,7 @@ def engine_context(deployment: DeploymentSpec, request_tokens: int) -> int:
     if longest < request_tokens:
         raise BadInputError(
             f"--max-model-len {longest:,}: the engine refuses requests longer than it, and --isl + --osl is"
-            f" {request_tokens:,}: give at least {request_tokens:,}, or shorter --isl and --osl"
+            f" {request_tokens:,}: give at least {request_tokens}, or shorter --isl and --osl"
         )
     return longest
 

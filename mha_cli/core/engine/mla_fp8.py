@@ -37,12 +37,23 @@ class Fp8MlaStart(NamedTuple):
 
 
 FLASHMLA = "'FlashMLA V1 with FP8 KV cache not yet supported' (CUTLASS MLA's and Triton MLA's alike)"
-CUTLASS = "'CutlassMLA V1 with FP8 KV cache not yet supported'"
-TRITON = "'TritonMLA V1 with FP8 KV cache not yet supported'"
+B200 = (
+    "'TritonMLA V1 with FP8 KV cache not yet supported' (0.10.0, where CUTLASS MLA runs only when named;"
+    " 'CutlassMLA V1 ...' from 0.10.1, its default there)"
+)
+FLASHMLA_LESS = "'TritonMLA V1 with FP8 KV cache not yet supported' (FlashMLA is Hopper-only there)"
+TRITON = (
+    "'TritonMLA V1 with FP8 KV cache not yet supported' (0.10.2-0.11; from 0.15 no backend there lists fp8: 'No"
+    " valid attention backend found')"
+)
 FP8_MLA_STARTS: tuple[tuple[float, float, Fp8MlaStart], ...] = (
     (9.0, 10.0, Fp8MlaStart("Hopper", "0.8.0", "0.10.2", "0.8.0", FLASHMLA)),
-    (10.0, 10.01, Fp8MlaStart("compute capability 10.0", "0.10.0", "0.10.2", "0.10.0", CUTLASS)),
-    (10.01, 11.0, Fp8MlaStart("compute capability 10.x", "0.10.2", "0.12.0", "0.10.2", TRITON, ("0.12.0", "0.15.0"))),
+    (10.0, 10.01, Fp8MlaStart("compute capability 10.0", "0.10.0", "0.10.2", "0.10.0", B200)),
+    (
+        10.01,
+        11.0,
+        Fp8MlaStart("compute capability 10.x", "0.10.2", "0.12.0", "0.10.2", FLASHMLA_LESS, ("0.12.0", "0.15.0")),
+    ),
     (0.0, 9.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
     (11.0, 99.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
 )
@@ -114,22 +125,20 @@ def mla_fp8_start_refusal(
     key, name = _release_meant(release, typed)
     if rule is None or not release_key(rule.refused_from) <= key < release_key(rule.starts_from):
         return None
-    backend = "its MLA backend stops" if rule.says == TRITON else "it stops"
+    backend = "it stops" if rule.says == FLASHMLA else "its MLA backend stops"
     return (
         f"vLLM {name} runs {model.name}'s MLA on {target.name} in V1, and {backend} at start-up on an fp8 cache"
         f" ({rule.says}: read in the wheels); it starts with fp8 from {rule.starts_from}"
     )
 
 
-def mla_fp8_first_start(target: Target | None, model: ModelSpec, kv_dtype: str) -> str | None:
-    """The first vLLM release read to start ``model``'s fp8 MLA cache on ``target`` (review 370 #7: the releases a
-    launch line is told to run on start there), past any not read; None where no rule applies."""
+def mla_fp8_refused_releases(target: Target | None, model: ModelSpec, kv_dtype: str) -> tuple[str, str] | None:
+    """The vLLM releases (from, before) that stop on ``model``'s fp8 MLA cache on ``target`` (review 370 #7: the
+    releases a launch line is told to run on leave them out); None where no rule applies."""
     if model.attention.mla is None or kv_dtype != "fp8" or target is None or target.vendor != "NVIDIA":
         return None
     rule = _start_rule(target.compute_capability)
-    if rule is None:
-        return None
-    return rule.unread[1] if rule.unread is not None else rule.starts_from
+    return None if rule is None else (rule.refused_from, rule.starts_from)
 
 
 def _judged(capability: float | None, key: tuple[int, ...]) -> bool:

@@ -394,14 +394,6 @@ release that sets them, newest first: 0.5.20's ``arg_groups/memory_hook.py`` ``h
 ``_handle_gpu_memory_settings`` (2048, 24, 80); 0.5.3-0.5.4 and a release not read: (2048, 16, 80)."""
 
 
-def sglang_reserve_exhausted(target: Target, tp: int, chunked_prefill: int) -> bool:
-    """Whether the latest SGLang's default ``mem_fraction_static`` reserve for a server of ``tp`` GPUs with a
-    ``chunked_prefill``-token chunk (the whole chunk, before DP attention divides it) takes the whole GPU: its
-    ``sglang_default_fraction`` at the device's default CUDA-graph batch is 0 or less, so it starts nothing."""
-    _, graph_bs = _sglang_step_defaults(target, tp)
-    return sglang_default_fraction(target, tp, chunked_prefill, graph_bs) <= 0
-
-
 def _sglang_step_defaults(target: Target, tp: int, release: str | None = None) -> tuple[int, int]:
     """SGLang's (chunked_prefill_size, cuda_graph_max_bs) by GPU memory (``server_args``, 0.5.3) for ``release``
     (None: the newest read, ``prefill_graphs.LATEST_READ``); a GPU of 20-35 GiB by ``SGLANG_MID_TIER``."""
@@ -459,10 +451,13 @@ def sglang_dp_attention_chunk(chunked: int, dp: int) -> int:
 
 def release_key_priced(deployment: DeploymentSpec) -> tuple[int, ...] | None:
     """The release of ``deployment``'s engine whose rules price it, as a sortable key (``release_key``): the one typed
-    (``--engine sglang@0.5.10``), else its generation's last; None: the latest."""
+    (``--engine sglang@0.5.10``), else its generation's last minor at its newest patch, as that minor typed reads
+    (``sglang-0.4`` is ``sglang@0.4``, 0.4.10.post2: review 373 #3; it had been (0, 4), before every 0.4.x patch);
+    None: the latest."""
     if deployment.engine_version:
         return release_key(deployment.engine_version)
-    return deployment_generation(deployment).last
+    last = deployment_generation(deployment).last
+    return None if last is None else release_key(".".join(map(str, last)))
 
 
 def deployment_generation(deployment: DeploymentSpec) -> Generation:

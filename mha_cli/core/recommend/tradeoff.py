@@ -186,6 +186,8 @@ def window_options(ctx: Context, base: Option) -> list[Option]:
 def _exclusion(ctx: Context, variant: Variant, n_heads: int, shape: Shape) -> str:
     """The hard rule or request that keeps a candidate from being chosen ("" when none does)."""
     r = ctx.request
+    if variant == "MLA" and r.variant not in (None, "MLA") and shape.budget < C.MLA_MIN_PARAMS:
+        return "MHA092"  # review 373 #4: the rule says more than the request does (and the MHA reason leaves it out)
     if r.variant is not None:
         return "" if variant == r.variant else f"not the --variant {r.variant} asked for"
     if variant == "MHA" and n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS and r.seq_len > C.MHA_LONG_CONTEXT_TOKENS:

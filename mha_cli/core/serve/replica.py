@@ -116,7 +116,7 @@ def client_workload(
         if users is not None and count < case.concurrency:  # its run never holds the users asked: no confirmation
             raise BadInputError(
                 f"--num-prompts {count:,} sends fewer requests than the {case.concurrency:,} users: at most {count:,}"
-                f" would run at once; give at least {case.concurrency:,}, or leave --num-prompts out"
+                f" would run at once; give at least {case.concurrency}, or leave --num-prompts out"
             )
         count = max(1, -(-count // case.replicas))
     if count * steps > MAX_SIMULATED_STEPS:
