@@ -323,8 +323,10 @@ def test_disaggregated_deepep_workers_check_against_the_table(engine):
     from mha_cli.core.cost.disaggregated_launch import disaggregated_with_launch
 
     model, target = get_preset("deepseek-v3"), resolve_target("2x8xh200")
+    # 1,024 tokens a rank on vLLM: the sglang workers beside its plan ask a chunk SGLang starts (review 373 #2)
+    budget = {"max_num_batched_tokens": 1024} if engine.startswith("vllm") else {}
     deployment = merge_deployment(None, model=model, engine=engine, target=target.spec, weight_dtype="fp8",
-                                  moe_a2a_backend="deepep")  # fmt: skip
+                                  moe_a2a_backend="deepep", **budget)  # fmt: skip
     profiles = (prior_profile(target.target, "fp8"), datasheet_profile(target.target))
     plan = disaggregated_with_launch(model, by_preset("org/deepseek-v3"), target, deployment, profiles, isl=2000,
                                      osl=500, rate=20.0, simulate=None)  # fmt: skip

@@ -232,10 +232,10 @@ def _sglang_workers_stop(
     plan: DisaggregatedPlan, split: Split, model: ModelSpec | None, deployment: DeploymentSpec
 ) -> str | None:
     """Why SGLang would not start the sglang lines of ``split`` written beside another engine's plan: a worker
-    priced as its line runs it (``core.cost.sglang_companion``: its ``--chunked-prefill-size``, the step priced x its
+    priced as its line runs it (``core.cost.companion_lines``: its ``--chunked-prefill-size``, the step priced x its
     DP-attention ranks; the decode workers reserve for it too, 0.5.9 ``_handle_gpu_memory_settings`` not looking at
     the mode) that SGLang would not start; None where every worker starts, or the model is not at hand."""
-    from mha_cli.core.cost.sglang_companion import sglang_line_stops
+    from mha_cli.core.cost.companion_lines import sglang_line_stops
     from mha_cli.core.targets import resolve_target
 
     if model is None:

@@ -858,42 +858,22 @@ def _vllm_would_not_start(
     ``--max-model-len``, caps and budget, vLLM's default utilisation), in its own words; None where it starts, or where
     the line is not one this check prices alike (an MoE model, pipeline stages), or the plan cannot be made (the line
     is then kept unchecked)."""
-    from mha_cli.core.kv import footprint_for
-    from mha_cli.core.memory import plan_memory
-    from mha_cli.core.targets import resolve_target
+    from mha_cli.core.cost.companion_lines import vllm_line_stops
 
     d = plan.deployment
     if model.block.moe is not None or d.pp > 1:
         return None
-    line = deployment.model_copy(
-        update={"engine": "vllm", "engine_generation": None, "engine_version": None, "tp": d.tp, "dp": None,
-                "gpu_memory_utilization": None, "max_num_seqs": max_num_seqs, "max_num_batched_tokens": budget,
-                "seq_len": context, "max_model_len": None},  # the engine at its context, as the plan prices it
-    )  # fmt: skip
-    try:
-        memory = plan_memory(
-            resolve_target(f"{d.gpus}x{plan.target_id}"), model=model, weight_dtype=line.weight_dtype,
-            kv=footprint_for(model, line, d.tp), deployment=line,
-        )  # fmt: skip
-    except MhaError:
-        return None
-    if memory.engine.starts or memory.engine.refused_outright:  # a KV format vLLM lacks: the format notes say it
-        return None
-    return (
-        f"vLLM would not start it as written (--max-model-len {context}, --max-num-seqs {max_num_seqs},"
-        f" --max-num-batched-tokens {budget}, utilisation 0.9: {memory.engine.refusal}); --engine vllm prices a vLLM"
-        " deployment with vLLM's own settings"
-    )
+    return vllm_line_stops(model, deployment, plan.target_id, d.gpus, d.tp, max_num_seqs, budget, context)
 
 
 def _sglang_would_not_start(
     model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_running: int, chunk: int, context: int
 ) -> str | None:
     """Why the latest SGLang would not start the sglang line written beside another engine's plan, as written
-    (``core.cost.sglang_companion``); None where it starts, or where the line is not one this check prices alike
+    (``core.cost.companion_lines``); None where it starts, or where the line is not one this check prices alike
     (pipeline stages). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
     ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``)."""
-    from mha_cli.core.cost.sglang_companion import sglang_line_stops
+    from mha_cli.core.cost.companion_lines import sglang_line_stops
 
     d = plan.deployment
     if d.pp > 1:  # a pipeline stage's memory: not priced alike here
