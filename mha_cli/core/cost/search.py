@@ -1016,15 +1016,9 @@ def plan_launch(
     context = _context_notes(model, plan.memory.engine.max_model_len, launch, deployment)
     drafted = deployment.speculative is not None
     return launch, _launch_note(
-        served,
-        launch,
-        plan,
-        node_notes + context,
-        speculative=drafted,
-        model=model,
-        kv_dtype=deployment.kv_dtype,
+        served, launch, plan, node_notes + context, speculative=drafted, model=model, kv_dtype=deployment.kv_dtype,
         typed=deployment.engine_version,
-    )
+    )  # fmt: skip
 
 
 def _why_none_starts(tried: list[str]) -> str:
@@ -1092,9 +1086,8 @@ def _launch_note(
 ) -> str | None:
     """``served``'s note, that trtllm-serve loads the default revision, and the engine generation the pick was priced
     by when it is not the latest (run that release, one that loads ``model`` and starts its ``kv_dtype`` cache), for
-    launch lines that were written;
-    ``speculative``: the deployment drafts tokens (where the trtllm line takes its options file); ``typed``: the
-    release typed, which the lines are written for."""
+    launch lines that were written; ``speculative``: the deployment drafts tokens (where the trtllm line takes its
+    options file); ``typed``: the release typed, which the lines are written for."""
     if not launch:
         return "; ".join(node_notes or []) or None
     notes = [note for note in (served.note, served.remote_code_note(list(launch))) if note]
@@ -1145,7 +1138,7 @@ def _running(
 ) -> str:  # fmt: skip
     """The releases of ``generation`` that have every word of its engine's lines in ``launch`` (``vllm``,
     ``vllm_workers``), load ``model`` and, on vLLM, start its fp8 MLA cache on ``target_id``'s GPU
-    (``core.engine.mla_fp8.mla_fp8_first_start``), around ``typed`` (the release the lines are written for):
+    (``core.engine.mla_fp8.mla_fp8_refused_releases``), around ``typed`` (the release the lines are written for):
     ``core.engine.launch_forms.releases_running``."""
     from mha_cli.core.engine.architectures_served import first_served, served_as
     from mha_cli.core.engine.launch_forms import releases_running

@@ -255,8 +255,8 @@ def releases_running(
     refused: tuple[tuple[str, str], ...] = (),
 ) -> str:  # fmt: skip
     """The releases of ``generation`` that have every word of its engine's server ``lines`` (``flags.line_span``) and,
-    from ``model_from`` (the first release whose registry has the model's architecture, and that starts its cache),
-    the model, as a person writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
+    from ``model_from`` (the first release whose registry has the model's architecture), the model, as a person
+    writes them: the generation's own range (``0.8-0.20``) when every one of them does, else ``0.11.1-0.20.x`` (a
     line with ``--kv-offloading-size``), ``0.9.1-0.15.0`` (one with ``VLLM_ALL2ALL_BACKEND``, later removed) or
     ``0.10.1-0.20.x`` (gpt-oss, first in 0.10.1). ``refused``: (from, before) spans of releases that stop on what
     the line asks (an fp8 MLA cache on early V1: ``core.engine.mla_fp8``), as SGLang 0.4.4.post4-0.4.8 on DeepEP's

