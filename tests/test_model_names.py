@@ -376,11 +376,13 @@ def test_a_preset_prices_as_the_published_config_it_names(cli, name):
 @pytest.mark.parametrize(
     ("typed", "offered"),
     [("openai/gpt-oss-20", "openai/gpt-oss-20b"), ("qwen/qwen3-8", "Qwen/Qwen3-8B"),
-     ("meta-llama/Lama-3.1-8B", "meta-llama/Llama-3.1-8B"), ("meta-llama/Llama-3.1-7B", None), ("acme/zzz", None)],
+     ("meta-llama/Lama-3.1-8B", "meta-llama/Llama-3.1-8B"), ("meta-llama/Llama-3.1-7B", None), ("acme/zzz", None),
+     ("google/gemma-4-E4B-it", None)],
 )  # fmt: skip
 def test_an_id_one_slip_from_a_listed_one_is_offered_it(cli, hub, typed, offered):
     """Bare names got a did-you-mean and ids none (trial 358 #4); an id of another size (7B for 8B) is offered
-    nothing, as a name is not (core.suggest.did_you_mean_model)."""
+    nothing, as a name is not (core.suggest.did_you_mean_model), nor one of another generation (trial 371 #3: Gemma
+    4's E4B was offered Gemma 3n's E4B and Gemma 3's 4B)."""
     result = cli.run("kv", typed)
     assert result.exit_code == 2
     line = result.output.strip().splitlines()[-1]

@@ -203,3 +203,17 @@ def test_the_json_says_when_replicas_are_one_server_s_attention_ranks(cli):
     dense = cli.json("plan", "llama-3.1-70b", *args[2:])  # replicas of a dense model share nothing
     assert dense["deployment"]["replicas"] == 2 and dense["deployment"]["shares_experts"] is False
     assert "--attn-dp-size" not in dense["launch"]["sglang"]
+
+
+def test_a_slow_rate_keeps_its_figures_significant(cli):
+    """Trial 372 #4: at --rate 0.001 every request met its 100 ms TTFT target, yet the run read "goodput 0.00 req/s"
+    and "output 0 tokens/s"; a figure that would round to 0 is now given to 3 significant digits."""
+    result = cli.run("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
+                     "--rate", "0.001", "--num-prompts", "3", "--ttft-ms", "100")  # fmt: skip
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "goodput 0.00 req/s" not in text and "output 0 tokens/s" not in text
+    found = cli.json("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "128",
+                     "--rate", "0.001", "--num-prompts", "3", "--ttft-ms", "100")  # fmt: skip
+    goodput = found["simulated"]["goodput_rps"]
+    assert 0 < goodput < 0.005 and f"goodput {goodput:.3g} req/s" in text

@@ -1205,10 +1205,10 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
     for label, stats in (("TTFT", sim.ttft_ms), ("TPOT", sim.tpot_ms), ("ITL", sim.itl_ms), ("end to end", sim.e2e_ms)):
         table.add_row(label, *(f"{value:,.1f}" for value in (stats.mean, stats.median, stats.p90, stats.p99)))
     console.print(table)
+    output = sim.deployment_output_tokens_per_s
     console.print(
-        f"output {sim.deployment_output_tokens_per_s:,.0f} tokens/s over all {share}s"
-        f" ({sim.deployment_output_tokens_per_s / plan.deployment.gpus:,.0f} per GPU); {sim.request_throughput:,.2f}"
-        f" req/s per {share} over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
+        f"output {_figure(output, 0)} tokens/s over all {share}s ({_figure(output / plan.deployment.gpus, 0)} per GPU);"
+        f" {_figure(sim.request_throughput, 2)} req/s per {share} over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
         f" queued; {sim.preemptions} preemption(s)"
         + (
             f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}"
@@ -1223,7 +1223,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
             " tokens each, as vllm bench serve measures it); TPOT is per token[/dim]"
         )
     if sim.goodput_rps is not None:
-        console.print(f"goodput {sim.goodput_rps:,.2f} req/s within the targets (all replicas)")
+        console.print(f"goodput {_figure(sim.goodput_rps, 2)} req/s within the targets (all replicas)")
     if sim.saturated:
         console.print("[bold red]saturated[/bold red]: the queue grew through the run; the rate exceeds what it serves")
     for miss in sim.misses:
@@ -1368,3 +1368,11 @@ def _busiest(replicas: int) -> str:
     """`` on the busiest of N replicas``: where the simulated requests are one replica's (trial 264: the search's
     count did not say so, and pasting it as --num-prompts, which counts them all, ran another load)."""
     return f" on the busiest of {replicas} replicas" if replicas > 1 else ""
+
+
+def _figure(value: float, places: int) -> str:
+    """``value`` at ``places`` decimals, or at 3 significant digits where those would round it to 0 (trial 372 #4: at
+    --rate 0.001 every request met its targets and the goodput read 0.00 req/s)."""
+    if value and abs(value) < 0.5 * 10**-places:
+        return f"{value:.3g}"
+    return f"{value:,.{places}f}"

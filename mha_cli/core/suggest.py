@@ -44,7 +44,7 @@ def did_you_mean_model(word: str, known: Iterable[str], otherwise: str) -> str:
     same = [
         name for name in known
         if sizes <= model_sizes(name) and _versions_held(versions, name) and not _another_release(versions, name)
-        and _same_checkpoint_words(word, name)
+        and _same_checkpoint_words(word, name) and not _another_generation(word, name)
     ]  # fmt: skip
     family = re.match(r"[a-z]+", str(word).strip().lower())
     of_family = [name for name in same if family and family.group() in re.findall(r"[a-z]+", name.lower())]
@@ -113,6 +113,26 @@ def _another_release(typed: set[str], name: str) -> bool:
         return False
     held = {_plain(version) for version in typed}
     return any(_RELEASE_TAG.fullmatch(version) and _plain(version) not in held for version in model_versions(name))
+
+
+def _generation(name: str) -> str | None:
+    """The generation a model name leads with, compared as its digits (``gemma-4-e4b`` -> 4, ``gemma-3n-e4b`` -> 3,
+    ``qwen3-8b`` -> 3, ``llama-3.1-8b`` -> 31); None where it leads with none (``qwen-235b``: a size)."""
+    words = re.split(r"[-_/ ]+", str(name).strip().lower())
+    joined = re.fullmatch(r"[a-z]+v?(\d+(?:\.\d+)?)[a-z]?", words[0])
+    if joined:
+        return _plain(joined.group(1))
+    if len(words) > 1 and words[0].isalpha() and not _SIZE.fullmatch(words[1]):
+        apart = re.fullmatch(r"v?(\d+(?:\.\d+)?)[a-z]?", words[1])
+        return _plain(apart.group(1)) if apart else None
+    return None
+
+
+def _another_generation(typed: str, name: str) -> bool:
+    """Whether ``name`` leads with another generation than ``typed`` (trial 371 #3: ``gemma-4-e4b`` was offered
+    ``gemma-3n-e4b`` and ``gemma-3-4b``, whose ``4`` the version check read as the size ``e4b``/``4b``)."""
+    typed_generation, generation = _generation(typed), _generation(name)
+    return typed_generation is not None and generation is not None and typed_generation != generation
 
 
 def _versions_held(typed: set[str], name: str) -> bool:
