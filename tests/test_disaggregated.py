@@ -548,3 +548,16 @@ def test_the_disaggregated_json_names_the_release_typed(cli):
         "0.34.0",
         "0.33",
     )
+
+
+def test_a_per_gpu_win_on_fewer_gpus_says_the_target_would_serve_less(cli):
+    """Trial 372 #2: Qwen3-30B-A3B on 8 x H100, the split on 5 GPUs "wins" at 1,728 against 1,509 tokens/s per GPU,
+    8,640 in all against aggregated's 12,071: the verdict says the win is per GPU only; the control, a split that
+    serves more in all, says nothing of it."""
+    found = cli.json("plan", str(reference_hf_config("qwen3-30b-a3b")), "--target", "8xh100", "--isl", "4096", "--osl",
+                     "512", "--itl-ms", "20", "--ttft-ms", "1500", "--disaggregated", "--closed-form")  # fmt: skip
+    pick = found["splits"][found["chosen"]]
+    assert found["winner"] == "disaggregated" and pick["gpus"] == 5
+    assert "per GPU only: on all 8 GPUs aggregated serves more tokens/s in all" in found["verdict"]
+    control = _plan("llama-3.1-70b", "8xh200", 4096, 256, ttft_ms=2000, itl_ms=30)
+    assert "per GPU only" not in control.verdict

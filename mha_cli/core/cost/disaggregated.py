@@ -601,9 +601,10 @@ def _verdict(
         )
     disagg, agg = pick.output_tokens_per_s_per_gpu, aggregated.output_tokens_per_s_per_gpu
     transfer = transfers[pick.prefill, pick.decode].seconds * 1e3
+    in_all = agg * aggregated.gpus * aggregated.replicas  # aggregated's output tokens/s on all its replicas
     unused = (  # a per-GPU win on fewer GPUs can be less in all (trial 264 #7): the totals said beside it
         f"; the split's figure is over the {pick.gpus} GPUs it uses, of {total_gpus}: {disagg * pick.gpus:,.0f} output"
-        f" tokens/s in all against aggregated's {agg * aggregated.gpus * aggregated.replicas:,.0f}"
+        f" tokens/s in all against aggregated's {in_all:,.0f}"
         if total_gpus and pick.gpus < total_gpus
         else ""
     )
@@ -614,9 +615,14 @@ def _verdict(
     )
     if abs(disagg - agg) <= TIE * agg:
         return "tie", f"{figures}: the same GPUs serve the load either way (within {TIE:.0%})"
+    less_in_all = (  # trial 372 #2: the headline read as a win for a target whose GPUs would then serve less
+        f"; per GPU only: on all {total_gpus} GPUs aggregated serves more tokens/s in all"
+        if unused and disagg * pick.gpus < in_all
+        else ""
+    )
     if disagg > agg:
         return "disaggregated", (
-            f"{figures}: the decode pool's steps carry no prefill chunks"
+            f"{figures}{less_in_all}: the decode pool's steps carry no prefill chunks"
             + (
                 " (its ITL is the higher here: the gain is tokens/s per GPU, not ITL)"
                 if pick.itl_ms > aggregated.itl_ms
