@@ -1208,8 +1208,8 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
     output = sim.deployment_output_tokens_per_s
     console.print(
         f"output {_figure(output, 0)} tokens/s over all {share}s ({_figure(output / plan.deployment.gpus, 0)} per GPU);"
-        f" {_figure(sim.request_throughput, 2)} req/s per {share} over {sim.duration_s:,.1f} s; at most {sim.max_running} running and {sim.max_waiting}"
-        f" queued; {sim.preemptions} preemption(s)"
+        f" {_figure(sim.request_throughput, 2)} req/s per {share} over {sim.duration_s:,.1f} s; at most"
+        f" {sim.max_running} running and {sim.max_waiting} queued; {sim.preemptions} preemption(s)"
         + (
             f"; prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}"
             if sim.prefix_cache_hit_rate or sim.looked_up
