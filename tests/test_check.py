@@ -393,8 +393,8 @@ def test_mha060_offers_only_a_shape_that_caches_less(cli, tmp_path):
 def test_check_takes_kvs_multimodal_and_cache_options_and_prices_alike(cli):
     """Trial 366 #9: `mha check` had no --text-only, --limit-mm-per-prompt, --mla-cache or --state-convention, which
     `mha kv` takes, so a text-only deployment or a naive MLA cache could not be linted as priced. Each now gives
-    check the figures kv gives (Gemma 3's tower left out: 846,120,672 B; MLA naive: K and V per head, 4,997,120 B a token
-    for DeepSeek-V3, against the latent's 70,272)."""
+    check the figures kv gives (Gemma 3's tower left out: 846,120,672 B; MLA naive: K and V per head, 4,997,120 B a
+    token for DeepSeek-V3, against the latent's 70,272)."""
     gemma = str(reference_hf_config("gemma-3-27b-it"))
     for options in ((), ("--text-only",), ("--limit-mm-per-prompt", '{"image":0}')):
         checked = cli.json("check", gemma, "--target", "h100", *options)

@@ -264,7 +264,8 @@ def test_the_simulated_loop_loads_from_the_host_where_the_pool_is_the_limit(cli)
     # the closed form prices every request warm (regime host); the notes say the run's first 200 are cold: 50% at most
     assert planned["offload"]["regime"] == "host"
     assert any("the first 200 find theirs in no cache (cold), so at most 50% of them hit where the closed form prices"
-               " every one warm; --num-prompts 4000 raises that to 95%" in note for note in planned["notes"])  # fmt: skip
+               " every one warm; --num-prompts 4000 raises that to 95%" in note
+               for note in planned["notes"])  # fmt: skip
 
 
 def test_the_cold_prefixes_note_suggests_more_prompts_only_where_they_help(cli):

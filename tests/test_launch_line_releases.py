@@ -152,17 +152,18 @@ def test_the_fp8_mla_range_keeps_to_v1_and_holds_the_release_typed(cli):
     #5: a release typed where the rules do not refuse (0.13.0 on a B300, not read; 0.9.2 on a B200, V0's fallback)
     was told a range that left it out. The range is now the span around the refused releases that holds it."""
     config = str(reference_hf_config("deepseek-v2-lite"))
-    for target, engine, span in (("h100", "vllm-v0", "0.5.2-0.7.x"), ("b300", "vllm@0.13.0", "0.12.0-0.20.x"),
-                                 ("b200", "vllm@0.9.2", "0.8.3-0.9.x"), ("b300", "vllm-v1", "0.12.0-0.20.x")):  # fmt: skip
+    cases = (("h100", "vllm-v0", "0.5.2-0.7.x"), ("b300", "vllm@0.13.0", "0.12.0-0.20.x"),
+             ("b200", "vllm@0.9.2", "0.8.3-0.9.x"), ("b300", "vllm-v1", "0.12.0-0.20.x"))  # fmt: skip
+    for target, engine, span in cases:
         found = cli.json("plan", config, "--target", target, "--engine", engine, "--kv-cache-dtype", "fp8",
                          "--closed-form")  # fmt: skip
         assert _printed_range(found["launch_note"]) == span, (target, engine)
 
 
 def test_the_generation_name_prices_as_its_last_minor_typed(cli):
-    """Review 373 #3: sglang-0.4 was priced as release (0, 4), before every 0.4.x patch, so DeepSeek-V3's 256 experts over 12
-    ranks were refused as "SGLang before 0.4.6.post5 needs --ep-size to divide", while sglang@0.4 (0.4.10.post2)
-    priced them; both now price alike."""
+    """Review 373 #3: sglang-0.4 was priced as release (0, 4), before every 0.4.x patch, so DeepSeek-V3's 256 experts
+    over 12 ranks were refused as "SGLang before 0.4.6.post5 needs --ep-size to divide", while sglang@0.4
+    (0.4.10.post2) priced them; both now price alike."""
     args = ("plan", "deepseek-v3", "--target", "12xh200", "--dp", "12", "--closed-form", "--concurrency", "64")
     named, typed = cli.run(*args, "--engine", "sglang-0.4"), cli.run(*args, "--engine", "sglang@0.4")
     assert named.exit_code == typed.exit_code == 0, named.output

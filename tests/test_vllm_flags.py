@@ -78,7 +78,8 @@ def test_an_alias_changes_the_result_as_its_native_flag_does(cli):
     ("args", "message"),
     [
         (["kv", "llama-3-8b", "--quantization", "fbgemm_fp8"],
-         "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, fp8_per_tensor, fp8_per_block, awq, auto_awq, gptq,"),
+         "fbgemm_fp8 is a vLLM quantization mha does not price; of vLLM's it prices fp8, fp8_per_tensor,"
+         " fp8_per_block, awq, auto_awq, gptq,"),
         (["kv", "llama-3-8b", "--quantization", "hqq"], "hqq is a vLLM quantization mha does not"),
         (["kv", "llama-3-8b", "--quantization", "compressed-tensors"],
          "compressed-tensors checkpoints are priced from their own quantization_config, tensor by tensor: give the"),

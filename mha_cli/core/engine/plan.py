@@ -689,7 +689,9 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
         inputs.device_line(),
         BudgetLine(label=f"kept out (utilisation {util:g})", bytes=usable - total, how=settings.utilisation_source),
         inputs.weights_line(),
-        BudgetLine(label=ROPE_CACHE_LABEL, bytes=-rope, how=rope_cache_how(inputs.model, max_model_len=inputs.kv.seq_len)),
+        BudgetLine(
+            label=ROPE_CACHE_LABEL, bytes=-rope, how=rope_cache_how(inputs.model, max_model_len=inputs.kv.seq_len)
+        ),
         inputs.activation_line(), inputs.non_torch_line(),
     ]  # fmt: skip
     if inputs.sampler_state is not None:
