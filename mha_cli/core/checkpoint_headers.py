@@ -65,6 +65,7 @@ KIND_PATTERNS: tuple[tuple[str, str], ...] = (
     ("router", r"\.(?:gate|router|shared_expert_gate)\.|\.e_score_correction_bias$"),
     ("mixer", r"(?:^|\.)(?:mamba|linear_attn|short_conv|conv)\.|\.mixer\.(?:in_proj|conv1d|A_log|D|dt_bias"
               r"|norm|out_proj)(?:\.|$)|\.(?:A_log|dt_bias)$"),
+    ("per_layer_input", r"per_layer_(?:input_gate|projection|model_projection)\."),
     ("norms", r"norm|(?:^|\.)ln_\w*\."),
     ("attention", r"attn|attention|\.(?:q|k|v|o|qkv|q_a|q_b|kv_a|kv_b)_proj|kv_a_proj_with_mqa|\.sinks$"
                   r"|\.indexer\."),
@@ -86,7 +87,8 @@ KIND_NAMES = {
     "embedding": "embedding", "attention": "attention", "mlp": "MLP", "experts": "routed experts",
     "shared_experts": "shared experts", "router": "routers", "mixer": "fixed-state mixers", "norms": "norms",
     "head": "LM head", "vision_tower": "vision/audio tower", "scales": "scales and zero points",
-    "mtp": "MTP layers", "rotary": "rotary buffers", "other": "other",
+    "mtp": "MTP layers", "rotary": "rotary buffers", "per_layer_input": "per-layer input projections",
+    "other": "other",
 }  # fmt: skip
 """Each kind in words, for notes and tables."""
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")

@@ -35,6 +35,7 @@ INVENTORY_KINDS = {
     "indexer": "attention", "qk_norm": "norms", "latent": "norms", "norm": "norms", "moe_norm": "norms",
     "mlp": "mlp", "activation": "mlp", "router": "router", "expert": "experts", "shared_expert": "shared_experts",
     "mixer": "mixer", "head": "head", "head_transform": "head", "scales": "scales", "vision": "vision_tower",
+    "per_layer_embedding": "embedding", "per_layer_input": "per_layer_input",
 }  # fmt: skip
 """The weight inventory's kinds of tensor (``core.inventory.TensorKind``, and ``weight_bytes.SCALES``) as the
 headers' kinds (``checkpoint_headers.KIND_PATTERNS``)."""

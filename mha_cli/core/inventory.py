@@ -43,7 +43,8 @@ from mha_cli.core.vision_tower import tower_tensors
 
 Split = Literal["column", "kv_heads", "row", "fused_halves", "expert_column", "vocab", "replicated", "unsharded"]
 TensorKind = Literal[
-    "embedding", "position", "token_type", "embedding_norm", "embedding_projection",
+    "embedding", "position", "token_type", "embedding_norm", "embedding_projection", "per_layer_embedding",
+    "per_layer_input",
     "attention", "attention_gate", "sink", "qk_norm", "latent", "indexer",
     "norm", "mlp", "activation", "router", "moe_norm", "expert", "shared_expert", "mixer",
     "head", "head_transform", "vision",
@@ -53,7 +54,8 @@ MoE router, Gemma 4's router scales and Qwen2-MoE's gate of the shared expert; `
 block's output and Gemma 4's norms of its two branches;
 ``expert``: the routed experts (one fused tensor per layer); ``shared_expert``: the shared experts, fused into one
 MLP; ``vision``: a multimodal model's vision encoder and projector (``core.vision_tower``), listed with the input side
-(the torch decoder does not build them)."""
+(the torch decoder does not build them); ``per_layer_embedding``: Gemma 4's per-layer token table;
+``per_layer_input``: its projection of the token embeddings and each layer's gate and projection of its inputs."""
 
 ATTENTION_KINDS = frozenset({"attention", "attention_gate", "sink", "qk_norm", "latent", "indexer"})
 """The kinds of one attention layer's weights (``ParamBreakdown.attention_per_layer``)."""
@@ -94,6 +96,8 @@ class _Ranks(NamedTuple):
     d_ff: int
     experts: ExpertLayout
     vocab_rows: int
+    vocab_padding: int
+    """The multiple every vocabulary is padded to before it is split (the per-layer table's too)."""
 
 
 def model_tensors(
@@ -124,13 +128,15 @@ def tensor_groups(
 ) -> list[Group]:  # fmt: skip
     """``model_tensors`` without the per-layer copies, for counting: each distinct layer layout listed once, with
     the layers that have it (a layer's tensors depend only on whether it is a mixer layer, its feed-forward (dense,
-    MoE or none), whether it is the first (its input norm) or the last (GPT-NeoX-Japanese's o bias), and whether it
-    is a global layer with its own head geometry (Gemma 4's))."""
+    MoE or none), whether it is the first (its input norm) or the last (GPT-NeoX-Japanese's o bias), whether it
+    is a global layer with its own head geometry (Gemma 4's) and whether it reuses an earlier layer's K/V (Gemma 4's
+    hold no k/v projections, E2B's a wider MLP))."""
     ranks = _ranks(spec, tp, rank, vocab_padding, experts)
-    layouts: dict[tuple[bool, str, bool, bool, bool], Group] = {}
+    layouts: dict[tuple[bool, str, bool, bool, bool, bool], Group] = {}
     for i in range(spec.n_layers):
         own_geometry = spec.attention.per_kind_geometry and spec.layer_kind(i) == "global"
-        layout = (spec.layer_kind(i) == "linear", spec.mlp_kind(i), i == 0, i == spec.n_layers - 1, own_geometry)
+        layout = (spec.layer_kind(i) == "linear", spec.mlp_kind(i), i == 0, i == spec.n_layers - 1, own_geometry,
+                  spec.shares_kv(i))  # fmt: skip
         if layout not in layouts:
             layouts[layout] = Group(list(_layer(spec, i, ranks)), [])
         layouts[layout].places.append(i)
@@ -176,6 +182,7 @@ def _ranks(spec: ModelSpec, tp: int, rank: int, vocab_padding: int | None, exper
         spec.block.d_ff // tp,
         layout,
         vocab_rows_per_rank(spec.embeddings.vocab_size, tp, padding),
+        padding,
     )
 
 
@@ -208,6 +215,16 @@ def _input_side(spec: ModelSpec, ranks: _Ranks) -> Iterator[Tensor]:
         yield Tensor("model.embed_project.bias", (spec.d_model,), "embedding_projection", "replicated", None)
     if spec.embeddings.normed:
         yield from _norm(spec, "model.embed_norm", width, None, "embedding_norm", weights=True)
+    per_layer = spec.embeddings.per_layer_inputs
+    if per_layer is not None:  # Gemma 4: the per-layer table (vLLM: vocabulary-parallel), its projection (column)
+        rows = vocab_rows_per_rank(per_layer.vocab_size, ranks.tp, ranks.vocab_padding)
+        total = spec.n_layers * per_layer.width
+        yield Tensor("model.embed_tokens_per_layer.weight", (rows, total), "per_layer_embedding", "vocab", None)
+        yield Tensor(
+            "model.per_layer_model_projection.weight", (total // ranks.tp, spec.d_model), "per_layer_input", "column",
+            None,
+        )  # fmt: skip
+        yield from _norm(spec, "model.per_layer_projection_norm", per_layer.width, None)
     if spec.vision is not None:  # the vision encoder and projector, on the stage that embeds the prompt
         for tower in tower_tensors(spec.vision, ranks.tp):
             yield Tensor(tower.name, tower.shape, "vision", tower.split, None)
@@ -249,6 +266,13 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
         yield from _attention(spec, f"{prefix}.self_attn", i, ranks)
     if spec.recurrent is not None and spec.recurrent.on_attention_layers and spec.layer_kind(i) != "linear":
         yield from _mixer(spec.recurrent, spec.d_model, f"{prefix}.mixer", i)  # Falcon-H1: beside attention
+    per_layer = spec.embeddings.per_layer_inputs
+    if per_layer is not None:  # Gemma 4: the layer's gate and projection of its inputs (vLLM: replicated linears)
+        yield from _linear(f"{prefix}.per_layer_input_gate", per_layer.width, spec.d_model, "per_layer_input",
+                           "replicated", i)  # fmt: skip
+        yield from _linear(f"{prefix}.per_layer_projection", spec.d_model, per_layer.width, "per_layer_input",
+                           "replicated", i)  # fmt: skip
+        yield from _norm(spec, f"{prefix}.post_per_layer_input_norm", spec.d_model, i)
     if not spec.has_mlp(i):  # Nemotron-H's mixer-only block: its one norm, its mixer
         return
     if spec.block.n_norms >= 2:
@@ -260,7 +284,8 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     if spec.mlp_kind(i) == "moe":
         yield from _moe(spec, prefix, i, ranks)
     else:
-        yield from _mlp(spec, f"{prefix}.mlp", i, ranks.d_ff, spec.block.mlp == "gated", spec.block.mlp_bias, "mlp")
+        width = spec.dense_width(i) // ranks.tp
+        yield from _mlp(spec, f"{prefix}.mlp", i, width, spec.block.mlp == "gated", spec.block.mlp_bias, "mlp")
         if spec.block.activation == "xielu":  # Apertus: the activation's own two weights
             for part in ("alpha_p", "alpha_n"):
                 yield Tensor(f"{prefix}.mlp.act_fn.{part}", (1,), "activation", "replicated", i)
@@ -281,16 +306,19 @@ def _linear(name: str, out: int, inp: int, kind: TensorKind, split: Split, layer
 def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     """q (with Qwen3-Next's gate, each head's query then its gate), k, v by KV heads, o by rows; q/k norms per head
     (replicated) or over the projection; gpt-oss's sinks and Laguna's gate by query heads. A global layer with its
-    own head geometry (Gemma 4) has its heads' width and KV heads, and no v_proj under ``global_k_eq_v``."""
+    own head geometry (Gemma 4) has its heads' width and KV heads, and no v_proj under ``global_k_eq_v``; a layer
+    reusing an earlier one's K/V without projections of its own (Gemma 4's) has no k_proj, v_proj or k norm."""
     kind = spec.layer_kind(i)
     d, h = spec.d_model, spec.attention.head_dim_of(kind)
     kv_heads = ranks.kv_heads if kind != "global" else kv_heads_per_rank(spec, ranks.tp, "decompressed", kind)
     q_width = ranks.heads * h
     q_out = 2 * q_width if spec.attention.output_gate else q_width
     bias = spec.attention.qkv_bias
+    projects_kv = spec.layers.shared_kv_projections or not spec.shares_kv(i)  # Gemma 4's sharing layers: q and o
     yield from _linear(f"{prefix}.q_proj", q_out, d, "attention", "column", i, bias=bias)
-    yield from _linear(f"{prefix}.k_proj", kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
-    if not (spec.attention.global_k_eq_v and kind == "global"):
+    if projects_kv:
+        yield from _linear(f"{prefix}.k_proj", kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
+    if projects_kv and not (spec.attention.global_k_eq_v and kind == "global"):
         yield from _linear(f"{prefix}.v_proj", kv_heads * h, d, "attention", "kv_heads", i, bias=bias)
     o_bias = spec.attention.o_bias or (
         spec.attention.last_o_bias and i == spec.n_layers - 1
@@ -306,7 +334,8 @@ def _attention(spec: ModelSpec, prefix: str, i: int, ranks: _Ranks) -> Iterator[
             yield Tensor(f"{prefix}.k_norm.weight", (spec.attention.kv_heads_of(kind) * h,), "qk_norm", "replicated", i)
         else:
             yield Tensor(f"{prefix}.q_norm.weight", (h,), "qk_norm", "replicated", i)
-            yield Tensor(f"{prefix}.k_norm.weight", (h,), "qk_norm", "replicated", i)
+            if projects_kv:
+                yield Tensor(f"{prefix}.k_norm.weight", (h,), "qk_norm", "replicated", i)
     if spec.attention.sinks:  # one logit per query head
         yield Tensor(f"{prefix}.sinks", (ranks.heads,), "sink", "column", i)
     if spec.attention.softplus_gate is not None:  # Laguna's g_proj: a gate per head or per element of each head

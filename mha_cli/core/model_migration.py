@@ -44,6 +44,8 @@ FLAT_FIELDS: dict[str, tuple[str, str]] = {
     "sliding_window": ("layers", "sliding_window"),
     "attention_chunk": ("layers", "attention_chunk"),
     "n_kv_shared_layers": ("layers", "n_kv_shared_layers"),
+    "shared_kv_projections": ("layers", "shared_kv_projections"),
+    "shared_d_ff": ("layers", "shared_d_ff"),
     # block
     "d_ff": ("block", "d_ff"),
     "mlp": ("block", "mlp"),
@@ -78,6 +80,7 @@ FLAT_FIELDS: dict[str, tuple[str, str]] = {
     "lm_head_size": ("embeddings", "lm_head_size"),
     "final_logit_softcap": ("embeddings", "final_logit_softcap"),
     "logit_scale": ("embeddings", "logit_scale"),
+    "per_layer_inputs": ("embeddings", "per_layer_inputs"),
 }
 """Each flat (pre-parts) field: (its part, its name there)."""
 

@@ -87,7 +87,7 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     moe_layer = first(model.is_moe_layer)
     expert_weights = _sum(moe_layer, ["expert"])
     n_moe = model.n_moe_layers
-    tables = {"embedding": not model.embeddings.tied, "position": True, "token_type": True}
+    tables = {"embedding": not model.embeddings.tied, "position": True, "token_type": True, "per_layer_embedding": True}
     lookup_tables = sum(t.numel for t in inputs if tables.get(t.kind, False))
     final_norm = _sum(outputs, ["norm"])
     vision = _sum(inputs, ["vision"])
@@ -172,7 +172,9 @@ class Matrix(NamedTuple):
 
 
 _MATRIX_OF: dict[str, MatrixKind] = {"attention": "attention", "attention_gate": "attention", "mlp": "mlp",
-                                     "shared_expert": "mlp", "expert": "expert"}  # fmt: skip
+                                     "shared_expert": "mlp", "expert": "expert", "per_layer_input": "mlp"}  # fmt: skip
+"""Gemma 4's per-layer input projections are linears like an MLP's (vLLM builds them with the checkpoint's
+``quant_config``), priced as dense ``mlp`` matrices."""
 
 
 def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:

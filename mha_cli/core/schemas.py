@@ -819,6 +819,15 @@ class LayerPatternSpec(_Strict):
     n_kv_shared_layers: Annotated[int, Field(gt=0, le=_MAX_LAYERS)] | None = None
     """The last N layers reuse the K/V of earlier layers and cache nothing (Gemma-3n's num_kv_shared_layers);
     ``None``: every attention layer caches its own."""
+    shared_kv_projections: Annotated[bool, Field(exclude_if=_is_default(True))] = True
+    """Whether the K/V-sharing layers keep k_proj, v_proj and the k norm (Gemma-3n's, loaded and unused); false:
+    they hold only q_proj, o_proj and the q norm (Gemma 4's ``Gemma4TextAttention``, transformers 5.25, and vLLM's
+    ``Gemma4Attention``, 0.34.0: "K/V come from the target layer's cache, so like HF this layer only has
+    q_proj")."""
+    shared_d_ff: Annotated[Width | None, Field(exclude_if=_is_none)] = None
+    """The dense MLP width of the K/V-sharing layers where it differs from ``block.d_ff`` (Gemma 4's
+    ``use_double_wide_mlp``: 2 x intermediate_size on those layers, ``Gemma4TextMLP``, transformers 5.25, and vLLM
+    0.34.0's ``Gemma4MLP``); None: ``block.d_ff``."""
 
     @model_validator(mode="after")
     def _kinds_described(self) -> "LayerPatternSpec":
@@ -826,6 +835,10 @@ class LayerPatternSpec(_Strict):
             raise ValueError("pattern has local layers but sliding_window is not set")
         if self.pattern and "chunked" in self.pattern and self.attention_chunk is None:
             raise ValueError("pattern has chunked layers but attention_chunk is not set")
+        if self.n_kv_shared_layers is None and (not self.shared_kv_projections or self.shared_d_ff is not None):
+            raise ValueError(
+                "shared_kv_projections and shared_d_ff describe the K/V-sharing layers: set n_kv_shared_layers"
+            )
         return self
 
 
@@ -897,6 +910,21 @@ class BlockSpec(_Strict):
         return self.n_norms == 2 and self.norm_placement == "pre"
 
 
+class PerLayerInputs(_Strict):
+    """Gemma 4's per-layer embeddings (E2B, E4B; transformers 5.25 ``Gemma4TextModel``, vLLM 0.34.0
+    ``Gemma4Model``): a second token table of ``vocab_size`` rows by n_layers x ``width``
+    (``embed_tokens_per_layer``) and a projection of the token embeddings to the same width
+    (``per_layer_model_projection``, normed over each layer's ``width`` by ``per_layer_projection_norm``) give
+    every layer its own ``width`` inputs per token; each layer gates them from its hidden state
+    (``per_layer_input_gate``, d_model -> width), projects them back (``per_layer_projection``, width -> d_model),
+    norms the result (``post_per_layer_input_norm``) and adds it to the residual after its MLP."""
+
+    width: Width
+    """Each layer's share of the table (hidden_size_per_layer_input: 256 in E2B and E4B)."""
+    vocab_size: Annotated[int, Field(gt=0, le=MAX_VOCAB)]
+    """Rows of the per-layer table (vocab_size_per_layer_input: 262,144)."""
+
+
 class EmbeddingSpec(_Strict):
     """The model's two ends: the token (and position) tables below the first layer; the final norm and the LM head
     above the last."""
@@ -944,6 +972,8 @@ class EmbeddingSpec(_Strict):
     uncapped."""
     logit_scale: Annotated[float, Field(gt=0, exclude_if=_is_default(1.0))] = 1.0
     """The final logits multiplied by it (Cohere's logit_scale); 1: unscaled."""
+    per_layer_inputs: Annotated[PerLayerInputs | None, Field(exclude_if=_is_none)] = None
+    """Gemma 4's per-layer embeddings and their projections (``PerLayerInputs``); None: none."""
 
     @model_validator(mode="after")
     def _ends_consistent(self) -> "EmbeddingSpec":
@@ -1101,6 +1131,16 @@ class ModelSpec(_Strict):
     def caches_tokens(self, layer: int) -> bool:
         """Whether layer ``layer`` stores per-token K/V of its own (not a linear layer, not a KV-sharing one)."""
         return self.layer_kind(layer) != "linear" and layer < self.n_layers - (self.layers.n_kv_shared_layers or 0)
+
+    def shares_kv(self, layer: int) -> bool:
+        """Whether layer ``layer`` is one of the last ``n_kv_shared_layers``, reusing an earlier layer's K/V."""
+        return layer >= self.n_layers - (self.layers.n_kv_shared_layers or 0)
+
+    def dense_width(self, layer: int) -> int:
+        """The dense MLP width of layer ``layer``: ``layers.shared_d_ff`` on a K/V-sharing layer where set (Gemma 4
+        E2B's double-wide MLP), else ``block.d_ff``."""
+        shared_d_ff = self.layers.shared_d_ff
+        return shared_d_ff if shared_d_ff is not None and self.shares_kv(layer) else self.block.d_ff
 
     def mlp_kind(self, layer: int) -> MlpKind:
         """The feed-forward of layer ``layer`` (0-based): ``mlp_pattern``'s entry, else MoE where ``moe`` says

@@ -174,6 +174,11 @@ def tp_shard_problem(model: ModelSpec, tp: int, experts: ExpertLayout | None = N
         return problem
     layout = _experts(tp, experts)
     widths = {"d_ff": (model.block.d_ff, tp)}
+    if model.layers.shared_d_ff is not None:  # Gemma 4 E2B's double-wide MLP on the K/V-sharing layers
+        widths["shared_d_ff"] = (model.layers.shared_d_ff, tp)
+    per_layer = model.embeddings.per_layer_inputs
+    if per_layer is not None:  # vLLM's per_layer_model_projection: a column-parallel linear, n_layers x width wide
+        widths["the per-layer inputs (n_layers x hidden_size_per_layer_input)"] = (model.n_layers * per_layer.width, tp)
     if model.block.moe is not None:
         if layout.ranks % tp:
             return f"the experts' ranks ({layout.ranks}) must be a multiple of tp ({tp})"

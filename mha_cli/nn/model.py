@@ -591,6 +591,9 @@ def build_model(
         raise ValueError(f"tp_size ({tp_size}) must be at least 1")
     if spec.attention.per_kind_geometry:  # one head geometry per layer is built (verify.plan refuses it first)
         raise ValueError(f"{spec.name}: global layers at their own KV heads or head width (Gemma 4) are not built")
+    unbuilt = gemma4_layout_unbuilt(spec)
+    if unbuilt:  # (verify.plan refuses it first)
+        raise ValueError(f"{spec.name}: {', '.join(unbuilt)} (Gemma 4) are not built")
     target = torch.device(device) if device is not None else torch.device("cpu")
     factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
     rotary = spec.rotary
@@ -632,6 +635,17 @@ def build_model(
         model.to_empty(device=target)
         model.apply(_init_weights)
     return model
+
+
+def gemma4_layout_unbuilt(spec: ModelSpec) -> list[str]:
+    """Gemma 4's layer parts this decoder does not build, in words: its per-layer embeddings, K/V-sharing layers
+    without k/v projections, their wider MLP."""
+    parts = {
+        "per-layer embeddings": spec.embeddings.per_layer_inputs is not None,
+        "K/V-sharing layers without k/v projections": not spec.layers.shared_kv_projections,
+        "a wider MLP on the K/V-sharing layers": spec.layers.shared_d_ff is not None,
+    }
+    return [part for part, present in parts.items() if present]
 
 
 def _init_weights(module: nn.Module) -> None:

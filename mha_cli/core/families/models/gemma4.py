@@ -57,9 +57,27 @@ def _global_geometry(r: ConfigReader, fields: dict[str, Any]) -> None:
 
 
 def _shared_kv(r: ConfigReader, fields: dict[str, Any]) -> None:
-    """The last ``num_kv_shared_layers`` layers reuse earlier layers' K/V and cache nothing (as Gemma-3n's)."""
+    """The last ``num_kv_shared_layers`` layers reuse earlier layers' K/V and cache nothing (as Gemma-3n's); unlike
+    Gemma-3n's they hold no k/v projections or k norm, and under ``use_double_wide_mlp`` their MLP is twice
+    intermediate_size wide (E2B)."""
+    double_wide = r.config.get("use_double_wide_mlp")  # read either way: without sharing layers it widens none
     if r.config.get("num_kv_shared_layers"):
         fields["n_kv_shared_layers"] = r.count("num_kv_shared_layers", "num_kv_shared_layers")
+        fields["shared_kv_projections"] = False
+        if double_wide:
+            fields["shared_d_ff"] = 2 * r.count("intermediate_size", "intermediate_size")
+
+
+def _per_layer_inputs(r: ConfigReader, fields: dict[str, Any]) -> None:
+    """Gemma 4's per-layer embeddings (E2B, E4B): ``hidden_size_per_layer_input`` values a layer (256 where left out,
+    ``Gemma4TextConfig``'s default; 0 in 26B-A4B and 31B: none) from a table of ``vocab_size_per_layer_input`` rows
+    (``schemas.PerLayerInputs``)."""
+    if r.get("hidden_size_per_layer_input") is None:  # Gemma 4 Unified's config has no such field
+        return
+    width = r.count("hidden_size_per_layer_input", "hidden_size_per_layer_input", zero=True)
+    if width:
+        vocab = r.count("vocab_size_per_layer_input", "vocab_size_per_layer_input")
+        fields["per_layer_inputs"] = {"width": width, "vocab_size": vocab}
 
 
 def _per_layer_overrides(r: ConfigReader, fields: dict[str, Any]) -> dict[str, int]:
@@ -148,8 +166,10 @@ def _moe_view(config: dict[str, Any], origin: str) -> dict[str, Any]:
 
 
 def _read(r: ConfigReader, fields: dict[str, Any]) -> None:
-    """The full layers' own geometry, then Gemma 4's MoE block (26B-A4B) where enable_moe_block is set."""
+    """The full layers' own geometry, the per-layer embeddings, then Gemma 4's MoE block (26B-A4B) where
+    enable_moe_block is set."""
     _global_geometry(r, fields)
+    _per_layer_inputs(r, fields)
     if "moe" in fields:
         fields["moe"].update(_moe_block(r))
 
@@ -187,6 +207,8 @@ FAMILY = Family(
         "max_position_embeddings": 131072,
         "hidden_activation": "gelu_pytorch_tanh",
         "rope_parameters": ROPE_PARAMETERS,
+        "hidden_size_per_layer_input": 256,
+        "vocab_size_per_layer_input": 262144,
     },
     spellings={"activation": ("hidden_activation",), "experts_per_token": ("top_k_experts",)},
     layout={**GEMMA_LAYOUT, "n_norms_per_layer": 4, "qk_norm": True},
@@ -205,15 +227,9 @@ FAMILY = Family(
         " both take the one normed input (the branch norms and router scales are built, not applied)",
     ),
     unbuilt="per-kind head geometry",
-    uncounted="weights understated where hidden_size_per_layer_input is above 0 (Gemma 4 E2B and E4B; 0 in 26B-A4B"
-    " and 31B, nothing left out): Gemma 4's per-layer embeddings (vocab_size_per_layer_input x num_hidden_layers x"
-    " hidden_size_per_layer_input, with their projections) are not counted; the cache is exact",
     reads=frozenset({"per_layer_config"}),
     left_unread={
         "use_bidirectional_attention": ANY_VALUE,
-        "vocab_size_per_layer_input": ANY_VALUE,
-        "hidden_size_per_layer_input": ANY_VALUE,
         "enable_moe_block": ANY_VALUE,  # read by config_view: on, the MoE fields are read; off, they are left out
-        "use_double_wide_mlp": False,
     },
 )
