@@ -146,6 +146,9 @@ def test_verify_measures_the_state_core_predicts(cli, name):
     assert report["measured_cache_bytes"] == report["measured_state_bytes"]  # nothing else is cached
     assert report["measured_weight_bytes"] == report["predicted_weight_bytes"]
     assert all(report["checks"].values()) and report["passed"]
+    # trial 374 #1, #2: layer 0's row is its mixer's weights, not a norm's; no heads, no per-token bytes
+    assert report["predicted_weight_bytes_per_layer"] == report["weight_bytes_per_layer"] > 1024
+    assert report["variant"] == "attention-free" and report["predicted_bytes_per_token_per_layer"] == 0
 
 
 @pytest.mark.parametrize("name", ["tiny-mamba", "tiny-falcon-mamba", "tiny-mamba2"])

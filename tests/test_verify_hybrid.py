@@ -38,6 +38,8 @@ def test_verify_measures_the_state_core_predicts(cli, config):
         report["checks"]["weight_bytes_match"] and report["measured_weight_bytes"] == report["predicted_weight_bytes"]
     )
     assert report["weights_approximate"] is False  # Qwen3-Next's attention output gate is counted and built
+    # trial 374 #1: layer 0 is a linear layer; its row is its mixer's weights, not an attention layer's
+    assert report["predicted_weight_bytes_per_layer"] == report["weight_bytes_per_layer"]
     assert not any(note.startswith("family weights approximate") for note in report["notes"])
 
 

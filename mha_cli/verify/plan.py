@@ -31,10 +31,11 @@ from mha_cli.core.decoder_omissions import spec_family
 from mha_cli.core.deployment import context_warning
 from mha_cli.core.dtypes import BUILDABLE, storage_format
 from mha_cli.core.errors import BadInputError, OutOfMemoryError
+from mha_cli.core.inventory import tensor_groups
 from mha_cli.core.kv import KvFootprint, footprint_for, recurrent_state_format
 from mha_cli.core.memory import resolve_tp
 from mha_cli.core.model_edit import with_fields
-from mha_cli.core.params import count_params
+from mha_cli.core.params import count_params, group_params
 from mha_cli.core.quantities import format_bytes
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, LayerKind, MlaCacheMode, ModelSpec
@@ -83,8 +84,9 @@ class VerifyPlan(Record):
     """count_params of the built stack (embedding, built layers, final norm, head) on one rank, times the dtype."""
     predicted_model_weight_bytes: int
     """The same for every layer of the model (one rank)."""
-    predicted_layer_weight_bytes: dict[str, int]
-    """One decoder layer on one rank, by weight kind (``dense`` MLP, ``moe``), times the dtype."""
+    predicted_layer_weight_bytes: list[int]
+    """Each decoder layer of the model on one rank, its own tensors (attention or mixer, MLP or MoE, norms), times
+    the dtype."""
     workspace_bytes: int
     """Estimated activations of the largest step (the prefill): one layer at a time, plus the logits."""
     required_bytes: int
@@ -225,13 +227,14 @@ def stack_weight_bytes(rank_shape: ModelSpec, n_layers: int, value_bytes: int) -
     return count_params(first_layers(rank_shape, n_layers)).total * value_bytes
 
 
-def layer_weight_bytes(rank_shape: ModelSpec, value_bytes: int) -> dict[str, int]:
-    """One decoder layer on one rank, by weight kind: attention + norms + its MLP (dense or MoE)."""
-    params = count_params(rank_shape)
-    shared = params.attention_per_layer + params.norms_per_layer
-    sizes = {"dense": (shared + params.mlp_dense_per_layer) * value_bytes}
-    if rank_shape.block.moe is not None:
-        sizes["moe"] = (shared + params.mlp_moe_per_layer) * value_bytes
+def layer_weight_bytes(rank_shape: ModelSpec, value_bytes: int) -> list[int]:
+    """Each decoder layer on one rank: the weights the inventory lists for it (an attention layer's or a mixer's,
+    its MLP or MoE, its norms), times the dtype (trial 374 #1: a hybrid's or a Mamba's layer 0 was priced as an
+    attention layer, a Mamba layer as its norm alone)."""
+    sizes = [0] * rank_shape.n_layers
+    for group in tensor_groups(rank_shape)[1:-1]:
+        for place in group.places:
+            sizes[place] = group_params(group) * value_bytes
     return sizes
 
 

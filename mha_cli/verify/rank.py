@@ -221,6 +221,8 @@ def window_unchecked(model: ModelSpec, seq: int) -> str | None:
 def _attended(model: ModelSpec, seq: int) -> str:
     """What a decode step at the last of ``seq`` positions attends to: all of them, or on a sliding-window layer its
     window and on a chunked one its chunk (every layer is one of those where no pattern names the kinds)."""
+    if model.attention_free:  # Mamba, Mamba-2 (trial 374 #2: "which attends to all 64")
+        return "which reads each layer's fixed state (no layer attends)"
     layers = model.layers
     window = layers.sliding_window if layers.sliding_window is not None and layers.sliding_window < seq else None
     chunk = layers.attention_chunk if layers.attention_chunk is not None and layers.attention_chunk < seq else None

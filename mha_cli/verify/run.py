@@ -129,7 +129,7 @@ def build_report(
     rank_note = f", rank {rank.tp_rank} of {plan.tp}" if plan.tp > 1 else ""
     prediction = None if profile[0] is None else predict_stack(plan, rank, profile[0], single_process=single_process)
     return VerifyReport(
-        source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=plan.model.attention.variant or "",
+        source=loaded.origin, source_kind=loaded.kind, model_name=plan.model.name, variant=_variant(plan.model),
         mla_cache=plan.mla_cache, device=str(device), device_name=device_name(device), torch_version=torch.__version__,
         dtype=plan.dtype, seq_len=deployment.seq_len, batch=batch, tp=plan.tp,
         ranks_measured=[r.tp_rank for r in ranks], n_layers_model=n_model, n_layers_built=n_built,
@@ -137,7 +137,7 @@ def build_report(
         built=f"embedding, {n_built} of {n_model} decoder layers, final norm, LM head{rank_note}",
         predicted_weight_bytes=plan.predicted_weight_bytes, measured_weight_bytes=rank.measured_weight_bytes,
         weight_bytes_per_layer=rank.layer_weight_bytes[0],
-        predicted_weight_bytes_per_layer=plan.predicted_layer_weight_bytes[plan.weight_kind(0)],
+        predicted_weight_bytes_per_layer=plan.predicted_layer_weight_bytes[0],
         predicted_cache_bytes=plan.predicted_cache_bytes, measured_cache_bytes=rank.measured_cache_bytes,
         predicted_bytes_per_token_per_layer=token_bytes_per_layer(plan), predicted_state_bytes=predicted_state,
         measured_state_bytes=rank.measured_state_bytes, weights_approximate=mixer_weights_note(plan.model) is not None,
@@ -162,6 +162,12 @@ def build_report(
         notes=[*(f"assumed: {note}" for note in loaded.assumptions), *_notes(plan, rank, per_rank),
                *_prediction_notes(prediction, profile, rank, plan.dtype)],
     )  # fmt: skip
+
+
+def _variant(model: ModelSpec) -> str:
+    """The report's variant: the spec's, or "attention-free" where no layer attends (trial 374 #2: a Mamba was
+    titled MHA from its placeholder heads)."""
+    return "attention-free" if model.attention_free else model.attention.variant or ""
 
 
 def _prediction_notes(

@@ -20,7 +20,10 @@ from mha_cli.verify.report import RankResult, ScopeFigures
 
 
 def token_bytes_per_layer(plan: VerifyPlan) -> int:
-    """core.kv's bytes one layer that caches tokens holds per token on one rank (linear layers hold none)."""
+    """core.kv's bytes one layer that caches tokens holds per token on one rank (linear layers hold none; 0 for an
+    attention-free model, whose head fields are placeholders: trial 374 #2)."""
+    if plan.model.attention_free:
+        return 0
     deployment = plan.deployment
     return bytes_per_token_per_layer(
         plan.model, deployment.kv_dtype, deployment.mla_cache, tp=plan.tp, convention="transformers"
@@ -73,9 +76,9 @@ def rank_all_layers(plan: VerifyPlan, rank: RankResult) -> tuple[int, int]:
         weights_by_kind.setdefault(weight_key(i), weights)
     cache_total, weights_total = 0, rank.non_layer_weight_bytes
     for i in range(plan.model.n_layers):
-        kind, weight_kind = plan.model.layer_kind(i), plan.weight_kind(i)
+        kind = plan.model.layer_kind(i)
         cache_total += cache_by_kind.get(kind, _predicted_layer_cache(plan, kind))
-        weights_total += weights_by_kind.get(weight_key(i), plan.predicted_layer_weight_bytes[weight_kind])
+        weights_total += weights_by_kind.get(weight_key(i), plan.predicted_layer_weight_bytes[i])
     return cache_total, weights_total
 
 
