@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -227,6 +228,29 @@ def test_bench_predicts_each_row_with_a_given_profile(cli, tmp_path, monkeypatch
     mha, gqa = result["rows"][0], result["rows"][1]
     assert gqa["predicted_ms"] <= mha["predicted_ms"]
     assert json.loads(path.read_text())["name"] == "stand-in"
+    assert not any(warning.startswith("profile:") for warning in result["warnings"])
+
+
+def test_bench_and_verify_say_their_profile_was_kept_unstable(cli, tmp_path):
+    """Trial 374 #3: a profile calibrate kept with --allow-unstable (its +/- 248%) priced bench's rows (x0.00) and
+    verify's steps with no word of it; calibrate --from said so. Both now carry the profile's own line."""
+    from mha_cli.core.cost.priors import prior_profile
+    from mha_cli.core.targets import load_targets
+
+    unstable = {"stability": "UNSTABLE, kept by --allow-unstable: GEMV varied 3.1x"}
+    profile = prior_profile(load_targets()["h100-sxm"]).model_copy(
+        update={"device": "cpu", "name": "shaky", "kind": "calibrated", "constants": unstable}
+    )
+    path = tmp_path / "shaky.json"
+    path.write_text(profile.model_dump_json())
+    line = "shaky was measured unstable (kept by --allow-unstable): GEMV varied 3.1x"
+    result = cli.json("bench", "--device", "cpu", "--seq", "32", "--batch", "1", "--d-model", "64", "--heads", "4",
+                      "--head-dim", "16", "--kv-heads", "2", "--reps", "2", "--warmup", "1", "--profile", str(path))  # fmt: skip
+    assert f"profile: {line}" in result["warnings"]
+    small = Path(__file__).resolve().parents[1] / "outputs" / "configs" / "125m-2k-4090.yaml"
+    report = cli.json("verify", str(small), "--device", "cpu", "--layers", "1", "--seq", "16", "--reps", "1",
+                      "--profile", str(path))  # fmt: skip
+    assert f"predicted times: {line}" in report["notes"]
 
 
 def test_a_variant_slower_than_mha_though_it_reads_less_is_flagged() -> None:

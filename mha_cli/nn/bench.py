@@ -354,5 +354,6 @@ def _bench_variants(
         gqa_kv_heads=gqa_kv_heads, mla_kv_lora_rank=rank, mla_rope_dim=rope, warmup=warmup, reps=reps,
         cpu_threads=torch.get_num_threads(), rows=rows,
         prediction_profile=chosen_how if chosen is None else f"{chosen.name} ({chosen.kind}): {chosen_how}",
-        warnings=noise_warnings(rows, reps, torch.get_num_threads() if target.type == "cpu" else None),
+        warnings=noise_warnings(rows, reps, torch.get_num_threads() if target.type == "cpu" else None)
+        + ([] if chosen is None or chosen.unstable_note is None else [f"profile: {chosen.unstable_note}"]),
     )  # fmt: skip

@@ -364,9 +364,8 @@ def calibrate_from(
     notes = []
     if not held_rows:
         notes.append("fewer than 3 runs: none held out, the band is the fit's own error (give more runs)")
-    stability = str(base.constants.get("stability", ""))
-    if stability.startswith("UNSTABLE"):  # a measured base kept by --allow-unstable (trial 258)
-        notes.append(f"the profile it starts from, {base.name}, was measured unstable: {stability.partition(': ')[2]}")
+    if base.unstable_note is not None:  # a measured base kept by --allow-unstable (trial 258)
+        notes.append(f"the profile it starts from, {base.unstable_note}")
     tools = sorted({run.tool for run in runs})
     from datetime import datetime, timezone
 
