@@ -260,3 +260,19 @@ def test_a_check_without_every_layer_kind_says_so():
     )
     assert any(note.startswith(missing) for note in _notes(two))
     assert not any("not every layer kind" in note for note in _notes(four))
+
+
+def test_a_one_layer_check_of_a_uniform_model_names_what_it_missed_not_a_layer_kind():
+    """Trial 374 #6: every layer alike, --layers 1 said "not every layer kind was in it"; what one layer misses is a
+    layer's output feeding the next across the ranks."""
+    from mha_cli.parallel.rank_run import _notes
+
+    model = ModelSpec(name="plain", d_model=64, n_layers=4, n_heads=8, vocab_size=300, d_ff=128)
+    loaded = ModelSource(kind="preset", origin="plain", model=model)
+    deployment = merge_deployment(None, model=model, seq_len=24, batch=1, kv_dtype="fp32", tp=2)
+    one = make_tp_job(loaded, deployment, device_type="cpu", layers=1, reps=2)
+    notes = _notes(one)
+    assert not any("not every layer kind" in note for note in notes)
+    assert any(note.startswith("tp check: 1 layer built, so no layer's output fed another's") for note in notes)
+    two = make_tp_job(loaded, deployment, device_type="cpu", layers=2, reps=2)
+    assert not any("layer built, so" in note for note in _notes(two))

@@ -145,7 +145,9 @@ def render_bench(console: Console, result: BenchResult) -> None:
     else:
         console.print(f"[dim]predicted times: {escape(result.prediction_profile)}[/dim]")
     for warning in result.warnings:
-        mark = {"beyond": BEYOND_MARK, "slower": SLOWER_MARK, "threads:": "", "profile:": ""}.get(warning.split()[0], NOISE_MARK)
+        mark = {"beyond": BEYOND_MARK, "slower": SLOWER_MARK, "threads:": "", "profile:": ""}.get(
+            warning.split()[0], NOISE_MARK
+        )
         console.print(f"[yellow]{mark + ' ' if mark else ''}warning: {escape(warning)}[/yellow]")
 
 

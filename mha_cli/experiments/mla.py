@@ -356,7 +356,7 @@ def seeds_meeting(rows: list[MlaRow], row: MlaRow, limit: Limit) -> str:
 
 
 VERDICT_WORDS = {"yes": "on every seed", "no": "on no seed", "unclear": "on some seeds, not all"}
-ONE_SEED_SENTENCE = "one seed has no seed-to-seed spread to judge by: rerun with 2 or more seeds for this limit."
+ONE_SEED_SENTENCE = "one seed has no seed-to-seed spread to judge by: rerun without --quick (its seeds) for this limit."  # trial 374 #5: "rerun with 2 or more seeds" named no option (none sets the count; --quick runs one)
 """The seed-spread answer of a one-seed run (trial 350 #2: it answered r = 2 at a spread of 0.000 bits)."""
 
 

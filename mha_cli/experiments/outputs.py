@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mha_cli.core.config_io import write_bytes_atomic, write_text_atomic
-from mha_cli.core.errors import BadInputError, looking_at_output
+from mha_cli.core.errors import BadInputError, OutputError, looking_at_output
 from mha_cli.core.record import Record
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ class ExperimentOutputs:
         except OSError as error:
             self.remove_made_if_empty()  # the parents made before the failure (review 263 #13)
             reason = error.strerror or type(error).__name__
-            raise BadInputError(f"cannot create --out-dir {self.folder} ({reason}): pass a writable folder") from None
+            problem = f"cannot create --out-dir {self.folder} ({reason}): pass a writable folder"
+            if error.errno in (errno.ENOTDIR, errno.EEXIST):  # a file on the path: the command line is wrong
+                raise BadInputError(problem) from None
+            raise OutputError(problem) from None  # no permission, read-only, full, a name too long: exit 74 as --out
         if not self.force:
             for path in (self.report, self.plot, self.results):
                 if path.exists():

@@ -65,9 +65,15 @@ def rank_free_bytes(device_type: DeviceType, tp: int) -> int | None:
 
 
 def check_layers_wanted(model: ModelSpec) -> int:
-    """Layers that hold one of each of ``model``'s layer kinds (a full local/global pattern, the dense layers before
-    the first MoE one), at least 2."""
-    return max(2, len(model.layers.pattern or []), (first_moe_layer(model) + 1) if model.block.moe else 0)
+    """Layers that hold one of each of ``model``'s layer kinds (``layers_for_each_kind``), at least 2 (one layer's
+    output feeding the next across the ranks)."""
+    return max(2, layers_for_each_kind(model))
+
+
+def layers_for_each_kind(model: ModelSpec) -> int:
+    """The first layers that hold one of each of ``model``'s layer kinds: a full local/global pattern, the dense
+    layers before the first MoE one (1 where every layer is alike)."""
+    return max(1, len(model.layers.pattern or []), (first_moe_layer(model) + 1) if model.block.moe else 0)
 
 
 def check_layers(plan: VerifyPlan) -> int:

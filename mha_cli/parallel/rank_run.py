@@ -29,7 +29,7 @@ from mha_cli.nn.device import synchronize
 from mha_cli.nn.tensor_parallel import load_seeded_shard
 from mha_cli.parallel.faults import requested_fault
 from mha_cli.parallel.group import backend_for
-from mha_cli.parallel.plan import check_layers_wanted
+from mha_cli.parallel.plan import check_layers_wanted, layers_for_each_kind
 from mha_cli.parallel.report import RankOutcome, TpJob, TpNumerics, TpRank, TpVerifyReport
 from mha_cli.verify.numerics import DEFAULT_TOLERANCE
 from mha_cli.verify.plan import first_layers
@@ -263,10 +263,15 @@ def _notes(job: TpJob) -> list[str]:
         " steps; logits compared",
     ]
     wanted = check_layers_wanted(model)
-    if job.check_layers < wanted:
+    if job.check_layers < wanted and layers_for_each_kind(model) > job.check_layers:
         notes.append(
             f"tp check: not every layer kind was in it (one of each needs the first {wanted} layers, {job.check_layers}"
             f" were built): --layers {wanted} checks them all"
+        )
+    elif job.check_layers < wanted:  # every layer alike (trial 374 #6: "not every layer kind" of a uniform model)
+        notes.append(
+            f"tp check: {job.check_layers} layer built, so no layer's output fed another's input across the ranks:"
+            f" --layers {wanted} checks that too"
         )
     if model.attention.mla is not None:
         notes.append("MLA: the latent and its down projections are replicated; every rank caches the whole latent")

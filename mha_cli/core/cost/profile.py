@@ -182,6 +182,7 @@ class DeviceProfile(Record):
         if not stability.startswith("UNSTABLE"):
             return None
         return f"{self.name} was measured unstable (kept by --allow-unstable): {stability.partition(': ')[2]}"
+
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
     tokenising) and the first token's way back, in every TTFT. An engine generation's prior holds its front end
