@@ -175,12 +175,23 @@ _MATRIX_OF: dict[str, MatrixKind] = {"attention": "attention", "attention_gate":
                                      "shared_expert": "mlp", "expert": "expert", "per_layer_input": "mlp"}  # fmt: skip
 """Gemma 4's per-layer input projections are linears like an MLP's (vLLM builds them with the checkpoint's
 ``quant_config``), priced as dense ``mlp`` matrices."""
+QUANTISED_INDEXER_PARTS = frozenset({"wq_b"})
+"""The parts of DeepSeek-V3.2's indexer that vLLM builds with the checkpoint's ``quant_config``, priced as attention
+matrices (trial 375 #1: the FP8 checkpoint's wq_b was priced in bf16). ``Indexer`` in ``deepseek_v2.py``: ``wq_b``
+a ReplicatedLinear with ``quant_config`` in 0.11.0, 0.22.0, 0.28.0, 0.30.0 and 0.34.0; ``wk`` one too in 0.11.0, but
+fused with ``weights_proj`` into a ``MergedColumnParallelLinear`` with ``quant_config=None`` from 0.22.0 ("FP8 wk
+weights are upcasted to BF16 during loading", 0.34.0), so ``wk`` and ``weights_proj`` stay bf16 as the engine
+holds them."""
 
 
 def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:
     """The matrices one weight tensor holds, as ((kind, part, out, in), how many): a routed experts' fused tensor
     is E matrices per half, the shared experts' fused MLP n_shared matrices."""
-    kind = _MATRIX_OF.get(tensor.kind)
+    kind = (
+        "attention"
+        if tensor.kind == "indexer" and tensor.part in QUANTISED_INDEXER_PARTS
+        else _MATRIX_OF.get(tensor.kind)
+    )
     if kind is None or tensor.name.endswith("bias") or len(tensor.shape) < 2:
         return
     part = "kv" if tensor.part in ("k_proj", "v_proj") else tensor.part
