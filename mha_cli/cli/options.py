@@ -160,7 +160,9 @@ TpOpt = Annotated[
         "--tp",
         "--tensor-parallel-size",
         callback=one_or_more,
-        help="Tensor-parallel degree (default: the target's device count).",
+        help="Tensor-parallel degree (default: the target's device count). Below it, the target's other devices are"
+        " used too: a dense model as GPUs / tp replicas, an MoE model as DP attention over GPUs / tp ranks of tp"
+        " (its experts over every GPU, as --dp); name a target of tp devices (2xh100) for one server of tp.",
         show_default=False,
     ),
 ]
