@@ -262,8 +262,14 @@ def test_nemotron_h_is_priced_by_its_mixer_blocks():
         moe_intermediate_size=32, layers_block_type=["linear_attention", "mlp", "linear_attention", "full_attention",
                                                      "mlp", "linear_attention", "moe"],
     ).to_dict()  # fmt: skip
-    spec = import_hf_config(listed).model
+    imported = import_hf_config(listed)
+    spec = imported.model
     assert spec.n_layers == 4 and [spec.layer_kind(i) for i in range(4)] == ["linear", "linear", "global", "linear"]
+    # trial 375 #4: "d_model x layers 64 x 4" beside a config of 7 blocks is said
+    assert (
+        "layers: the config's 7 blocks read as 4 layers, each a Mamba-2 or attention block (3 Mamba-2, 1 attention)"
+        " with the feed-forward block after it (1 MoE and 2 MLP); the weights and the cache are the blocks'"
+    ) in imported.assumptions
     assert spec.recurrent.n_heads == 8 and spec.recurrent.conv_dim == 8 * 16 + 2 * 2 * 8
     spelled = {k: v for k, v in listed.items() if k != "layers_block_type"} | {"hybrid_override_pattern": "M-M*-ME"}
     assert import_hf_config(spelled).model == spec

@@ -12,6 +12,7 @@ correction bias.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mha_cli.core.errors import BadInputError
@@ -144,6 +145,22 @@ def _read_fields(r: ConfigReader, fields: dict[str, Any]) -> None:
         )
 
 
+def _layers_note(written: Mapping[str, Any], viewed: Mapping[str, Any]) -> str | None:
+    """The line saying how the config's blocks became the layers shown (trial 375 #4: "2688 x 29" where the config
+    says 52), or None where the view kept the count."""
+    mixers, feed_forwards = viewed["layers_block_type"], viewed["mlp_layer_types"]
+    blocks = len(mixers) + sum(kind != "none" for kind in feed_forwards)
+    if blocks == len(mixers):
+        return None
+    counts = {kind: feed_forwards.count(kind) for kind in ("sparse", "dense") if kind in feed_forwards}
+    after = " and ".join(f"{n} {'MoE' if kind == 'sparse' else 'MLP'}" for kind, n in counts.items())
+    return (
+        f"layers: the config's {blocks} blocks read as {len(mixers)} layers, each a Mamba-2 or attention block"
+        f" ({mixers.count('linear_attention')} Mamba-2, {mixers.count('full_attention')} attention) with the"
+        f" feed-forward block after it ({after}); the weights and the cache are the blocks'"
+    )
+
+
 FAMILY = Family(
     model_types=("nemotron_h",),
     config_class="NemotronHConfig (transformers 5.24)",
@@ -151,6 +168,7 @@ FAMILY = Family(
     spellings={"activation": ("mlp_hidden_act",)},
     layout={"mlp": "plain", "nope_layers": "global"},  # plain MLPs and experts (up, down); attention without RoPE
     config_view=mixer_layers,
+    view_note=_layers_note,
     fixed_state="Mamba-2",
     state=_state,
     read_fields=_read_fields,
