@@ -85,7 +85,11 @@ def test_entries_outside_the_decoder_layers_keep_pricing(tmp_path):
     tower = ["vision_tower.vision_model.encoder.layers.5.mlp.fc1", "model.visual.blocks.7.attn.qkv"]
     source = load_source(str(written(tmp_path, TWO_LAYERS, nvfp4("lm_head", *tower, "mtp.layers.0.self_attn"))))
     unmatched = next(a for a in source.assumptions if "has none of" in a)
-    assert "vision_tower.vision_model.encoder.layers.5.mlp.fc1" in unmatched
+    assert "mtp.layers.0.self_attn" in unmatched and "vision_tower" not in unmatched
+    # trial 375 #6: a tower the config does not describe is said as such, not as modules the model "has none of"
+    towers = next(a for a in source.assumptions if "names a vision tower or projector" in a)
+    assert "vision_tower.vision_model.encoder.layers.5.mlp.fc1" in towers and "model.visual.blocks.7" in towers
+    assert "that this config does not describe (no vision_config): not counted" in towers
 
 
 def test_a_regex_that_may_match_a_tower_is_not_judged(tmp_path):

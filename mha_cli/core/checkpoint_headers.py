@@ -130,6 +130,13 @@ def _kind_by_name(name: str) -> str:
     return next((kind for kind, pattern in _compiled_kinds() if pattern.search(name)), "other")
 
 
+def names_a_tower(entry: str) -> bool:
+    """Whether a module name or pattern (``vision_tower*``, ``re:.*mm_projector.*``) names a vision or audio tower or
+    its projector, as ``KIND_PATTERNS``' ``vision_tower`` kind reads tensor names."""
+    pattern = dict(_compiled_kinds())["vision_tower"]
+    return pattern.search(entry.removeprefix("re:").replace("*", ".")) is not None
+
+
 def _refuse(path: Path, why: str) -> BadInputError:
     return BadInputError(
         f"{shown_path(path)} is not a readable safetensors file ({why}): download it again, or move it out of the"

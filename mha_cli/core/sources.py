@@ -512,6 +512,13 @@ def _with_checkpoint_weights(
             f"quantization_config names the vision tower ({shown(tower)}): the tower is priced in bf16 whatever the"
             " scheme says (core.vision_tower), so those entries change no figure"
         )
+    absent = _absent_tower_entries(source.model, unmatched)
+    if absent:  # trial 375 #6: the checkpoint has a tower this config does not describe; "has none of" misled
+        unmatched = [entry for entry in unmatched if entry not in absent]
+        notes.append(
+            f"quantization_config names a vision tower or projector ({shown(absent)}) that this config does not"
+            " describe (no vision_config): not counted, so those entries change nothing"
+        )
     if unmatched:
         notes.append(
             f"quantization_config names modules {source.model.name} has none of, as its checkpoint and vLLM name"
@@ -538,6 +545,16 @@ def _tower_entries(model: ModelSpec, scheme: "WeightScheme", entries: list[str])
     modules = {tensor.name.rsplit(".", 1)[0] for tensor in tower_tensors(model.vision)}
     spelled = modules | {name.removeprefix("model.") for name in modules}
     return scheme.naming(entries, spelled)
+
+
+def _absent_tower_entries(model: ModelSpec, entries: list[str]) -> list[str]:
+    """Those of ``entries`` that name a vision or audio tower or its projector (``checkpoint_headers``' tower
+    pattern) where ``model`` has none described."""
+    if model.vision is not None:
+        return []
+    from mha_cli.core.checkpoint_headers import names_a_tower
+
+    return [entry for entry in entries if names_a_tower(entry)]
 
 
 def _with_header_weights(source: ModelSource, config: Path, data: dict) -> ModelSource:
