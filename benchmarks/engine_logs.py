@@ -812,6 +812,13 @@ def _median(values: list[float]) -> float:
 
 NOTES = """## Notes
 
+- Log 2007 (Gemma 4 E4B on an H200, vLLM 0.19, group 2001 and up) was not expressible when it was collected (logs21)
+  and is priced since Gemma 4's per-layer embeddings, K/V-sharing layers and double-wide MLP were read (2026-12-07;
+  the weights equal transformers' Gemma4ForCausalLM, no rule of the plan changed): the per-token rule is exact (24 of
+  its 42 layers cache, 20 sliding and 4 full, pages unified at 64 KiB: 50.25 GiB / 1.5 MiB = 34,304 blocks of 16),
+  the whole plan +3.6% on the language model's weights alone: the fixture has no vision or audio config, so the
+  towers the log's 15.44 GiB of loaded weights hold (the plan's 13.90 GiB do not) and the vision encoder's profiling
+  on 6 video items are not priced. Held out (groups 501 and up): 74 of 126 within 5% with it (73 of 125 before).
 - The held-out group 3001 (logs31: 3001-3036, vLLM logs from engine issue threads of 2025-26 read through the `search`
   index's excerpts, 3001-3016, and from files `find_string` found by vLLM 0.15-0.30 log lines, 3017-3036), collected
   after the rules of commit 9c2d0de stood and priced with them, no rule changed: the per-token rule exact on 2 of 2,
@@ -1491,7 +1498,9 @@ GROUPS = {
     " within 5%, 5 logs not expressible",
     "new-18": "Group 2001 and up (logs21): vLLM logs from files committed to repositories, collected after the rules of"
     " commit afd7ea2 stood (every rule of the earlier groups), priced with them, no rule changed: 6 of 7 within 5%,"
-    " 10 logs not expressible",
+    " 10 logs not expressible; 2007 (Gemma 4 E4B) priced since its per-layer embeddings and K/V-sharing layers were"
+    " read (2026-12-07, no rule of the plan changed, its towers not counted: see the notes), its GLM-4-9B lines now"
+    " 2018",
     "new-19": "Group 2101 and up (logs22): vLLM logs from files committed to repositories (the solo baselines of"
     " syseeker/inference-pipeline-benchmark on an RTX PRO 6000), collected after the rules of commit bdfbf4f stood"
     " (every rule of the earlier groups), priced with them, no rule changed: 12 of 14 within 5%, 5 entries not"
