@@ -412,8 +412,9 @@ WHY: dict[int, str] = {
     " 166.02 / 0.9 = 184.47 GiB free at the estimate of the B300's 267.69 and 83.2 GiB in use at the profiling peak),"
     " where the plan has 71.6 in use (NVFP4 weights 68.33 a rank, activation 1.19, non-torch 2.1) and a 176.47 GiB"
     " pool: 11.6 GiB a rank the log holds that the plan does not. Which of Kimi-K2.5-NVFP4's tensors stay in bf16 or"
-    ' fp8 (its quantization config is not in the report: "weights + activations, group_size=16"), its MoonViT vision'
-    " tower and the 1.3.0rc7 branch's profiling are not read here",
+    ' fp8 (its quantization config is not in the report: "weights + activations, group_size=16") and the 1.3.0rc7'
+    " branch's profiling are not read here. Its MoonViT tower and projector are counted since trial 375 #2 (0.21 GiB a"
+    " rank in bf16, the tower split by its 16 heads: +6.3% -> +6.2%; the figures above are before it)",
     1904: "no source-backed cause: the log's own figures give its pool. SGLang takes what is free after the weights less"
     " (1 - 0.52) x what was free at start (`profile_max_num_token`): 55.22 - 0.48 x 94.19 = 10.01 GiB, the K and V of"
     " 32,703 slots (9.98). The plan's is 10.63: 0.52 x 94.72 - 38.62. The card held 0.78 GiB before the weights"

@@ -48,16 +48,33 @@ ZOO = (REPO / "tests" / "fixtures" / "hf_configs", REPO / "tests" / "fixtures" /
 BOOKKEEPING = ("auto_map", "quantization_config", "architectures", "model_type", "transformers_version")
 """Fields not handed to the config class: remote code, the weights' format (not their count), bookkeeping."""
 _MINIMAX_KINDS = {0: "linear_attention", 1: "full_attention"}
+_KIMI_VISION_NAMES = {
+    "vt_hidden_size": "hidden_size", "vt_num_hidden_layers": "num_hidden_layers",
+    "vt_num_attention_heads": "num_attention_heads", "vt_intermediate_size": "intermediate_size",
+    "init_pos_emb_height": "pos_emb_height", "init_pos_emb_width": "pos_emb_width", "init_pos_emb_time": "pos_emb_time",
+    "patch_size": "patch_size", "merge_kernel_size": "merge_kernel_size",
+}  # fmt: skip
+"""The hub's Kimi-K2.5 vision_config fields, as transformers' ``Kimi_K25VisionConfig`` names them."""
+
+
+def _kimi_k25(config: dict) -> dict:
+    """Kimi-K2.5's hub config as transformers 5.25 builds it (``Kimi_K25ForConditionalGeneration``)."""
+    vision = {
+        _KIMI_VISION_NAMES[key]: value for key, value in config["vision_config"].items() if key in _KIMI_VISION_NAMES
+    }
+    return {**config, "architectures": ["Kimi_K25ForConditionalGeneration"], "vision_config": vision}
+
+
 REFERENCE_SPELLINGS = {
     # MiniMax-Text-01's remote-code config lists its layers as attn_type_list (0 lightning, 1 softmax); transformers'
     # MiniMaxConfig reads layer_types and, without it, alternates the two kinds
     "minimax-text-01": lambda c: {**c, "layer_types": [_MINIMAX_KINDS[flag] for flag in c["attn_type_list"]]},
     # xLSTM-7B names a Triton kernel transformers 5.24's config class does not list; the kernel holds no weights
     "xlstm-7b": lambda c: {key: value for key, value in c.items() if key != "chunkwise_kernel"},
-    # Kimi-K2.5's remote-code wrapper (kimi_k25, no transformers class) holds a DeepSeek-V3 text model; mha weighs
-    # that text_config only, and says so ("the language model's (text_config) only")
-    "kimi-k2.5": lambda c: {**c["text_config"], "architectures": None},
-    "kimi-k2.6-nvfp4": lambda c: {**c["text_config"], "architectures": None},  # NVIDIA's NVFP4 of the same wrapper
+    # Kimi-K2.5's remote-code wrapper (KimiK25ForConditionalGeneration) is transformers 5.25's
+    # Kimi_K25ForConditionalGeneration, its MoonViT fields spelled vt_* and init_pos_emb_* in the hub's file
+    "kimi-k2.5": lambda c: _kimi_k25(c),
+    "kimi-k2.6-nvfp4": lambda c: _kimi_k25(c),  # NVIDIA's NVFP4 of the same wrapper
     # Mistral Small 3.2: transformers 5.25's Mistral3Config ties the output head when the outer config names no
     # tie_word_embeddings (its default True); vLLM builds the text config's MistralForCausalLM untied (MistralConfig's
     # False) and the checkpoint stores lm_head: the model as served

@@ -87,15 +87,17 @@ def test_without_an_architecture_kimi_k2_is_refused_naming_its_deepseek_fields()
 
 def test_a_wrapper_s_text_config_is_read_by_its_own_architecture():
     """Kimi-K2.5 wraps Kimi-K2 (text_config: model_type kimi_k2, DeepseekV3ForCausalLM) in a vision model
-    (KimiK25ForConditionalGeneration): the text decoder is read as DeepSeek-V3, the tower named as left out, and the
-    wrapper kept as the class the engines load (``ModelSpec.wrapper``)."""
+    (KimiK25ForConditionalGeneration): the text decoder is read as DeepSeek-V3, its MoonViT tower counted beside it
+    (trial 375 #2; tests/test_vision_tower.py), and the wrapper kept as the class the engines load
+    (``ModelSpec.wrapper``)."""
     text = _config("kimi-k2-instruct")
     wrapped = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25", "text_config": text,
                "vision_config": {"vt_hidden_size": 1152, "vt_num_hidden_layers": 27}}  # fmt: skip
     imported = import_hf_config(wrapped)
     assert imported.model.wrapper == "KimiK25ForConditionalGeneration"
-    assert imported.model.model_copy(update={"wrapper": None}) == import_hf_config(text).model
-    assert any("vision_config" in a for a in imported.assumptions)
+    assert imported.model.vision is not None and imported.model.vision.kind == "moonvit"
+    text_only = imported.model.model_copy(update={"wrapper": None, "vision": None})
+    assert text_only == import_hf_config(text).model
 
 
 def test_a_fine_tune_that_renames_model_type_is_read_as_its_architecture():

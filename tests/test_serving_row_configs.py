@@ -47,7 +47,9 @@ def test_kimi_k2_5_text_decoder_is_kimi_k2_s():
     config = _config("kimi-k2.5")
     assert _kv_bytes_one_token(config) == 61 * (512 + 64) * 2 == 70_272
     k2 = count_params(import_hf_config(_config("kimi-k2-instruct")).model).total
-    assert count_params(import_hf_config(config).model).total == k2 == 1_026_408_209_408
+    k25 = count_params(import_hf_config(config).model)
+    assert k25.total - k25.vision_tower == k2 == 1_026_408_209_408  # and its MoonViT tower beside it
+    assert k25.vision_tower == 471_143_920
 
 
 @pytest.mark.parametrize("name", ["glm-5", "glm-5.1"])

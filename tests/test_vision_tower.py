@@ -1,7 +1,7 @@
 """Vision towers (``core.vision_tower``): hand counts of small towers, their split over tensor-parallel ranks, and
 every tensor's name and shape against transformers' own model built from the same config.json on the meta device
 (Gemma 3's SigLIP and projector, Gemma 4's tower and embedder, Qwen2.5-VL's ViT and merger, Qwen3-VL's ViT and its DeepStack mergers, Qwen3.5's
-and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector, Mistral 3's Pixtral and patch merger). A family whose tower is not listed is
+and Qwen3.6's ViT without them, Llama 4's tiled ViT, adapter and projector, Mistral 3's Pixtral and patch merger, Kimi-K2.5's MoonViT). A family whose tower is not listed is
 named."""
 
 from __future__ import annotations
@@ -329,3 +329,64 @@ def test_text_only_keeps_the_tower_on_releases_that_load_it_regardless(cli, fixt
     spec = import_hf_config(json.loads(fixture.read_text())).model
     assert spec.vision is not None
     assert old - new == tower_params(spec.vision) * 2  # the bf16 tower, on one rank
+
+
+KIMI_K25 = ROOT / "tests" / "fixtures" / "hf_configs" / "kimi-k2.5.json"
+
+
+def test_kimi_k2_5_s_moonvit_equals_transformers_and_the_checkpoint():
+    """Trial 375 #2: Kimi-K2.5's tower was not counted. Its MoonViT (27 blocks of 1,152, MLP 4,304, patches of 14, a
+    64 x 64 position grid) and patch-merger projector (4 patches of 1,152 to 4,608, then to the decoder's 7,168) are
+    transformers 5.25's Kimi_K25ForConditionalGeneration tensor for tensor, the hub's vt_* and init_pos_emb_* fields
+    read under transformers' names: 471,143,920 weights, 942,287,840 B in bf16, what a dump of the checkpoint holds
+    beyond its language model (tests/test_weight_scheme.py)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.kimi_k25 import modeling_kimi_k25
+
+    spec = import_hf_config(json.loads(KIMI_K25.read_text())).model
+    assert spec.vision is not None and spec.vision.kind == "moonvit"
+    text = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 1, "vocab_size": 64,
+            "intermediate_size": 64, "first_k_dense_replace": 1}  # fmt: skip
+    config = transformers.Kimi_K25Config(vision_config=transformers.Kimi_K25VisionConfig().to_dict(), text_config=text)
+    with torch.device("meta"):
+        model = modeling_kimi_k25.Kimi_K25ForConditionalGeneration(config)
+    built = {name: tuple(p.shape) for name, p in model.named_parameters()
+             if name.startswith(("model.vision_tower.", "model.mm_projector."))}  # fmt: skip
+    assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
+    assert tower_params(spec.vision) == sum(_numel(shape) for shape in built.values()) == 471_143_920
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+def test_kimi_k2_5_s_tower_splits_by_its_heads_and_is_whole_where_tp_does_not_divide_them():
+    """vLLM's ``is_vit_use_data_parallel``: MoonViT's 16 heads split over 8 ranks (q, k, v, fc1 by columns, the out
+    projection and fc2 by rows, the projector whole), and over 3 ranks, which do not divide them, the encoder runs data
+    parallel: whole on every rank."""
+    tower = import_hf_config(json.loads(KIMI_K25.read_text())).model.vision
+    assert tower is not None
+    d, f, merged = 1152, 4304, 4 * 1152
+    replicated = d * 3 * 14 * 14 + d + 64 * 64 * d + 27 * 6 * d + 2 * d + 2 * d  # norms, the out and fc2 biases
+    replicated += merged * merged + merged + 7168 * merged + 7168
+    split = 27 * (4 * d * d + 3 * d + 2 * d * f + f)  # q, k, v, out; their column biases; fc1, fc2; fc1's bias
+    assert tower_params(tower, 8) == replicated + split // 8 == 111_273_934
+    assert tower_params(tower, 3) == tower_params(tower) == 471_143_920
+
+
+def test_kimi_k2_5_s_tower_is_dropped_text_only_from_vllm_0_16():
+    """vLLM 0.15.0's kimi_k25.py builds the tower whatever the limits; 0.16.0 marks it a tower of the vision_chunk
+    modality (``_mark_tower_model``), left out when that modality is limited to 0 (--text-only here)."""
+    from typer.testing import CliRunner
+
+    from mha_cli.cli.app import app
+
+    runner = CliRunner()
+    args = ["kv", str(KIMI_K25), "--target", "8xh200", "--tp", "8", "--seq", "8k", "--text-only", "--json"]
+    old = json.loads(runner.invoke(app, [*args, "--engine", "vllm@0.15"]).stdout)["memory"]["weight_bytes_per_device"]
+    new = json.loads(runner.invoke(app, [*args, "--engine", "vllm@0.16"]).stdout)["memory"]["weight_bytes_per_device"]
+    assert old - new == 111_273_934 * 2

