@@ -151,7 +151,7 @@ def test_the_e2b_plan_loads_every_text_weight_and_verify_refuses_what_torch_does
     pick = cli.json("plan", str(E2B), "--target", "l4")["candidates"][0]
     assert pick["memory"]["weight_bytes_per_device"] == 4_628_569_344 * BF16
     refused = cli.run("verify", str(E2B))
-    assert refused.exit_code != 0 and "per-layer embeddings" in refused.output
+    assert refused.exit_code != 0 and "per-layer-embedding layers" in refused.output
 
 
 def test_build_model_refuses_per_layer_embeddings_in_one_line():
@@ -162,3 +162,33 @@ def test_build_model_refuses_per_layer_embeddings_in_one_line():
     spec = import_hf_config({"model_type": "gemma4_text", **same_width}).model
     with pytest.raises(ValueError, match="per-layer embeddings, K/V-sharing layers without k/v projections"):
         build_model(spec, device="meta")
+
+
+def test_the_k_v_sharing_layers_attend_and_the_wide_mlp_sets_the_activation_peak():
+    """Review 376 #1, #5: E2B's 20 K/V-sharing layers attend too (over the cache they share: 7 full layers, 28
+    sliding, not the 3 and 12 that cache), and its widest layer is their 12,288-wide MLP, its per-layer inputs
+    (35 x 256 a token) held through the forward: 16,384 tokens x 2 B x (2 x 1,536 + 3 x 12,288 + 8,960)."""
+    from mha_cli.core.cost.work import attention_layout
+    from mha_cli.core.engine.activation import forward_peak_bytes
+
+    spec = import_hf_config(json.loads(E2B.read_text())).model
+    assert attention_layout(spec, 1, "bf16", "absorbed").windows == {512: 28, None: 7}
+    assert spec.token_layer_kinds() == {"local": 12, "global": 3}  # what caches: the pool's layers
+    assert forward_peak_bytes(spec, tokens=16_384, tp=1) == 16_384 * 2 * (2 * 1536 + 3 * 12_288 + 35 * 256)
+
+
+def test_the_per_layer_linears_are_kernels_of_their_own_and_pipeline_stages_are_refused():
+    """Review 376 #7, #3: the gate and up of a gated MLP run as one fused kernel (half each), Gemma 4's per-layer
+    input gate and projection from d_model each as its own; a pipeline split of a model with per-layer embeddings is
+    refused in one line (vLLM holds the whole table on every stage, which is not priced)."""
+    from mha_cli.core.cost.work import _matmul_kernels
+    from mha_cli.core.params import Matrix
+    from mha_cli.core.pipeline import pp_problem
+
+    spec = import_hf_config(json.loads(E2B.read_text())).model
+    assert _matmul_kernels(spec, Matrix("mlp", 256, 1536, 35, "per_layer_input_gate")) == 1.0
+    assert _matmul_kernels(spec, Matrix("mlp", 6144, 1536, 15, "gate_proj")) == 0.5
+    unshared = spec.model_copy(update={"layers": spec.layers.model_copy(
+        update={"n_kv_shared_layers": None, "shared_kv_projections": True, "shared_d_ff": None})})  # fmt: skip
+    assert "per-layer embeddings (Gemma 4) are not split into pipeline stages" in (pp_problem(unshared, 2) or "")
+    assert pp_problem(unshared, 1) is None

@@ -268,7 +268,8 @@ def test_nemotron_h_is_priced_by_its_mixer_blocks():
     # trial 375 #4: "d_model x layers 64 x 4" beside a config of 7 blocks is said
     assert (
         "layers: the config's 7 blocks read as 4 layers, each a Mamba-2 or attention block (3 Mamba-2, 1 attention)"
-        " with the feed-forward block after it (1 MoE and 2 MLP); the weights and the cache are the blocks'"
+        " with the feed-forward block after it where one follows (1 MoE and 2 MLP); the weights and the cache are the"
+        " blocks'"
     ) in imported.assumptions
     assert spec.recurrent.n_heads == 8 and spec.recurrent.conv_dim == 8 * 16 + 2 * 2 * 8
     spelled = {k: v for k, v in listed.items() if k != "layers_block_type"} | {"hybrid_override_pattern": "M-M*-ME"}

@@ -87,7 +87,7 @@ def test_entries_outside_the_decoder_layers_keep_pricing(tmp_path):
     unmatched = next(a for a in source.assumptions if "has none of" in a)
     assert "mtp.layers.0.self_attn" in unmatched and "vision_tower" not in unmatched
     # trial 375 #6: a tower the config does not describe is said as such, not as modules the model "has none of"
-    towers = next(a for a in source.assumptions if "names a vision tower or projector" in a)
+    towers = next(a for a in source.assumptions if "names a vision or audio tower or its projector" in a)
     assert "vision_tower.vision_model.encoder.layers.5.mlp.fc1" in towers and "model.visual.blocks.7" in towers
     assert "that this config does not describe (no vision_config): not counted" in towers
 

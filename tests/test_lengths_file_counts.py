@@ -59,3 +59,22 @@ def test_requests_past_the_models_context_are_said_so(cli, tmp_path):
                       "--engine", "sglang")  # fmt: skip
     note = next(note for note in sglang["notes"] if "lengths file" in note)  # its engine's words alone (review 259)
     assert "SGLang derives 131,072" in note and "vLLM derives" not in note
+
+
+def test_a_gate_fails_when_the_lengths_file_runs_past_the_launched_context(tmp_path):
+    """Trial 377 #2: a 9,050-token request against the launch line's --max-model-len 1280 (--isl + --osl) was
+    simulated as served and --fail-if-misses passed; the engine refuses it. Now it is a miss (exit 1), and with
+    --max-model-len 9050 the gate judges the latency alone (exit 0)."""
+    import json
+
+    path = tmp_path / "long.txt"
+    path.write_text("9000 50\n")
+    runner = CliRunner()
+    args = ["plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--lengths-file", str(path), "--ttft-ms", "1000",
+            "--fail-if-misses", "--json"]  # fmt: skip
+    missed = runner.invoke(app, args)
+    assert missed.exit_code == 1
+    found = json.loads(missed.stdout)
+    assert found["meets_targets"] is False
+    assert any(miss.startswith("context: requests past the engine's max_model_len") for miss in found["misses"])
+    assert runner.invoke(app, [*args, "--max-model-len", "9050"]).exit_code == 0

@@ -568,3 +568,11 @@ def test_a_rate_past_capacity_is_a_miss_however_short_the_simulated_run(cli):
     assert over["simulated"]["misses"][0] == "rate 20 req/s > what it serves (12.4 req/s at its largest load)"
     under = cli.json(*args, "--rate", "4")
     assert not under["saturated"] and not any(m.startswith("rate") for m in under["simulated"]["misses"])
+
+
+def test_too_many_users_to_simulate_points_at_the_users_not_the_prompt_count(cli):
+    """Trial 377 #1: a million users asked for "fewer (--num-prompts)", which a pinned load refuses below its users;
+    the way out is fewer users or the closed form."""
+    result = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "1000000")
+    assert result.exit_code == 2
+    assert "engine steps: give fewer users (--concurrency) or --closed-form" in result.output

@@ -241,7 +241,7 @@ def test_a_fit_from_an_unstable_measured_profile_says_so(tmp_path):
     assert found["profile"]["source"].endswith("starting from cpu-fp32")
     assert any(
         note
-        == "the profile it starts from, cpu-fp32 was measured unstable (kept by --allow-unstable): GEMV varied 3.1x"
+        == "the profile it starts from, cpu-fp32, was measured unstable (kept by --allow-unstable): GEMV varied 3.1x"
         for note in found["notes"]
     )
 

@@ -115,7 +115,8 @@ def plan(
             "--max-concurrency",
             "--users",
             help="Users, each sending its next request when one ends (vllm bench serve's --max-concurrency). Default:"
-            " 1 for one deployment; searching, every power of two up to what each layout's KV pool admits.",
+            " 1 for one deployment; searching, 1, 2, 3, 4, 6, 8, 12, ... users per replica (powers of two and 1.5 x"
+            " them) up to the most each layout's KV pool admits, that count included.",
             show_default=False,
         ),
     ] = None,
@@ -693,6 +694,12 @@ def plan(
         from mha_cli.core.cost.search import as_candidate
 
         result = as_candidate(result, ttft_ms, itl_ms)
+        if long_requests and result.simulated is not None:  # trial 377 #2: the launch line refuses them
+            refused = "context: requests past the engine's max_model_len, which it refuses (give --max-model-len)"
+            simulated = result.simulated.model_copy(update={"misses": [*result.simulated.misses, refused]})
+            result = result.model_copy(
+                update={"meets_targets": False, "misses": [*result.misses, refused], "simulated": simulated}
+            )
     result.engine_release = deployment.engine_version
     result.priced_as_release, result.priced_rules_release = releases_priced(past_read)
     from mha_cli.core.cost.search import plan_launch

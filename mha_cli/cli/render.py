@@ -85,7 +85,10 @@ def model_table(model: ModelSpec, title: str) -> Table:
         spans.append(f"{model.count_layers('linear')} {state.kind} {where}" if not state.on_attention_layers
                      else f"{state.kind} {where}")  # fmt: skip
     if model.layers.n_kv_shared_layers:
-        spans.append(f"last {model.layers.n_kv_shared_layers} share earlier K/V")
+        wide = model.layers.shared_d_ff  # Gemma 4 E2B's double-wide MLP on them (review 376 #2)
+        spans.append(
+            f"last {model.layers.n_kv_shared_layers} share earlier K/V" + (f" (MLP {wide:,} wide)" if wide else "")
+        )
     if len(spans) > 1:
         table.add_row("layers", ", ".join(spans))
     if model.block.moe is not None:

@@ -284,7 +284,7 @@ def _layer(spec: ModelSpec, i: int, ranks: _Ranks) -> Iterator[Tensor]:
     if spec.mlp_kind(i) == "moe":
         yield from _moe(spec, prefix, i, ranks)
     else:
-        width = spec.dense_width(i) // ranks.tp
+        width = spec.mlp_width(i) // ranks.tp
         yield from _mlp(spec, f"{prefix}.mlp", i, width, spec.block.mlp == "gated", spec.block.mlp_bias, "mlp")
         if spec.block.activation == "xielu":  # Apertus: the activation's own two weights
             for part in ("alpha_p", "alpha_n"):

@@ -211,9 +211,11 @@ def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[Ma
 
 
 def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = None) -> list[Matrix]:
-    """Every linear layer's weight matrix one rank of ``tp`` holds (what quantised formats quantise; embeddings,
-    head, norms, biases, routers, the indexer and fixed-state mixers are the rest of ``params_per_rank``, priced
-    unquantised); alike matrices of one projection summed over the layers; the routed experts in ``experts``' layout.
+    """Every linear layer's weight matrix one rank of ``tp`` holds (what quantised formats quantise and a step's
+    matmuls multiply: DeepSeek-V3.2's indexer ``wq_b`` and Gemma 4's per-layer input projections among them;
+    embeddings, head, norms, biases, routers, the indexer's ``wk`` and ``weights_proj`` and fixed-state mixers are the
+    rest of ``params_per_rank``, priced unquantised); alike matrices of one projection summed over the layers; the
+    routed experts in ``experts``' layout.
 
     Raises ``BadInputError`` when ``tp`` does not split the heads or the MLP widths (``tensor_groups``)."""
     counts: dict[tuple[MatrixKind, str, int, int], int] = {}

@@ -114,7 +114,16 @@ def pp_problem(model: ModelSpec, pp: int) -> str | None:
     if pp > model.n_layers:
         return f"pp {pp} exceeds the {model.n_layers} layers of {model.name}: each stage needs at least one layer"
     if model.layers.n_kv_shared_layers is not None and pp > 1:
-        return f"{model.name}'s layers share earlier layers' K/V (Gemma-3n): its stages are not independent"
+        return (
+            f"{model.name}'s last {model.layers.n_kv_shared_layers} layers reuse earlier layers' K/V (Gemma-3n, Gemma"
+            " 4): a stage boundary between a layer and the one reading its cache is not priced: run it with pp 1"
+        )
+    if model.embeddings.per_layer_inputs is not None and pp > 1:  # review 376 #3
+        return (
+            f"{model.name}'s per-layer embeddings (Gemma 4) are not split into pipeline stages here (vLLM 0.34 builds"
+            " the whole table and its projection on every stage and sends the per-layer inputs along): run it with"
+            " pp 1"
+        )
     return None
 
 

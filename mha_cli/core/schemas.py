@@ -1138,11 +1138,23 @@ class ModelSpec(_Strict):
         """Whether layer ``layer`` is one of the last ``n_kv_shared_layers``, reusing an earlier layer's K/V."""
         return layer >= self.n_layers - (self.layers.n_kv_shared_layers or 0)
 
-    def dense_width(self, layer: int) -> int:
+    def mlp_width(self, layer: int) -> int:
         """The dense MLP width of layer ``layer``: ``layers.shared_d_ff`` on a K/V-sharing layer where set (Gemma 4
         E2B's double-wide MLP), else ``block.d_ff``."""
         shared_d_ff = self.layers.shared_d_ff
         return shared_d_ff if shared_d_ff is not None and self.shares_kv(layer) else self.block.d_ff
+
+    @property
+    def widest_mlp(self) -> int:
+        """The widest dense MLP of any layer (``mlp_width``): an activation peak's (review 376 #1)."""
+        return max(self.block.d_ff, self.layers.shared_d_ff or 0)
+
+    @property
+    def n_wide_mlp_layers(self) -> int:
+        """The dense layers at ``layers.shared_d_ff`` rather than ``block.d_ff`` (Gemma 4 E2B's 20); 0 without."""
+        if self.layers.shared_d_ff is None:
+            return 0
+        return sum(self.shares_kv(i) and self.mlp_kind(i) == "dense" for i in range(self.n_layers))
 
     def mlp_kind(self, layer: int) -> MlpKind:
         """The feed-forward of layer ``layer`` (0-based): ``mlp_pattern``'s entry, else MoE where ``moe`` says

@@ -516,7 +516,7 @@ def _with_checkpoint_weights(
     if absent:  # trial 375 #6: the checkpoint has a tower this config does not describe; "has none of" misled
         unmatched = [entry for entry in unmatched if entry not in absent]
         notes.append(
-            f"quantization_config names a vision tower or projector ({shown(absent)}) that this config does not"
+            f"quantization_config names a vision or audio tower or its projector ({shown(absent)}) that this config does not"
             " describe (no vision_config): not counted, so those entries change nothing"
         )
     if unmatched:

@@ -355,5 +355,6 @@ def _bench_variants(
         cpu_threads=torch.get_num_threads(), rows=rows,
         prediction_profile=chosen_how if chosen is None else f"{chosen.name} ({chosen.kind}): {chosen_how}",
         warnings=noise_warnings(rows, reps, torch.get_num_threads() if target.type == "cpu" else None)
-        + ([] if chosen is None or chosen.unstable_note is None else [f"profile: {chosen.unstable_note}"]),
+        + ([] if chosen is None or chosen.unstable_reason is None
+           else [f"profile: {chosen.name} was {chosen.unstable_reason}"]),
     )  # fmt: skip

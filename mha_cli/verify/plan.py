@@ -350,7 +350,7 @@ def refuse_unbuilt_layers(model: ModelSpec) -> None:
     if model.attention.per_kind_geometry:  # Gemma 4: the decoder builds one head geometry
         unbuilt.append("per-kind head geometry")
     if model.embeddings.per_layer_inputs is not None:  # Gemma 4 E2B, E4B
-        unbuilt.append("per-layer embeddings")
+        unbuilt.append("per-layer-embedding")
     with_mlp = {model.has_mlp(i) for i in range(model.n_layers)}
     if len(with_mlp) > 1:  # layer sizes by kind assume all or none have an MLP (Mamba, Mamba-2: none)
         unbuilt.append("MLP-free")

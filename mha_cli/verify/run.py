@@ -179,7 +179,8 @@ def _prediction_notes(
     if prediction is None or profile[0] is None:
         return [f"predicted times: {profile[1]}"]
     band = profile[0].relative_error
-    notes = [] if profile[0].unstable_note is None else [f"predicted times: {profile[0].unstable_note}"]  # trial 374 #3
+    unstable = profile[0].unstable_reason  # trial 374 #3
+    notes = [] if unstable is None else [f"predicted times: {profile[0].name} was {unstable}"]
     if profile[0].dtype != built_dtype and built_dtype not in profile[0].matmul_by_dtype:
         notes.append(
             f"{prediction.profile} was measured in {profile[0].dtype}, the model is built in {built_dtype}: its"

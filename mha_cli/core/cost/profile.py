@@ -174,20 +174,20 @@ class DeviceProfile(Record):
     """The SGLang release whose piecewise CUDA graphs run prompt steps (``core.engine.prefill_graphs.graphs_off``
     and ``graph_tokens`` say which do); None: every prompt step pays ``prefill_dispatch_overhead_s``."""
 
-    @property
-    def unstable_note(self) -> str | None:
-        """One line saying this measured profile was kept unstable (``mha calibrate --allow-unstable``, recorded in
-        ``constants["stability"]``) and why; None for a stable or unmeasured one."""
-        stability = str(self.constants.get("stability", ""))
-        if not stability.startswith("UNSTABLE"):
-            return None
-        return f"{self.name} was measured unstable (kept by --allow-unstable): {stability.partition(': ')[2]}"
-
     request_overhead_s: NonNegativeFloat = 0.0
     """A served request's fixed cost outside the engine's steps: from the client's send to the engine's queue (HTTP,
     tokenising) and the first token's way back, in every TTFT. An engine generation's prior holds its front end
     (``core.engine.front_end``), the default prior none; ``mha calibrate --from`` fits it from benchmark results."""
     created: str | None = None
+
+    @property
+    def unstable_reason(self) -> str | None:
+        """Why this measured profile was kept unstable (``mha calibrate --allow-unstable``, recorded in
+        ``constants["stability"]``), as "measured unstable (...): ..."; None for a stable or unmeasured one."""
+        stability = str(self.constants.get("stability", ""))
+        if not stability.startswith("UNSTABLE"):
+            return None
+        return f"measured unstable (kept by --allow-unstable): {stability.partition(': ')[2]}"
 
     def matmul_in(self, dtype: str | None) -> Curve:
         """The matmul curve of a matrix that multiplies in ``dtype`` (None: the profile's own, ``matmul``)."""

@@ -17,7 +17,8 @@ size (a small matrix does not saturate memory bandwidth) is looked up at the ins
   kernels (gpt-oss) read and compute them at their padded shapes (``kernel_expert``), SGLang and TensorRT-LLM at the
   checkpoint's (their MXFP4 paths not read). The LM head runs over ``logits_tokens`` tokens (an engine: the last of
   each sequence; ``verify``: every position).
-- **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied)
+- **attention**: the cache every attention layer reads (``core.kv``: each layer its own tokens, windows applied; a
+  K/V-sharing layer, Gemma-3n's and Gemma 4's, reads the earlier layer's it shares, and attends as its kind does)
   plus the new tokens' K/V it writes; query-key pairs x ``attention_pair_flops``; its rows (where its rate is read)
   the query tokens x the query heads sharing one KV head (``attention_rows``). A linear-attention or state-space
   layer reads and writes its fixed state instead.
@@ -175,7 +176,12 @@ def _matmul_kernels(model: ModelSpec, matrix: Matrix) -> float:
     if model.attention.mla is None and matrix.part == "kv":  # k and v: inside q's fused projection
         return 0.0
     gated_in = model.block.mlp == "gated" and matrix.kind == "mlp" and matrix.in_features == model.d_model
-    return 0.5 if gated_in else 1.0
+    return 0.5 if gated_in and matrix.part in GATED_PARTS else 1.0
+
+
+GATED_PARTS = frozenset({"gate_proj", "up_proj"})
+"""The projections a gated MLP fuses into one kernel (vLLM's ``gate_up_proj``); Gemma 4's per-layer input gate and
+projections, ``mlp`` matrices from d_model too, are kernels of their own (review 376 #7)."""
 
 
 class LayerWeights(NamedTuple):
@@ -317,7 +323,8 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
     heads_here = max(1, model.attention.n_heads // tp)
     heads_share = heads_here / model.attention.n_heads
     windows: dict[int | None, int] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
-    for kind, count in model.token_layer_kinds().items():
+    for kind in model.token_layer_kinds():
+        count = model.count_layers(kind)  # K/V-sharing layers attend too, over an earlier layer's cache (review 376 #5)
         window = (
             model.layers.sliding_window
             if kind == "local"
@@ -457,11 +464,14 @@ def layer_ops(
     # per layer: norms and residual adds over d_model, the activation over the MLP's width
     elementwise = tokens * ACTIVATION_BYTES * (model.block.n_norms * 2 * d + 2 * d)
     if dense_layers:
-        ops.append(
-            Op(name="norms, residuals, activation", kind="memory", count=dense_layers,
-               bytes=elementwise + tokens * ACTIVATION_BYTES * activation * d_ff, flops=0.0, tokens=tokens,
-               kernels=MLP_BLOCK_KERNELS)
-        )  # fmt: skip
+        wide = min(model.n_wide_mlp_layers, dense_layers)  # Gemma 4 E2B's K/V-sharing layers (review 376 #2)
+        for count, width in ((dense_layers - wide, d_ff), (wide, (model.layers.shared_d_ff or 0) // tp)):
+            if count:
+                ops.append(
+                    Op(name="norms, residuals, activation", kind="memory", count=count,
+                       bytes=elementwise + tokens * ACTIVATION_BYTES * activation * width, flops=0.0, tokens=tokens,
+                       kernels=MLP_BLOCK_KERNELS)
+                )  # fmt: skip
     if mixer_only:
         ops.append(
             Op(name="norm, residual", kind="memory", count=mixer_only, bytes=tokens * ACTIVATION_BYTES * 3 * d,

@@ -44,14 +44,18 @@ def sampler_peak_bytes(
 
 def forward_peak_bytes(model: ModelSpec, *, tokens: int, tp: int, moe_caches: bool = True) -> int:
     """Bytes of the widest layer's live tensors in a forward pass over ``tokens`` tokens on one rank; without
-    ``moe_caches`` an MoE layer's expert caches are left out (vLLM keeps them, ``core.engine.moe_workspace``)."""
-    widths = [3 * model.block.d_ff // tp]
+    ``moe_caches`` an MoE layer's expert caches are left out (vLLM keeps them, ``core.engine.moe_workspace``). Gemma 4
+    E2B's widest MLP is its K/V-sharing layers' (``ModelSpec.widest_mlp``), and its per-layer inputs (tokens x
+    n_layers x width) live through the whole forward (vLLM 0.34 ``Gemma4Model``): added (review 376 #1)."""
+    widths = [3 * model.widest_mlp // tp]
     if model.block.moe is not None and moe_caches:
         widths.append(model.block.moe.n_active_experts * (3 * model.block.moe.d_ff_expert // tp + model.d_model))
     heads = model.attention.n_heads // tp
     kv_heads = max(1, model.attention.n_kv_heads // tp)
     widths.append((heads + 2 * kv_heads) * model.attention.head_dim)
-    return tokens * ACTIVATION_BYTES * (2 * model.d_model + max(widths))
+    per_layer = model.embeddings.per_layer_inputs
+    held = 0 if per_layer is None else model.n_layers * per_layer.width
+    return tokens * ACTIVATION_BYTES * (2 * model.d_model + max(widths) + held)
 
 
 AWQ_DEQUANT_FROM_TOKENS = 256
@@ -71,7 +75,7 @@ def awq_dequant_peak_bytes(model: ModelSpec, *, tokens: int, tp: int) -> int:
         (heads * attention.head_dim, d_model),  # o_proj
     ]
     if model.block.moe is None:
-        width = model.block.d_ff // tp
+        width = model.widest_mlp // tp
         up = 2 * width if model.block.mlp == "gated" else width  # the merged gate/up of a gated MLP
         projections += [(d_model, up), (width, d_model)]
     return max(

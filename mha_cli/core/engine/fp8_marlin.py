@@ -102,6 +102,7 @@ def _attention_projections(model: ModelSpec, tp: int) -> list[tuple[int, int]] |
     if (
         attention.mla is not None or model.recurrent is not None or attention.global_head_dim is not None
         or attention.global_n_kv_heads is not None or attention.output_gate
+        or not model.layers.shared_kv_projections or model.layers.shared_d_ff is not None  # Gemma 4's sharing layers
     ):  # fmt: skip
         return None
     heads, kv_heads = attention.n_heads // tp, max(1, attention.n_kv_heads // tp)

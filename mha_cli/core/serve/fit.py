@@ -364,8 +364,8 @@ def calibrate_from(
     notes = []
     if not held_rows:
         notes.append("fewer than 3 runs: none held out, the band is the fit's own error (give more runs)")
-    if base.unstable_note is not None:  # a measured base kept by --allow-unstable (trial 258)
-        notes.append(f"the profile it starts from, {base.unstable_note}")
+    if base.unstable_reason is not None:  # a measured base kept by --allow-unstable (trial 258)
+        notes.append(f"the profile it starts from, {base.name}, was {base.unstable_reason}")
     tools = sorted({run.tool for run in runs})
     from datetime import datetime, timezone
 

@@ -120,9 +120,11 @@ def client_workload(
             )
         count = max(1, -(-count // case.replicas))
     if count * steps > MAX_SIMULATED_STEPS:
+        # the users bound the count from below (one each): fewer prompts cannot help them (trial 377 #1)
+        fewer = "fewer users (--concurrency)" if users is not None and count <= users else "fewer (--num-prompts)"
         raise BadInputError(
             f"simulating {count:,} requests of {case.isl:,} + {case.osl:,} tokens takes over"
-            f" {MAX_SIMULATED_STEPS:,} engine steps: give fewer (--num-prompts) or --closed-form"
+            f" {MAX_SIMULATED_STEPS:,} engine steps: give {fewer} or --closed-form"
         )
     lengths = prompt_lengths(case, client, count)
     if not 0 < client.burstiness <= 1e3:

@@ -226,7 +226,7 @@ FAMILY = Family(
         " and the experts' branches apart and scales each expert's weight; here the dense MLP is a shared expert and"
         " both take the one normed input (the branch norms and router scales are built, not applied)",
     ),
-    unbuilt="per-kind head geometry",
+    unbuilt="per-kind head geometry, K/V-sharing and per-layer-embedding",
     reads=frozenset({"per_layer_config"}),
     left_unread={
         "use_bidirectional_attention": ANY_VALUE,

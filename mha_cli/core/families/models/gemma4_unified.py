@@ -22,5 +22,6 @@ FAMILY = GEMMA4._replace(
     names=("gemma4-unified", "gemma-4-unified"),
     differences=GEMMA4.differences[:1],  # its per-kind heads; it has no MoE block
     uncounted=None,
+    unbuilt="per-kind head geometry and K/V-sharing",
     left_unread={"use_bidirectional_attention": ANY_VALUE},
 )

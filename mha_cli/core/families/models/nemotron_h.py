@@ -157,7 +157,7 @@ def _layers_note(written: Mapping[str, Any], viewed: Mapping[str, Any]) -> str |
     return (
         f"layers: the config's {blocks} blocks read as {len(mixers)} layers, each a Mamba-2 or attention block"
         f" ({mixers.count('linear_attention')} Mamba-2, {mixers.count('full_attention')} attention) with the"
-        f" feed-forward block after it ({after}); the weights and the cache are the blocks'"
+        f" feed-forward block after it where one follows ({after}); the weights and the cache are the blocks'"
     )
 
 
