@@ -7,6 +7,7 @@ column-parallel, each layer's gate and projection replicated)."""
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -70,21 +71,14 @@ def test_gemma4_e2b_text_weights_by_hand_equal_transformers_meta_build():
     embeddings" counts its towers too); before the per-layer embeddings were read mha counted 2.28B."""
     counted = count_params(import_hf_config(json.loads(E2B.read_text())).model)
     assert counted.total == _e2b_by_hand() == 4_628_569_344
-    assert counted.total == sum(_count(shape) for shape in _transformers_weights(_text(E2B)).values())
+    assert counted.total == sum(math.prod(shape) for shape in _transformers_weights(_text(E2B)).values())
     assert counted.lookup_tables == 262_144 * 35 * 256 == 2_348_810_240  # the table is looked up, not multiplied
 
 
 def test_gemma4_e4b_text_weights_equal_transformers_meta_build():
     """7,463,013,376 weights: 42 layers, the last 18 sharing K/V (no double-wide MLP), 2 KV heads."""
     counted = count_params(import_hf_config(json.loads(E4B.read_text())).model).total
-    assert counted == sum(_count(shape) for shape in _transformers_weights(_text(E4B)).values()) == 7_463_013_376
-
-
-def _count(shape: tuple[int, ...]) -> int:
-    total = 1
-    for size in shape:
-        total *= size
-    return total
+    assert counted == sum(math.prod(shape) for shape in _transformers_weights(_text(E4B)).values()) == 7_463_013_376
 
 
 def test_the_inventory_names_and_shapes_every_weight_as_transformers_gemma4_e2b_does():

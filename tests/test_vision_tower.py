@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -354,14 +355,7 @@ def test_kimi_k2_5_s_moonvit_equals_transformers_and_the_checkpoint():
     built = {name: tuple(p.shape) for name, p in model.named_parameters()
              if name.startswith(("model.vision_tower.", "model.mm_projector."))}  # fmt: skip
     assert built == {t.name: t.shape for t in tower_tensors(spec.vision)}
-    assert tower_params(spec.vision) == sum(_numel(shape) for shape in built.values()) == 471_143_920
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    total = 1
-    for size in shape:
-        total *= size
-    return total
+    assert tower_params(spec.vision) == sum(math.prod(shape) for shape in built.values()) == 471_143_920
 
 
 def test_kimi_k2_5_s_tower_splits_by_its_heads_and_is_whole_where_tp_does_not_divide_them():

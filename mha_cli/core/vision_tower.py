@@ -114,6 +114,16 @@ def _layer_norm(name: str, width: int) -> Iterator[TowerTensor]:
     yield _tensor(f"{name}.bias", (width,), "replicated")
 
 
+def _biased_block(attention: str, out: str, mlp: str, d: int, f: int, tp: int) -> Iterator[TowerTensor]:
+    """A ViT block's biased linears (SigLIP's, Llama 4's, MoonViT's): q, k, v by columns and the ``out`` projection
+    by rows under ``attention``; a plain MLP under ``mlp``, fc1 by columns, fc2 by rows."""
+    for projection in ("q_proj", "k_proj", "v_proj"):
+        yield from _linear(f"{attention}.{projection}", d, d, "column", tp)
+    yield from _linear(f"{attention}.{out}", d, d, "row", tp)
+    yield from _linear(f"{mlp}.fc1", f, d, "column", tp)
+    yield from _linear(f"{mlp}.fc2", d, f, "row", tp)
+
+
 def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     prefix = "model.vision_tower"
@@ -123,12 +133,8 @@ def _siglip(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     for i in range(tower.n_layers):
         layer = f"{prefix}.encoder.layers.{i}"
         yield from _layer_norm(f"{layer}.layer_norm1", d)
-        for projection in ("q_proj", "k_proj", "v_proj"):
-            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
-        yield from _linear(f"{layer}.self_attn.out_proj", d, d, "row", tp)
         yield from _layer_norm(f"{layer}.layer_norm2", d)
-        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
-        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+        yield from _biased_block(f"{layer}.self_attn", "out_proj", f"{layer}.mlp", d, f, tp)
     yield from _layer_norm(f"{prefix}.post_layernorm", d)
     yield _tensor("model.multi_modal_projector.mm_input_projection_weight", (d, tower.projector_width), "replicated")
     yield _tensor("model.multi_modal_projector.mm_soft_emb_norm.weight", (d,), "replicated")
@@ -187,11 +193,7 @@ def _llama4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     yield from _layer_norm(f"{prefix}.layernorm_post", d)
     for i in range(tower.n_layers):
         layer = f"{prefix}.model.layers.{i}"
-        for projection in ("q_proj", "k_proj", "v_proj"):
-            yield from _linear(f"{layer}.self_attn.{projection}", d, d, "column", tp)
-        yield from _linear(f"{layer}.self_attn.o_proj", d, d, "row", tp)
-        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
-        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+        yield from _biased_block(f"{layer}.self_attn", "o_proj", f"{layer}.mlp", d, f, tp)
         yield from _layer_norm(f"{layer}.input_layernorm", d)
         yield from _layer_norm(f"{layer}.post_attention_layernorm", d)
     adapter, out = tower.adapter_width, tower.adapter_output
@@ -268,11 +270,7 @@ def _moonvit(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
         layer = f"{prefix}.layers.{i}"
         yield from _layer_norm(f"{layer}.norm1", d)
         yield from _layer_norm(f"{layer}.norm2", d)
-        for projection in ("q_proj", "k_proj", "v_proj"):
-            yield from _linear(f"{layer}.attn.{projection}", d, d, "column", tp)
-        yield from _linear(f"{layer}.attn.proj", d, d, "row", tp)
-        yield from _linear(f"{layer}.mlp.fc1", f, d, "column", tp)
-        yield from _linear(f"{layer}.mlp.fc2", d, f, "row", tp)
+        yield from _biased_block(f"{layer}.attn", "proj", f"{layer}.mlp", d, f, tp)
     yield from _layer_norm(f"{prefix}.final_layernorm", d)
     yield from _layer_norm("model.mm_projector.pre_norm", d)
     for name, out in (("in_proj", merged), ("out_proj", tower.projector_width)):
