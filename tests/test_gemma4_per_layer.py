@@ -159,14 +159,17 @@ def test_build_model_refuses_per_layer_embeddings_in_one_line():
 
 
 def test_the_k_v_sharing_layers_attend_and_the_wide_mlp_sets_the_activation_peak():
-    """Review 376 #1, #5: E2B's 20 K/V-sharing layers attend too (over the cache they share: 7 full layers, 28
-    sliding, not the 3 and 12 that cache), and its widest layer is their 12,288-wide MLP, its per-layer inputs
-    (35 x 256 a token) held through the forward: 16,384 tokens x 2 B x (2 x 1,536 + 3 x 12,288 + 8,960)."""
+    """Review 376 #1, #5 and 378 #3, #4: E2B's 20 K/V-sharing layers attend too (over the cache they share: 7 full
+    layers, 28 sliding, not the 3 and 12 that cache), writing no K/V, each kind at its own bytes (its one KV head of
+    256 on sliding layers, of 512 on full ones, not their 1,228 B mean); its widest layer is their 12,288-wide MLP,
+    its per-layer inputs (35 x 256 a token) held through the forward: 16,384 tokens x 2 B x (2 x 1,536 + 3 x 12,288
+    + 8,960)."""
     from mha_cli.core.cost.work import attention_layout
     from mha_cli.core.engine.activation import forward_peak_bytes
 
     spec = import_hf_config(json.loads(E2B.read_text())).model
-    assert attention_layout(spec, 1, "bf16", "absorbed").windows == {512: 28, None: 7}
+    windows = attention_layout(spec, 1, "bf16", "absorbed").windows
+    assert windows[512] == (28, 12, 2 * 256 * 2) and windows[None] == (7, 3, 2 * 512 * 2)  # layers, writers, bytes
     assert spec.token_layer_kinds() == {"local": 12, "global": 3}  # what caches: the pool's layers
     assert forward_peak_bytes(spec, tokens=16_384, tp=1) == 16_384 * 2 * (2 * 1536 + 3 * 12_288 + 35 * 256)
 

@@ -76,5 +76,25 @@ def test_a_gate_fails_when_the_lengths_file_runs_past_the_launched_context(tmp_p
     assert missed.exit_code == 1
     found = json.loads(missed.stdout)
     assert found["meets_targets"] is False
-    assert any(miss.startswith("context: requests past the engine's max_model_len") for miss in found["misses"])
+    assert (
+        "context: requests of up to 9,050 tokens, past the engine's max_model_len (give --max-model-len 9050)"
+        in found["misses"]
+    )
     assert runner.invoke(app, [*args, "--max-model-len", "9050"]).exit_code == 0
+
+
+def test_a_search_picks_nothing_when_the_lengths_file_runs_past_its_context(tmp_path):
+    """Review 378 #1: the search picked a layout launched at --max-model-len 1280 for a file holding a 9,050-token
+    request, and the gate passed; every candidate now misses on the context, and there is no pick (exit 1)."""
+    import json
+
+    path = tmp_path / "long.txt"
+    path.write_text("9000 50\n500 50\n")
+    result = CliRunner().invoke(
+        app, ["plan", "llama-3-8b", "--target", "2xh100", "--lengths-file", str(path), "--ttft-ms", "1000",
+              "--fail-if-misses", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    found = json.loads(result.stdout)
+    assert found["chosen"] is None and found["launch"] == {}
+    assert all(not c["meets_targets"] and c["misses"][-1].startswith("context: ") for c in found["candidates"])

@@ -17,6 +17,7 @@ from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.params import count_params, params_per_rank
 from mha_cli.core.vision_config import read_vision_tower
 from mha_cli.core.vision_tower import tower_params, tower_tensors
+from tests.benchmark_modules import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA3 = ROOT / "tests" / "fixtures" / "hf_configs" / "gemma-3-4b-it.json"
@@ -349,7 +350,12 @@ def test_kimi_k2_5_s_moonvit_equals_transformers_and_the_checkpoint():
     assert spec.vision is not None and spec.vision.kind == "moonvit"
     text = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 1, "vocab_size": 64,
             "intermediate_size": 64, "first_k_dense_replace": 1}  # fmt: skip
-    config = transformers.Kimi_K25Config(vision_config=transformers.Kimi_K25VisionConfig().to_dict(), text_config=text)
+    hub = json.loads(KIMI_K25.read_text())[
+        "vision_config"
+    ]  # its vt_* names, as transformers names them (review 378 #6)
+    vision = {name: hub[key] for key, name in load_benchmark("zoo_sweep")._KIMI_VISION_NAMES.items() if key in hub}
+    assert vision["hidden_size"] == 1152 and vision["pos_emb_height"] == 64
+    config = transformers.Kimi_K25Config(vision_config=vision, text_config=text)
     with torch.device("meta"):
         model = modeling_kimi_k25.Kimi_K25ForConditionalGeneration(config)
     built = {name: tuple(p.shape) for name, p in model.named_parameters()
@@ -384,3 +390,6 @@ def test_kimi_k2_5_s_tower_is_dropped_text_only_from_vllm_0_16():
     old = json.loads(runner.invoke(app, [*args, "--engine", "vllm@0.15"]).stdout)["memory"]["weight_bytes_per_device"]
     new = json.loads(runner.invoke(app, [*args, "--engine", "vllm@0.16"]).stdout)["memory"]["weight_bytes_per_device"]
     assert old - new == 111_273_934 * 2
+    # the modality vLLM reads for it, as the launch line writes it (review 378 #2: refused as unknown before)
+    limited = [*args[:-2], "--limit-mm-per-prompt", "vision_chunk=0", "--json", "--engine", "vllm@0.16"]
+    assert json.loads(runner.invoke(app, limited).stdout)["memory"]["weight_bytes_per_device"] == new

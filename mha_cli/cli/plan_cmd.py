@@ -614,6 +614,11 @@ def plan(
             found.layouts.append(stand_in)
         if long_requests:
             found.layouts.append(long_requests)
+        longest = None if client is None else longest_past_context(client, isl, osl, deployment)
+        if longest is not None and (ttft_ms is not None or itl_ms is not None):  # review 378 #1: as pinned
+            missed = [c.model_copy(update={"meets_targets": False, "misses": [*c.misses, context_miss(longest)]})
+                      for c in found.candidates]  # fmt: skip
+            found = found.model_copy(update={"candidates": missed, "chosen": None, "launch": {}})
         if speculative is not None:
             found.layouts.append(
                 f"speculative decoding priced in every candidate: {speculative.method}, k ="
@@ -694,8 +699,9 @@ def plan(
         from mha_cli.core.cost.search import as_candidate
 
         result = as_candidate(result, ttft_ms, itl_ms)
-        if long_requests and result.simulated is not None:  # trial 377 #2: the launch line refuses them
-            refused = "context: requests past the engine's max_model_len, which it refuses (give --max-model-len)"
+        longest = None if client is None else longest_past_context(client, isl, osl, deployment)
+        if longest is not None and result.simulated is not None:  # trial 377 #2: the launch line refuses them
+            refused = context_miss(longest)
             simulated = result.simulated.model_copy(update={"misses": [*result.simulated.misses, refused]})
             result = result.model_copy(
                 update={"meets_targets": False, "misses": [*result.misses, refused], "simulated": simulated}
@@ -920,6 +926,36 @@ def _max_model_len(max_model_len: str | None, context: int) -> int | None:
     return None if tokens == context else tokens
 
 
+def _longest_request(client: ClientSpec, isl: int, osl: int, deployment: DeploymentSpec | None) -> int | None:
+    """The longest request (prompt and output) the simulated client sends: a lengths file's, or the bound of
+    --random-range-ratio's draws; None for fixed --isl and --osl."""
+    if client.lengths is not None:
+        return max(i + o for i, o in client.lengths)
+    if client.range_ratio <= 0:
+        return None
+    from mha_cli.core.serve.workload import draw_bounds
+
+    prefix = (deployment.shared_prefix or 0) if deployment is not None else 0  # drawn after it (``prompt_lengths``)
+    longest = prefix + draw_bounds(max(1, isl - prefix), client.range_ratio)[1] * (isl > prefix)
+    return longest + draw_bounds(osl, client.range_ratio)[1]
+
+
+def _context(isl: int, osl: int, deployment: DeploymentSpec | None) -> int:
+    """The context the memory plan and the launch lines' --max-model-len are sized for."""
+    return max(isl + osl, (deployment.max_model_len if deployment is not None else None) or 0)
+
+
+def longest_past_context(client: ClientSpec, isl: int, osl: int, deployment: DeploymentSpec | None) -> int | None:
+    """The longest request the client sends where it runs past the context the engine is launched with, else None."""
+    longest = _longest_request(client, isl, osl, deployment)
+    return longest if longest is not None and longest > _context(isl, osl, deployment) else None
+
+
+def context_miss(longest: int) -> str:
+    """The miss of a plan whose client sends requests the launched engine refuses (trial 377 #2)."""
+    return f"context: requests of up to {longest:,} tokens, past the engine's max_model_len (give --max-model-len {longest})"
+
+
 def longest_request_note(
     client: ClientSpec, isl: int, osl: int, model: ModelSpec | None = None, deployment: DeploymentSpec | None = None
 ) -> str | None:
@@ -927,20 +963,13 @@ def longest_request_note(
     the context the memory plan and the launch lines' --max-model-len are sized for: what the engine would refuse and
     the flag that admits them, and where they run past what the engines derive from ``model``'s config too. None:
     none does."""
-    if client.lengths is not None:
-        longest, source = max(i + o for i, o in client.lengths), "the lengths file"
-    elif client.range_ratio > 0:
-        from mha_cli.core.serve.workload import draw_bounds
-
-        prefix = (deployment.shared_prefix or 0) if deployment is not None else 0  # drawn after it (``prompt_lengths``)
-        longest = prefix + draw_bounds(max(1, isl - prefix), client.range_ratio)[1] * (isl > prefix)
-        longest += draw_bounds(osl, client.range_ratio)[1]
-        source = f"--random-range-ratio {client.range_ratio:g}'s draws"
-    else:
+    longest = longest_past_context(client, isl, osl, deployment)
+    if longest is None:
         return None
-    context = max(isl + osl, (deployment.max_model_len if deployment is not None else None) or 0)
-    if longest <= context:
-        return None
+    source = (
+        "the lengths file" if client.lengths is not None else f"--random-range-ratio {client.range_ratio:g}'s draws"
+    )
+    context = _context(isl, osl, deployment)
     sized = "--isl + --osl" if context == isl + osl else "--max-model-len"
     return (
         f"requests of {source} {'reach' if client.lengths is not None else 'can reach'} {longest:,} tokens, past"

@@ -93,7 +93,6 @@ class _Ranks(NamedTuple):
     tp: int
     heads: int
     kv_heads: int
-    d_ff: int
     experts: ExpertLayout
     vocab_rows: int
     vocab_padding: int
@@ -179,7 +178,6 @@ def _ranks(spec: ModelSpec, tp: int, rank: int, vocab_padding: int | None, exper
         tp,
         spec.attention.n_heads // tp,
         kv_heads,
-        spec.block.d_ff // tp,
         layout,
         vocab_rows_per_rank(spec.embeddings.vocab_size, tp, padding),
         padding,

@@ -14,8 +14,9 @@ from mha_cli.core.engine.encoder_profile import model_modalities
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import ModelSpec
 
-MODALITIES = ("image", "video", "audio")
-"""The modalities vLLM's flag names."""
+MODALITIES = ("image", "video", "audio", "vision_chunk")
+"""The modalities vLLM's flag names: Kimi-K2.5 reads images and video chunks as one, ``vision_chunk`` (vLLM 0.34
+``kimi_k25.py`` ``get_supported_mm_limits``; review 378 #2)."""
 MAX_ITEMS = 1 << 20
 _EXAMPLE = "write it as vLLM does: image=2,video=0 or '{\"image\": 2}'"
 

@@ -284,8 +284,8 @@ def _moonvit_tower(
         raise BadInputError(f"vision_config's position grid {height} x {width}: MoonViT's is listed square")
     patches = MOONVIT_TOKENS * merge[0] ** 2
     assumed.append(
-        "vision: vLLM's encoder profiling of Kimi-K2.5 at start-up (a video chunk or an image at its processor's"
-        " largest size) is not priced, only the tower's and the projector's weights"
+        "vision: the encoder profiling an engine runs at start-up for Kimi-K2.5's tower (vLLM's: a video chunk or an"
+        " image at its processor's largest size) is not priced, only the tower's and the projector's weights"
     )
     return VisionTowerSpec(
         kind="moonvit", d_model=value("hidden_size", "vt_hidden_size"),

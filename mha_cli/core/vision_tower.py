@@ -257,7 +257,8 @@ def _gemma4(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
 
 def _moonvit(tower: VisionTowerSpec, tp: int) -> Iterator[TowerTensor]:
     """Split over tp as vLLM's ``is_vit_use_data_parallel`` splits it: by heads where tp divides them, else whole on
-    every rank (its fallback to data parallelism for the encoder)."""
+    every rank (its fallback to data parallelism for the encoder, given the head count from 0.28 on; 0.15-0.24 pass
+    none and fail to start at such a tp, which is not modelled)."""
     d, f, patch = tower.d_model, tower.d_ff, tower.patch_size
     tp = tp if tower.n_heads % tp == 0 else 1
     side = math.isqrt(tower.positions)  # the square grid core.vision_config reads

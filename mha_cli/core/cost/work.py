@@ -45,7 +45,7 @@ from mha_cli.core.compute_dtype import compute_dtype
 from mha_cli.core.cost.decode_tiles import DecodeRows
 from mha_cli.core.dp_attention import dispatch_bytes
 from mha_cli.core.engine.router_dtype import ROUTER_BYTES, router_dtype
-from mha_cli.core.kv import kv_footprint, tokens_held
+from mha_cli.core.kv import bytes_per_token_per_layer, kv_footprint, tokens_held
 from mha_cli.core.params import Matrix, matrices_per_rank
 from mha_cli.core.roofline import attention_pair_flops, experts_touched
 from mha_cli.core.schemas import MlaCacheMode, ModelSpec
@@ -296,19 +296,29 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights, w
     return ops
 
 
+class WindowLayers(NamedTuple):
+    """The attention layers on one rank that see one window of tokens (``AttentionLayout.windows``)."""
+
+    layers: int
+    """Every layer attending over that window: a K/V-sharing layer (Gemma-3n's, Gemma 4's) too, reading the cache of
+    the earlier layer it shares."""
+    writers: int
+    """Those that write their own K/V (the others only read)."""
+    per_token: int
+    """Cache bytes of one token in one such layer on the rank (its kind's: Gemma 4's global layers are wider)."""
+
+
 class AttentionLayout(NamedTuple):
     """What one rank's attention and fixed-state layers hold, computed once per model and formats (``core.kv``)."""
 
-    per_token_layer: int
-    """Cache bytes of one token in one token-caching layer on the rank."""
     pair_flops: tuple[float, float]
     """FLOPs of one query-key pair on the rank: (decompressed, absorbed MLA latent)."""
     queries_per_kv: tuple[int, int]
     """Query heads on the rank that read one KV head: (decompressed, absorbed MLA latent). GQA: the group on the rank
     (MHA 1, MQA all the rank's heads); MLA decompressed: 1 (each head its own K and V); absorbed: every head on the
     rank (one latent shared by all)."""
-    windows: dict[int | None, int]
-    """Token-caching layers by the tokens they see (None: the whole context)."""
+    windows: dict[int | None, WindowLayers]
+    """Attention layers by the tokens they see (None: the whole context)."""
     kernels: int
     state_layers: int
     state_bytes: float
@@ -322,9 +332,8 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
     heads_here = max(1, model.attention.n_heads // tp)
     heads_share = heads_here / model.attention.n_heads
-    windows: dict[int | None, int] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
-    for kind in model.token_layer_kinds():
-        count = model.count_layers(kind)  # K/V-sharing layers attend too, over an earlier layer's cache (review 376 #5)
+    windows: dict[int | None, WindowLayers] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
+    for kind, writers in model.token_layer_kinds().items():
         window = (
             model.layers.sliding_window
             if kind == "local"
@@ -332,10 +341,11 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
             if kind == "chunked"
             else None
         )
-        windows[window] = windows.get(window, 0) + count
+        per_token = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, kind=kind)
+        # K/V-sharing layers attend too, over an earlier layer's cache, writing none (reviews 376 #5, 378 #3-#4)
+        windows[window] = WindowLayers(model.count_layers(kind), writers, per_token)
     state_layers = model.n_state_layers
     return AttentionLayout(
-        per_token_layer=footprint.bytes_per_token_per_rank // max(1, footprint.n_token_layers),
         pair_flops=(
             attention_pair_flops(model, absorbed=False) * heads_share,
             attention_pair_flops(model, absorbed=True) * heads_share,
@@ -372,28 +382,24 @@ def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> l
     ``attention_rows``); fixed-state layers' state. ``absorbed``: MLA scores the latent (decode), else the
     decompressed heads."""
     ops: list[Op] = []
-    per_token_layer, pair_flops = layout.per_token_layer, layout.pair_flops[absorbed]
+    pair_flops = layout.pair_flops[absorbed]
     rows = attention_rows(layout, shape, absorbed)
     decode = None
     if shape.new_tokens == 1 or shape.verify:  # the decode kernels' few rows a sequence: padded to their tile
         decode = DecodeRows(shape.new_tokens * layout.queries_per_kv[absorbed], absorbed, layout.fp8_cache)
     end = shape.context + shape.new_tokens
-    for window, n_layers in layout.windows.items():
-        held = tokens_held(end, window)
-        cache = shape.sequences * (held * per_token_layer + shape.new_tokens * per_token_layer)
+    for window, group in layout.windows.items():
+        read = shape.sequences * tokens_held(end, window) * group.per_token
+        written = shape.sequences * shape.new_tokens * group.per_token
         pairs = shape.sequences * causal_pairs_after(shape.new_tokens, shape.context, window)
-        ops.append(
-            Op(
-                name="attention" if window is None else f"attention (window {window})",
-                kind="attention",
-                count=n_layers,
-                bytes=cache,
-                flops=pairs * pair_flops,
-                tokens=rows,
-                kernels=layout.kernels,
-                decode=decode,
-            )
-        )
+        name = "attention" if window is None else f"attention (window {window})"
+        for count, bytes_, suffix in ((group.writers, read + written, ""),
+                                      (group.layers - group.writers, read, ", K/V shared")):  # fmt: skip
+            if count:
+                ops.append(
+                    Op(name=name + suffix, kind="attention", count=count, bytes=bytes_, flops=pairs * pair_flops,
+                       tokens=rows, kernels=layout.kernels, decode=decode)
+                )  # fmt: skip
     if layout.state_layers:
         ops.append(
             Op(name="recurrent state", kind="memory", count=layout.state_layers,

@@ -11,8 +11,9 @@ and subtracts the torch peak of the two from the budget. What we count, per rank
   on CUDA), 38 B where 0.8-0.16 sort the vocabulary in PyTorch, 2-6 B where Model Runner V2 samples its dummy rows
   greedily (``core.engine.model_runner``), and V0's own sorts (30-40 B, by release);
 - the forward pass: the largest layer's live tensors, the residual stream and its normed copy (2 x d_model) plus
-  the widest intermediate: a gated MLP's gate/up output and its activation (3 x d_ff / tp), an MoE layer's for the
-  top-k experts of every token, or q/k/v. It is the smaller of the two except with small vocabularies, and an
+  the widest intermediate: a gated MLP's gate/up output and its activation (3 x d_ff / tp, the widest layer's:
+  Gemma 4 E2B's K/V-sharing layers), an MoE layer's for the top-k experts of every token, or q/k/v; Gemma 4's
+  per-layer inputs beside them (n_layers x their width a token, held through the forward). It is the smaller of the two except with small vocabularies, and an
   estimate (vLLM's attention workspaces are not counted); logs put it 0.3 GiB above this for Llama-3.1-8B.
 Every value is in the model's activation dtype (2 B), logits in fp32.
 
