@@ -226,6 +226,20 @@ def test_fully_windowed_mha_is_not_judged_as_long_context(cli):
     assert cli.run("check", "phi-3-mini", "--seq", "64k").exit_code == 0
 
 
+def test_windows_as_long_as_the_context_are_judged_as_global_layers(tmp_path):
+    """Trial 379 #2, the control of the test above: 32-head MHA with every layer "local" at a 1,000,000-token window
+    caches at 64K what all-global MHA does (524,288 B a token x 65,536) and passed MHA091; a window at least as long
+    as the context holds it whole, so the rule fires, as on the global model."""
+    windowed = write_config(
+        tmp_path, d_model=4096, n_heads=32, n_layers=32, sliding_window=1_000_000, layer_pattern=["local"]
+    )
+    finding = next(f for f in check_design(windowed, seq_len="64k").findings if f.id == "MHA091")
+    assert finding.values["bytes_per_sequence"] == 32 * 2 * 32 * 128 * 2 * 65536 == 34_359_738_368
+    short = write_config(tmp_path, "short", d_model=4096, n_heads=32, n_layers=32, sliding_window=32_768,
+                         layer_pattern=["local"])  # fmt: skip
+    assert "MHA091" not in check_design(short, seq_len="64k").rules_fired
+
+
 def test_mixed_windows_are_priced_by_what_each_layer_holds(tmp_path):
     path = write_config(
         tmp_path, d_model=4096, n_heads=32, n_layers=4, sliding_window=1024, layer_pattern=["local", "global"]

@@ -163,3 +163,21 @@ def test_token_layer_kinds_match_a_layer_by_layer_count_for_every_preset_and_pip
                     by_layer[model.layer_kind(layer)] = by_layer.get(model.layer_kind(layer), 0) + 1
             assert list(model.token_layer_kinds().items()) == list(by_layer.items()), name
             assert model.n_state_layers == sum(model.holds_state(i) for i in range(model.n_layers)), name
+
+
+def test_a_deployment_field_written_null_reads_as_left_out(cli, tmp_path):
+    """Trial 379 #1: ``tp: null`` (which ``mha schema`` allows) was taken as set: check, kv and verify stopped on an
+    internal error (exit 70) comparing None with the target's devices. Null is the field's default, left out."""
+    from mha_cli.core.schemas import DeploymentSpec
+
+    assert "tp" not in DeploymentSpec(tp=None, seq_len=8192).model_fields_set
+    written = tmp_path / "design.yaml"
+    assert (
+        cli.run("recommend", "--params", "1B", "--seq", "8k", "--target", "h100", "--out", str(written)).exit_code == 0
+    )
+    text = written.read_text()
+    assert "\n  tp: 1\n" in text
+    nulled = tmp_path / "nulled.yaml"
+    nulled.write_text(text.replace("\n  tp: 1\n", "\n  tp: null\n"))
+    assert cli.run("check", str(nulled)).exit_code == 0
+    assert cli.json("kv", str(nulled))["kv"]["bytes_per_token"] == cli.json("kv", str(written))["kv"]["bytes_per_token"]

@@ -350,8 +350,7 @@ def _check_long_context_mha(
     if not (
         model.attention.variant == "MHA"
         and model.attention.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
-        and kv.n_global_layers > 0
-        and kv.tokens_held_global > C.MHA_LONG_CONTEXT_TOKENS
+        and _most_tokens_held(kv) > C.MHA_LONG_CONTEXT_TOKENS
     ):
         return
     own = kv.bytes_per_sequence
@@ -369,6 +368,16 @@ def _check_long_context_mha(
         bytes_per_sequence=own,
         requested=requested,
     )
+
+
+def _most_tokens_held(kv: KvFootprint) -> int:
+    """The most tokens one attention layer holds for a sequence: a global layer's, or a window's or chunk's as long
+    as the context, which holds it whole (trial 379 #2: every layer local with a 1,000,000-token window cached what
+    all-global MHA does and passed MHA091)."""
+    held = [kv.tokens_held_global if kv.n_global_layers else 0]
+    held.append((kv.tokens_held_local or 0) if kv.n_local_layers else 0)
+    held.append((kv.tokens_held_chunked or 0) if kv.token_layers_by_kind.get("chunked") else 0)
+    return max(held)
 
 
 def _check_small_mla(trace: Trace, model: ModelSpec, total: int) -> None:

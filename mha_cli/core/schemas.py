@@ -1354,6 +1354,15 @@ class DeploymentSpec(_Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        """A field written as null reads as left out: its default, none of whose is other than None for a field that
+        takes null (trial 379 #1: ``tp: null``, which the schema allows, was taken as set and crashed the commands)."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _dp_attention_is_expert_parallel(cls, data: Any) -> Any:
         """``dp`` sets ``expert_parallel`` (its experts are whole on each rank); an explicit false is refused."""
         if isinstance(data, dict) and data.get("dp") is not None:

@@ -192,7 +192,7 @@ def _fixed_width(
     aspect = r.d_model / model.n_layers
     if not low <= aspect <= high:
         nearest = nearest_sane_width(ctx, vocab, tied, moe, budget, band)
-        way = f"use --d-model {nearest}, the nearest width inside the band, or leave --d-model out"
+        way = f"use --d-model {nearest}, the nearest width of the head ladder inside the band, or leave --d-model out"
         if nearest == r.d_model:  # the width itself is the nearest: a budget it meets inside the band (trial 262)
             way = _budgets_of_width(ctx, moe) or "leave --d-model out"
         raise BadInputError(

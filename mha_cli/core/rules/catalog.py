@@ -446,8 +446,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MHA091", name="no-wide-mha-at-long-context", topic="refusal", severity="hard", scope="both",
-        condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads whose global (full-context) layers hold more "
-        f"than {_n(MHA_LONG_CONTEXT_TOKENS)} tokens (a model whose every layer is windowed never does).",
+        condition=f"MHA with more than {MHA_LONG_CONTEXT_MAX_HEADS} heads whose layers hold more than "
+        f"{_n(MHA_LONG_CONTEXT_TOKENS)} tokens each: its global (full-context) layers, or windows or chunks as long as "
+        "the context (a model whose every layer holds a shorter window never does).",
         action="Never chosen by default; when asked for with --variant MHA it is kept only with its KV cost priced "
         "and GQA/MLA offered beside it; check reports it, exit 1, unless the file records the request (the note "
         f"`{EXPLICIT_VARIANT_NOTE}MHA` that recommend --variant MHA --out writes): then a warning, priced the same.",
@@ -503,7 +504,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MHA061", name="head-dim-unusual", topic="lint", severity="warning", scope="check",
         condition=f"head_dim is not 64, 128 or 256, or above {HEAD_DIM_CEILING}.",
-        action=f"Warn with the head_dim found (MLA's 192 = 128 nope + 64 RoPE is exempt, and {HEAD_DIM_FLOOR} below width"
+        action=f"Warn with the head_dim found (MLA's heads are exempt: their query/key width is a nope part and a RoPE"
+        f" part, DeepSeek's 128 + 64 = 192, its kernels its own; so is {HEAD_DIM_FLOOR} below width"
         f" {NARROW_MODEL_D_MODEL}, which MHA010 recommends there).",
         rationale="Attention kernels are tuned for 64/128/256; above 256 the benefit of more, smaller heads fades.",
         reference="FlashAttention-2 supported head dims; the lesson's facts.",
