@@ -304,3 +304,17 @@ def test_mla_decode_at_tp_1_is_priced_at_the_rows_its_kernel_computes():
     # the control: the same op read at one row by the rows law (the query tokens alone) is far slower
     one_row, one_row_compute = op_seconds(attention._replace(tokens=1, decode=None), profile, 1)
     assert one_row_compute and one_row > 20 * seconds
+
+
+def test_a_window_and_a_chunk_of_one_size_are_both_priced():
+    """Review 380 #1: local layers of window 8,192 and chunked layers of chunk 8,192 shared one key of the attention
+    layout, so one kind's layers were dropped from the step: 8 of 12 attended. Each kind is its own entry now."""
+    from mha_cli.core.cost.work import StepShape, attention_layout, sequence_ops
+    from mha_cli.core.schemas import ModelSpec
+
+    model = ModelSpec(name="mixed", d_model=512, n_layers=12, n_heads=8, vocab_size=1000, d_ff=1024,
+                      layer_pattern=["local", "chunked", "global"], sliding_window=8192, attention_chunk=8192)  # fmt: skip
+    layout = attention_layout(model, 1, "bf16", "absorbed")
+    assert [(group.window, group.layers) for group in layout.windows] == [(8192, 4), (8192, 4), (None, 4)]
+    ops = sequence_ops(layout, StepShape(sequences=1, new_tokens=1, context=131_072, logits_tokens=1), absorbed=True)
+    assert sum(op.count for op in ops if op.kind == "attention") == 12

@@ -168,8 +168,8 @@ def test_the_k_v_sharing_layers_attend_and_the_wide_mlp_sets_the_activation_peak
     from mha_cli.core.engine.activation import forward_peak_bytes
 
     spec = import_hf_config(json.loads(E2B.read_text())).model
-    windows = attention_layout(spec, 1, "bf16", "absorbed").windows
-    assert windows[512] == (28, 12, 2 * 256 * 2) and windows[None] == (7, 3, 2 * 512 * 2)  # layers, writers, bytes
+    windows = attention_layout(spec, 1, "bf16", "absorbed").windows  # window, layers, writers, bytes a token
+    assert windows == ((512, 28, 12, 2 * 256 * 2), (None, 7, 3, 2 * 512 * 2))
     assert spec.token_layer_kinds() == {"local": 12, "global": 3}  # what caches: the pool's layers
     assert forward_peak_bytes(spec, tokens=16_384, tp=1) == 16_384 * 2 * (2 * 1536 + 3 * 12_288 + 35 * 256)
 

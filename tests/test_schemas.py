@@ -171,6 +171,8 @@ def test_a_deployment_field_written_null_reads_as_left_out(cli, tmp_path):
     from mha_cli.core.schemas import DeploymentSpec
 
     assert "tp" not in DeploymentSpec(tp=None, seq_len=8192).model_fields_set
+    with pytest.raises(ValidationError):  # review 380 #5: a field that takes no null still refuses it
+        DeploymentSpec(seq_len=None)
     written = tmp_path / "design.yaml"
     assert (
         cli.run("recommend", "--params", "1B", "--seq", "8k", "--target", "h100", "--out", str(written)).exit_code == 0

@@ -336,7 +336,9 @@ def plan(
         typer.Option(
             "--fail-if-misses",
             help=f"Exit {EXIT_CHECK_FAILED} when the targets (--ttft-ms, --itl-ms) are missed: the deployment planned"
-            " misses one, or a search or --disaggregated finds no pick. Needs a target.",
+            " misses one, or a search or --disaggregated finds no pick. Needs a target. A client whose requests can run"
+            " past the launched context (--lengths-file, --random-range-ratio's draws) misses too, on 'context', naming"
+            " the --max-model-len that admits them.",
         ),
     ] = False,
     closed_form: Annotated[
@@ -1269,7 +1271,7 @@ def render_simulation(console: Console, sim: SimulatedServing, plan: ServingPlan
 def _miss_name(miss: str) -> str:
     """``ttft`` of ``ttft 812 ms > 500 ms``, ``p99 ttft`` of the simulated ``p99 ttft 1,062 ms > 1000 ms``."""
     words = miss.split()
-    return " ".join(words[:2]) if len(words) > 1 and words[1] in ("ttft", "itl") else words[0]
+    return " ".join(words[:2]) if len(words) > 1 and words[1] in ("ttft", "itl") else words[0].rstrip(":")
 
 
 def _meets_cell(result: SearchResult, index: int, simulating: bool) -> str:

@@ -350,7 +350,7 @@ def _check_long_context_mha(
     if not (
         model.attention.variant == "MHA"
         and model.attention.n_heads > C.MHA_LONG_CONTEXT_MAX_HEADS
-        and _most_tokens_held(kv) > C.MHA_LONG_CONTEXT_TOKENS
+        and _most_tokens_held(kv, seq) > C.MHA_LONG_CONTEXT_TOKENS
     ):
         return
     own = kv.bytes_per_sequence
@@ -370,13 +370,16 @@ def _check_long_context_mha(
     )
 
 
-def _most_tokens_held(kv: KvFootprint) -> int:
-    """The most tokens one attention layer holds for a sequence: a global layer's, or a window's or chunk's as long
-    as the context, which holds it whole (trial 379 #2: every layer local with a 1,000,000-token window cached what
-    all-global MHA does and passed MHA091)."""
+def _most_tokens_held(kv: KvFootprint, seq: int) -> int:
+    """The most tokens a full-context layer holds for a sequence of ``seq`` tokens: a global layer, or a local or
+    chunked one whose window or chunk is as long as the context, which holds it whole (trial 379 #2: every layer
+    local with a 1,000,000-token window cached what all-global MHA does and passed MHA091); 0 without one (a shorter
+    window never counts, as the rule says: review 380 #2)."""
     held = [kv.tokens_held_global if kv.n_global_layers else 0]
-    held.append((kv.tokens_held_local or 0) if kv.n_local_layers else 0)
-    held.append((kv.tokens_held_chunked or 0) if kv.token_layers_by_kind.get("chunked") else 0)
+    if kv.n_local_layers and (kv.sliding_window or 0) >= seq:
+        held.append(kv.tokens_held_local or 0)
+    if kv.token_layers_by_kind.get("chunked") and (kv.attention_chunk or 0) >= seq:
+        held.append(kv.tokens_held_chunked or 0)
     return max(held)
 
 

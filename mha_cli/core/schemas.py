@@ -1355,10 +1355,12 @@ class DeploymentSpec(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _null_is_unset(cls, data: Any) -> Any:
-        """A field written as null reads as left out: its default, none of whose is other than None for a field that
-        takes null (trial 379 #1: ``tp: null``, which the schema allows, was taken as set and crashed the commands)."""
+        """A field whose default is None, written as null, reads as left out (trial 379 #1: ``tp: null``, which the
+        schema allows, was taken as set and crashed the commands); a null where the schema takes none stays refused
+        (review 380 #5: ``seq_len: null``)."""
         if isinstance(data, dict):
-            return {key: value for key, value in data.items() if value is not None}
+            nullable = {name for name, field in cls.model_fields.items() if field.default is None}
+            return {key: value for key, value in data.items() if value is not None or key not in nullable}
         return data
 
     @model_validator(mode="before")

@@ -297,8 +297,10 @@ def _matmul_ops(model: ModelSpec, tp: int, tokens: int, weights: LayerWeights, w
 
 
 class WindowLayers(NamedTuple):
-    """The attention layers on one rank that see one window of tokens (``AttentionLayout.windows``)."""
+    """The attention layers of one kind on one rank and the tokens they see (``AttentionLayout.windows``)."""
 
+    window: int | None
+    """Tokens a layer sees: its sliding window or chunk; None: the whole context."""
     layers: int
     """Every layer attending over that window: a K/V-sharing layer (Gemma-3n's, Gemma 4's) too, reading the cache of
     the earlier layer it shares."""
@@ -317,8 +319,9 @@ class AttentionLayout(NamedTuple):
     """Query heads on the rank that read one KV head: (decompressed, absorbed MLA latent). GQA: the group on the rank
     (MHA 1, MQA all the rank's heads); MLA decompressed: 1 (each head its own K and V); absorbed: every head on the
     rank (one latent shared by all)."""
-    windows: dict[int | None, WindowLayers]
-    """Attention layers by the tokens they see (None: the whole context)."""
+    windows: tuple[WindowLayers, ...]
+    """Attention layers by kind, in the order of their first layer (a sliding window and a chunk of one size stay two
+    entries: review 380 #1)."""
     kernels: int
     state_layers: int
     state_bytes: float
@@ -332,7 +335,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
     footprint = kv_footprint(model, seq_len=1, kv_dtype=kv_dtype, tp=tp, mla_cache=mla_cache)
     heads_here = max(1, model.attention.n_heads // tp)
     heads_share = heads_here / model.attention.n_heads
-    windows: dict[int | None, WindowLayers] = {}  # in the order of their first layer (sequence_ops sums the ops in it)
+    windows: list[WindowLayers] = []  # in the order of their first layer (sequence_ops sums the ops in it)
     for kind, writers in model.token_layer_kinds().items():
         window = (
             model.layers.sliding_window
@@ -343,7 +346,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
         )
         per_token = bytes_per_token_per_layer(model, kv_dtype, mla_cache, tp=tp, kind=kind)
         # K/V-sharing layers attend too, over an earlier layer's cache, writing none (reviews 376 #5, 378 #3-#4)
-        windows[window] = WindowLayers(model.count_layers(kind), writers, per_token)
+        windows.append(WindowLayers(window, model.count_layers(kind), writers, per_token))
     state_layers = model.n_state_layers
     return AttentionLayout(
         pair_flops=(
@@ -351,7 +354,7 @@ def attention_layout(model: ModelSpec, tp: int, kv_dtype: str, mla_cache: MlaCac
             attention_pair_flops(model, absorbed=True) * heads_share,
         ),
         queries_per_kv=(queries_per_kv_head(model, tp, heads_here), heads_here),
-        windows=windows,
+        windows=tuple(windows),
         kernels=ATTENTION_BLOCK_KERNELS + (MLA_EXTRA_KERNELS if model.attention.mla is not None else 0),
         state_layers=state_layers,
         state_bytes=footprint.state_bytes_per_seq_per_rank / state_layers if state_layers else 0.0,
@@ -388,7 +391,8 @@ def sequence_ops(layout: AttentionLayout, shape: StepShape, absorbed: bool) -> l
     if shape.new_tokens == 1 or shape.verify:  # the decode kernels' few rows a sequence: padded to their tile
         decode = DecodeRows(shape.new_tokens * layout.queries_per_kv[absorbed], absorbed, layout.fp8_cache)
     end = shape.context + shape.new_tokens
-    for window, group in layout.windows.items():
+    for group in layout.windows:
+        window = group.window
         read = shape.sequences * tokens_held(end, window) * group.per_token
         written = shape.sequences * shape.new_tokens * group.per_token
         pairs = shape.sequences * causal_pairs_after(shape.new_tokens, shape.context, window)
