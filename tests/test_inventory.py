@@ -115,7 +115,10 @@ def test_every_hf_fixture_builds_what_the_inventory_lists(path):
     if spec.recurrent is not None and spec.recurrent.kind not in BUILT_KINDS:  # xLSTM, RWKV: priced, not built
         pytest.skip(f"{spec.recurrent.kind} has no torch mixer: tests/test_attention_free.py checks its weights")
     if spec.attention.per_kind_geometry:  # Gemma 4: build_model builds one head geometry, so refuses it
-        pytest.skip("Gemma 4's per-kind heads are not built: tests/test_gemma4_moe.py checks its weights")
+        pytest.skip(
+            "Gemma 4's per-kind heads are not built: tests/test_gemma4_moe.py and tests/test_gemma4_per_layer.py check"
+            " its weights against transformers"
+        )
     assert check_contract(first_layers(spec)) == []
 
 
