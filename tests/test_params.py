@@ -1,11 +1,17 @@
 """Parameter counts against published totals (Hugging Face model cards / safetensors metadata)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
+from mha_cli.core.hf_import import import_hf_config
 from mha_cli.core.params import count_params
-from mha_cli.core.presets import get_preset
+from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.schemas import ModelSpec
 from tests.spec_paths import copy_with
+
+FIXTURE_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "hf_configs"
 
 PUBLISHED_TOTALS = {
     "gpt2": 124_439_808,
@@ -77,3 +83,43 @@ def test_moe_on_every_other_layer_counts_and_builds_what_it_says():
     )  # two dense MLPs become MoE: 4 experts of 3 x 64 x 32 and a 64 x 4 router, less a 3 x 64 x 96 MLP
     stage = layers_model(spec, 1, 2)  # layers 1 and 2 of the original: MoE, then dense
     assert [stage.is_moe_layer(i) for i in range(2)] == [True, False]
+
+
+def _every_model() -> list[tuple[str, ModelSpec]]:
+    """Every preset and every Hugging Face config fixture (the ones the importer reads)."""
+    models = [(name, get_preset(name)) for name in preset_names()]
+    for path in sorted(FIXTURE_CONFIGS.glob("*.json")):
+        models.append((path.stem, import_hf_config(json.loads(path.read_text()), name=path.stem).model))
+    return models
+
+
+def test_the_parts_of_every_model_add_up_to_its_total():
+    """Review 376 #6: each part is summed over every layer, so models whose layers differ (Gemma 4's two attention
+    widths, E2B's wide MLPs and K/V-sharing layers, hybrids) still add up."""
+    for name, model in _every_model():
+        p = count_params(model)
+        parts = (
+            p.attention_total + p.mlp_dense_total + p.mlp_moe_total + p.norms_total + p.mixer_total
+            + p.per_layer_inputs_total + p.embeddings + p.final_norm + p.vision_tower
+        )  # fmt: skip
+        assert parts == p.total, name
+
+
+def test_gemma_4_attention_is_summed_over_its_two_layer_kinds():
+    """gemma-4-26B-A4B: 25 sliding layers (16 heads and 8 KV heads of 256: q, k, v, o and two QK norms of 256) and 5
+    full ones (16 heads and 2 KV heads of 512, k doubling as v: q, k, o and QK norms of 512). The first layer's count
+    times 30 (1,038,105,600) was the old answer."""
+    model = import_hf_config(json.loads((FIXTURE_CONFIGS / "gemma-4-26b-a4b.json").read_text())).model
+    d = 2816
+    sliding = 2 * d * 16 * 256 + 2 * d * 8 * 256 + 2 * 256
+    full = 2 * d * 16 * 512 + d * 2 * 512 + 2 * 512
+    p = count_params(model)
+    assert (p.attention_per_layer, sliding, full) == (34_603_520, 34_603_520, 49_021_952)
+    assert p.attention_total == 25 * sliding + 5 * full == 1_110_197_760
+
+
+def test_a_uniform_model_s_totals_are_its_per_layer_counts_times_its_layers():
+    p = count_params(get_preset("llama-3-8b"))
+    assert p.attention_total == 32 * p.attention_per_layer == 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024)
+    assert p.mlp_dense_total == 32 * p.mlp_dense_per_layer == 32 * 3 * 4096 * 14336
+    assert p.norms_total == 32 * p.norms_per_layer == 32 * 2 * 4096

@@ -181,14 +181,14 @@ def params_table(result: RecommendResult) -> Table:
     layers = p.n_dense_mlp_layers + p.n_moe_layers
     table.add_row(f"attention ({layers} layers)", count_cell(p.attention_total))
     if p.n_dense_mlp_layers:
-        table.add_row(f"MLP ({p.n_dense_mlp_layers} layers)", count_cell(p.mlp_dense_per_layer * p.n_dense_mlp_layers))
+        table.add_row(f"MLP ({p.n_dense_mlp_layers} layers)", count_cell(p.mlp_dense_total))
     m = result.model
     if p.n_moe_layers:
         table.add_row(
             f"experts + routers ({p.n_moe_layers} layers, {m.experts} x d_ff {m.d_ff_expert})",
-            count_cell(p.mlp_moe_per_layer * p.n_moe_layers),
+            count_cell(p.mlp_moe_total),
         )
-    table.add_row("norms", count_cell(p.norms_per_layer * layers + p.final_norm))
+    table.add_row("norms", count_cell(p.norms_total + p.final_norm))
     table.add_row("embeddings" + (" (tied)" if result.model.tied_embeddings else ""), count_cell(p.embeddings))
     table.add_row(
         "total",

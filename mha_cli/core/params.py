@@ -19,7 +19,11 @@ from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_p
 
 
 class ParamBreakdown(Record):
-    """Parameter counts by part of the model; ``total`` is what the weights cost in memory."""
+    """Parameter counts by part of the model; ``total`` is what the weights cost in memory.
+
+    A ``*_per_layer`` count is the first layer's that has the part; layers of one model may differ (Gemma 4's sliding
+    and full attention, E2B's wide MLPs, K/V-sharing layers), so a part's ``*_total`` is summed over every layer, not
+    multiplied. The totals, ``embeddings``, ``final_norm`` and ``vision_tower`` add up to ``total``."""
 
     attention_per_layer: int
     mlp_dense_per_layer: int
@@ -53,14 +57,19 @@ class ParamBreakdown(Record):
     vision_tower: int = 0
     """A multimodal model's vision encoder and projector (``core.vision_tower``): in ``total``, not in ``active``
     (a text token's step does not run them); 0 without one."""
-
-    @property
-    def attention_total(self) -> int:
-        return self.attention_per_layer * self.n_attention_layers
-
-    @property
-    def mixer_total(self) -> int:
-        return self.mixer_per_layer * self.n_mixer_layers
+    attention_total: int = 0
+    """Every layer's attention weights (q/k/v/o, gates, sinks, QK norms, MLA's latents, an indexer)."""
+    mlp_dense_total: int = 0
+    """Every dense MLP's weights."""
+    mlp_moe_total: int = 0
+    """Every MoE layer's experts (routed and shared), routers and MoE norms."""
+    norms_total: int = 0
+    """Every layer's norms (the final norm is ``final_norm``)."""
+    mixer_total: int = 0
+    """Every fixed-state mixer's weights."""
+    per_layer_inputs_total: int = 0
+    """Gemma 4's gate and projection of each layer's per-layer input (its table and the input-side projection are in
+    ``embeddings``); 0 without them."""
 
 
 MOE_KINDS = frozenset({"router", "moe_norm", "expert", "shared_expert"})
@@ -91,6 +100,10 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
     lookup_tables = sum(t.numel for t in inputs if tables.get(t.kind, False))
     final_norm = _sum(outputs, ["norm"])
     vision = _sum(inputs, ["vision"])
+
+    def over_layers(kinds: Iterable[TensorKind]) -> int:
+        return sum(_sum(group.tensors, kinds) * len(group.places) for group in layers)
+
     inactive = 0 if model.block.moe is None else n_moe * (model.block.moe.n_experts - model.block.moe.n_active_experts)
     per_expert = expert_weights // model.block.moe.n_experts if model.block.moe is not None else 0
     return ParamBreakdown(
@@ -110,6 +123,12 @@ def count_params(model: ModelSpec) -> ParamBreakdown:
         n_mixer_layers=sum(model.holds_state(i) for i in range(model.n_layers)),
         expert_params=per_expert,
         vision_tower=vision,
+        attention_total=over_layers(ATTENTION_KINDS),
+        mlp_dense_total=over_layers(["mlp", "activation"]),
+        mlp_moe_total=over_layers(MOE_KINDS),
+        norms_total=over_layers(["norm"]),
+        mixer_total=over_layers(["mixer"]),
+        per_layer_inputs_total=over_layers(["per_layer_input"]),
     )
 
 
