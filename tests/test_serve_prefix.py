@@ -301,9 +301,9 @@ def test_a_prompt_all_prefix_stays_the_prefix_and_the_longest_request_note_count
     (2,068 tokens where 1,000 + 46 + 122 = 1,168 is the longest a draw makes)."""
     from types import SimpleNamespace
 
-    from mha_cli.cli.plan_cmd import longest_request_note
     from mha_cli.core.schemas import DeploymentSpec
     from mha_cli.core.serve.replica import prompt_lengths
+    from mha_cli.core.serve.request_context import longest_request_note
 
     client = SimpleNamespace(lengths=None, range_ratio=0.9, seed=0)
     lengths = prompt_lengths(SimpleNamespace(isl=1024, osl=64, shared_prefix=1024), client, 200)
