@@ -148,3 +148,23 @@ def test_a_vllm_plan_writes_no_sglang_line_sglang_cannot_load(cli, tmp_path):
     assert "fp8-block weights at tp 8: experts' down_proj holds 96 inputs on a rank" in note
     whole = cli.json(*args, "--expert-parallel")
     assert "--ep-size 8" in whole["launch"]["sglang"] and "sglang: no line" not in (whole["launch_note"] or "")
+
+
+def test_a_way_out_keeps_whole_groups_at_tp_1_too():
+    """Trial 382 #2: DeepSeek-V2-Lite's dense down_proj has 10,944 inputs (85.5 groups of 128), so tp 1 cuts a group as
+    tp 2 does (5,472, 42.75): the refusal at tp 2 said "--tp 1 keeps them whole". gpt-oss-20b's experts are 2,880 wide
+    (22.5 fp8 blocks of 128), which SGLang refuses at any tp (fp8.py: intermediate_size_per_partition % block_n, read
+    in 0.5.2): tp 2's refusal crashed looking for a tp that keeps them whole (StopIteration), and tp 1 was priced."""
+    lite = load_source(str(reference_hf_config("deepseek-v2-lite"))).model
+    refused = group_straddle_refusal(lite, "int4", None, 2)
+    assert "down_proj holds 5,472 inputs on a rank" in refused and "no tensor-parallel size keeps them whole" in refused
+    assert "--tp 1" not in refused
+    oss = load_source("gpt-oss-20b").model
+    assert "no tensor-parallel size (nor whole experts a rank)" in group_straddle_refusal(oss, "fp8-block", None, 2,
+                                                                                          "sglang")  # fmt: skip
+    assert "experts' down_proj holds 2,880 inputs (whole, at tp 1)" in group_straddle_refusal(
+        oss, "fp8-block", None, 1, "sglang"
+    )
+    assert group_straddle_refusal(oss, "fp8-block", None, 1, "vllm") is None  # the control: vLLM 0.29+ refines it
+    assert "at tp 1" in group_straddle_refusal(oss, "fp8-block", None, 1, "vllm", (0, 28))  # 0.28's fp8.py does not
+    assert group_straddle_refusal(lite, "int4", None, 1) is None  # dense rows at tp 1 are not judged

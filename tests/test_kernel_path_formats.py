@@ -78,7 +78,7 @@ def test_compressed_tensors_mxfp4_is_w4a16_whatever_its_activations(inputs):
 def test_quark_mxfp4_runs_fp4_only_with_mxfp4_activations(inputs, fmt):
     mx = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0", "is_dynamic": False}
     spec = {"weight": mx} | ({"input_tensors": inputs} if inputs else {})
-    rule = rule_of({"quant_method": "quark", "exclude": ["lm_head"], "global_quant_config": spec})
+    rule = rule_of({"quant_method": "quark", "exclude": ["lm_head"], "export": {}, "global_quant_config": spec})
     assert rule.format == fmt
     assert rule.layout.matrix_bytes(4096, 4096) == 8_388_608 + 524_288
 

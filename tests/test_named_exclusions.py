@@ -209,8 +209,59 @@ def test_lists_that_split_a_fused_layer_are_refused(cli, tmp_path):
     path.write_text(json.dumps(LLAMA3 | {"quantization_config": quant}))
     result = cli.run("kv", str(path))
     assert result.exit_code == 2
-    assert "keeps some of model.layers.0.self_attn's q_proj, k_proj, v_proj unquantised" in result.stderr
+    assert "stores some of model.layers.0.self_attn's q_proj, k_proj, v_proj unquantised" in result.stderr
     assert "Traceback" not in result.output
+
+
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+    "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                                       "group_size": 128}}}}  # fmt: skip
+NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+FP8_GROUP = {"targets": ["re:.*q_proj$"], "format": "float-quantized",
+             "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}  # fmt: skip
+INT4_GROUP = W4A16["config_groups"]["group_0"] | {"format": "pack-quantized"}
+
+
+@pytest.mark.parametrize(
+    ("quant", "how"),
+    [  # trial 382 #1: only the named formats were checked
+        (W4A16 | {"ignore": ["lm_head", "model.layers.0.self_attn.q_proj"]}, "unquantised and not the others"),
+        (NVFP4 | {"exclude_modules": ["lm_head", "model.layers.0.self_attn.q_proj"]}, "unquantised and not the"),
+        (
+            W4A16 | {"format": "mixed-precision", "config_groups": {"g0": FP8_GROUP, "g1": INT4_GROUP}},
+            "in one format and the others in",
+        ),
+    ],
+    ids=["compressed-tensors-ignore", "modelopt-exclude", "compressed-tensors-two-groups"],
+)
+def test_every_scheme_that_splits_a_fused_layer_is_refused(cli, tmp_path, quant, how):
+    """vLLM loads q, k and v into one layer of one scheme: compressed-tensors' should_ignore_layer ("Found a different
+    quantization schemes"), ModelOpt's is_layer_skipped ("Detected some but not all shards") and, for two groups,
+    _match_fused_layer giving qkv_proj the Linear group's scheme, which q_proj's stored fp8 weights do not fit."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": quant}))
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2, result.output
+    assert f"model.layers.0.self_attn's q_proj, k_proj, v_proj {how}" in result.stderr
+    whole = W4A16 | {"ignore": ["lm_head", "re:.*self_attn.*"]}  # the control: every shard kept alike
+    path.write_text(json.dumps(LLAMA3 | {"quantization_config": whole}))
+    assert cli.run("kv", str(path)).exit_code == 0
+
+
+def test_deepseek_s_fused_mla_down_projections_are_one_layer(cli, tmp_path):
+    """vLLM fuses q_a_proj and kv_a_proj_with_mqa into fused_qkv_a_proj where the model has a query latent
+    (deepseek_v2.py, 0.29.0): an fp8 list keeping only q_a_proj in bf16 is refused, both together are priced."""
+    config = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    path = tmp_path / "config.json"
+    fp8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+    path.write_text(json.dumps(config | {"quantization_config": fp8 | {"modules_to_not_convert": [
+        "model.layers.0.self_attn.q_a_proj"]}}))  # fmt: skip
+    result = cli.run("kv", str(path))
+    assert result.exit_code == 2, result.output
+    assert "q_a_proj, kv_a_proj_with_mqa unquantised and not the others" in result.stderr
+    both = ["model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.kv_a_proj_with_mqa"]
+    path.write_text(json.dumps(config | {"quantization_config": fp8 | {"modules_to_not_convert": both}}))
+    assert cli.run("kv", str(path)).exit_code == 0
 
 
 def test_a_bitsandbytes_entry_naming_a_fused_layer_s_shard_is_refused():

@@ -66,7 +66,7 @@ MIXED = {
     "quant_algo": "MIXED_PRECISION",
     "quantized_layers": {
         **{f"model.layers.{i}.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16} for i in range(32)},
-        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+        **{f"model.layers.0.self_attn.{p}_proj": {"quant_algo": "FP8"} for p in "qkv"},  # one fused layer, one format
     },
 }
 

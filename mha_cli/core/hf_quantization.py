@@ -569,7 +569,10 @@ def _most_common_first(rules: list[SchemeRule]) -> list[SchemeRule]:
 
 def _quark(config: dict[str, Any], origin: str) -> WeightScheme:
     """Quark: ``layer_quant_config`` patterns first, then ``layer_type_quant_config`` classes, then the global
-    config on every linear layer; ``exclude`` kept in bf16."""
+    config on every linear layer; ``exclude`` kept in bf16. Without an ``export`` section refused, as vLLM's
+    ``QuarkConfig.from_config`` raises "The export key should be included" (0.29.0; trial 382 #5)."""
+    if not isinstance(config.get("export"), dict):
+        raise _refuse(origin, "Quark without an export section (vLLM's QuarkConfig will not load one)")
     rules = []
     for section, by_type in (("layer_quant_config", False), ("layer_type_quant_config", True)):
         entries = config.get(section) or {}

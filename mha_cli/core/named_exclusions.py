@@ -62,7 +62,7 @@ from mha_cli.core.weight_formats import FORMATS, MatrixLayout
 
 if TYPE_CHECKING:
     from mha_cli.core.schemas import ModelSpec
-    from mha_cli.core.weight_scheme import WeightScheme
+    from mha_cli.core.weight_scheme import SchemeRule, WeightScheme
 
 EXCLUSION_FIELDS = (
     "modules_to_not_convert", "ignored_layers", "llm_int8_skip_modules", "modules_in_block_to_quantize", "dynamic",
@@ -326,29 +326,48 @@ def _names(quant: dict[str, Any], field: str, origin: str) -> list[str]:
     return list(value)
 
 
+FUSED_MLA_SHARDS = ("q_a_proj", "kv_a_proj_with_mqa")
+"""DeepSeek's MLA down projections, which vLLM fuses into ``fused_qkv_a_proj`` where the model has a query latent
+(``deepseek_v2.py`` ``packed_modules_mapping``, ``q_lora_rank`` set; read in 0.29.0). Not in ``FUSED_SHARDS``: a
+bitsandbytes list naming them stays readable."""
+
+
+def _rule_key(rule: SchemeRule | None) -> tuple[object, ...] | None:
+    """What a shard's storage is, whichever config entry gave it: None for bf16."""
+    if rule is None:
+        return None
+    return (rule.format, rule.description, rule.value_bits, rule.scale_bytes, rule.scale_rows, rule.scale_cols,
+            rule.zero_bits, rule.group_index, rule.extra_bytes, rule.weight_only)  # fmt: skip
+
+
 def refuse_split_shards(model: ModelSpec, scheme: WeightScheme) -> None:
-    """Refuses a named format's lists that keep some shards of one fused layer unquantised and not the others:
-    vLLM 0.19.1 will not load it (``quant_utils.is_layer_skipped`` and ``gptq_utils.is_layer_gptq_quantized``:
-    "Detected some but not all shards of ... are quantized")."""
+    """Refuses a config that stores the shards of one fused layer differently (some unquantised and not the others,
+    or in two formats): vLLM loads them as one layer of one scheme and will not start (vLLM 0.29.0: the named formats'
+    and ModelOpt's ``quant_utils.is_layer_skipped`` and ``gptq_utils.is_layer_gptq_quantized``, "Detected some but not
+    all shards"; compressed-tensors' ``should_ignore_layer``, "Found a different quantization schemes"; Quark's
+    ``_find_matched_config``, "Found a different quantization configuration"). A compressed-tensors fused layer whose
+    shards match different groups gets one scheme for all of them (``_match_fused_layer``), which the other shards'
+    stored weights do not fit (trial 382 #1)."""
     from mha_cli.core.checkpoint_names import module_names
     from mha_cli.core.weight_bytes import model_modules
 
     names = module_names(model)
-    shards = {shard: group for group in FUSED_SHARDS for shard in group}
-    seen: dict[tuple[str, tuple[str, ...]], set[bool]] = {}
+    shards = {shard: group for group in (*FUSED_SHARDS, FUSED_MLA_SHARDS) for shard in group}
+    seen: dict[tuple[str, tuple[str, ...]], set[tuple[object, ...] | None]] = {}
     for module in model_modules(model):
         parent, _, leaf = module.rpartition(".")
         if leaf in shards and ".experts." not in module:
-            kept = scheme.rule_for(module, names) is None
-            seen.setdefault((parent, shards[leaf]), set()).add(kept)
-    split = next(((parent, group) for (parent, group), kept in seen.items() if len(kept) > 1), None)
-    if split is not None:
-        parent, group = split
-        raise BadInputError(
-            f"quantization_config keeps some of {parent}'s {', '.join(group)} unquantised and not the others, which"
-            ' vLLM 0.19.1 loads as one fused layer and refuses ("Detected some but not all shards"): list all of'
-            " them or none in a copy of the file"
-        )
+            seen.setdefault((parent, shards[leaf]), set()).add(_rule_key(scheme.rule_for(module, names)))
+    split = next(((parent, group, keys) for (parent, group), keys in seen.items() if len(keys) > 1), None)
+    if split is None:
+        return
+    parent, group, keys = split
+    how = "unquantised and not the others" if None in keys else "in one format and the others in another"
+    raise BadInputError(
+        f"quantization_config stores some of {parent}'s {', '.join(group)} {how}, which vLLM loads as one fused layer"
+        ' of one scheme and refuses ("Detected some but not all shards", "Found a different quantization schemes"):'
+        " give them one format (list all of them or none) in a copy of the file"
+    )
 
 
 def excludes_nothing(model: ModelSpec, scheme: WeightScheme) -> bool:

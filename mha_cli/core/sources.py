@@ -494,8 +494,7 @@ def _with_checkpoint_weights(
             f"quantization_config not read ({refusal.what}): every weight priced in {weight_dtype} (--weight-dtype)"
         )
         return _unread(source, None, unread, scheme.quant_method)
-    if scheme.method in NAMED_METHODS:
-        refuse_split_shards(source.model, scheme)
+    refuse_split_shards(source.model, scheme)
     if scheme.method in NAMED_METHODS and excludes_nothing(source.model, scheme):
         named = _with_checkpoint_format(source, scheme.format)
         if not scheme.ignore:  # fbgemm fp8 with no list and no routed experts: the named format itself

@@ -60,6 +60,10 @@ ENGINES = ("vllm", "sglang")
 """The engines whose loaders were read for it (TensorRT-LLM's were not)."""
 DENSE_KINDS = ("attention", "attention_gate", "mlp", "shared_expert", "latent")
 """Tensor kinds of the linear layers judged (routed experts apart)."""
+MERGED_PARTS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+"""The shards an engine merges into one layer (QKV, gate_up): SGLang checks each one's outputs are whole fp8 blocks
+at any tp ("or enabling merged weights", ``len(output_partition_sizes) > 1``: ``fp8.py`` 0.5.2), vLLM only from tp 2
+and not from 0.30 (module docstring)."""
 
 
 def _group_of(
@@ -100,7 +104,7 @@ def group_straddle_refusal(
     where none does or the engine is not read."""
     split_experts = experts is not None and not experts.whole and experts.ranks > 1  # over DP ranks at tp 1 too
     formats = {weight_dtype} if scheme is None else {rule.format for rule in scheme.rules}
-    if (tp == 1 and not split_experts) or engine not in ENGINES or not formats & set(GROUPED):
+    if engine not in ENGINES or not formats & set(GROUPED):
         return None  # (the last: nothing grouped, no tensor to walk: a bf16 search prices many layouts)
     # only vLLM's Fp8MoEMethod refines (fp8.py); compressed-tensors' and Quark's fp8 MoE methods raise (review 269)
     refines = engine == "vllm" and (scheme is None or scheme.method not in UNREFINED_METHODS)
@@ -111,17 +115,25 @@ def group_straddle_refusal(
         return None
     part, width, side, (fmt, group) = straddles
     unit = "blocks" if fmt == FP8_BLOCK else "groups"
-    said = (
-        f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} on a"
-        f" rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks)"
+    where = (
+        f"on a rank, not whole {unit} of {group} (its quantisation {unit} would straddle two ranks)"
+        if tp > 1 or split_experts
+        else f"(whole, at tp 1), not whole {unit} of {group}, which its loader requires"
     )
+    said = f"{ENGINE_NAMES[engine]} cannot load {model.name}'s {fmt} weights at tp {tp}: {part} holds {width:,} {side} {where}"
     whole_experts = "expert parallelism (whole experts a rank: mha plan --expert-parallel)"
     if part.startswith("experts'") and experts is not None and experts.ranks != tp:  # spread over the DP ranks
         return f"{said}: fewer ranks sharing the experts, or {whole_experts}, keep them whole"
     fewer = next(
-        t for t in range(tp - 1, 0, -1)
-        if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t, rules, None) is None
+        (t for t in range(tp - 1, 0, -1)
+         if tp % t == 0 and _first_straddle(model, weight_dtype, scheme, t, rules, None, whole_layers=True) is None),
+        None,
     )  # fmt: skip
+    if fewer is None:  # trial 382 #2: "--tp 1 keeps them whole" where tp 1's matrices are not whole groups either
+        return (
+            f"{said}; no tensor-parallel size{' (nor whole experts a rank)' if part.startswith('experts') else ''}"
+            f" keeps them whole: the checkpoint's own {unit} of {group} do not divide the whole matrix"
+        )
     if part.startswith("experts'"):  # trial 316 #10: the usual way out at this tp
         return f"{said}: --tp {fewer}, or {whole_experts}, keeps them whole"
     return f"{said}: --tp {fewer} keeps them whole"
@@ -129,22 +141,25 @@ def group_straddle_refusal(
 
 def _first_straddle(
     model: ModelSpec, weight_dtype: str, scheme: WeightScheme | None, tp: int, rules: _Rules,
-    experts: ExpertLayout | None,
+    experts: ExpertLayout | None, *, whole_layers: bool = False,
 ) -> tuple[str, int, str, tuple[str, int]] | None:  # fmt: skip
     """(the layer, its inputs or outputs on a rank, which, its format and group) of the first matrix whose part on a
-    rank of ``tp`` cuts a group of its format (``_group_of``)."""
+    rank of ``tp`` cuts a group of its format (``_group_of``). At tp 1 the engines judge only the routed experts'
+    width (``_Rules.experts``) and SGLang's merged layers (``MERGED_PARTS``); ``whole_layers`` judges every dense
+    matrix there too, as a way out must keep whole groups, not merely be left unjudged."""
     matcher = None if scheme is None else scheme.matcher(module_names(model))  # as the weights are priced
     moe = model.block.moe
     for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:
-            dense = tp > 1 and tensor.name.endswith(".weight") and len(tensor.shape) == 2 and tensor.kind in DENSE_KINDS
+            dense = tensor.name.endswith(".weight") and len(tensor.shape) == 2 and tensor.kind in DENSE_KINDS
             module = tensor.name.removesuffix(".weight")
             part = module.rsplit(".", 1)[-1]
-            if dense and tensor.split == "row":
+            split = tp > 1 or whole_layers
+            if dense and split and tensor.split == "row":
                 found = _group_of(module, weight_dtype, matcher)
                 if found is not None and tensor.shape[-1] % found[1]:
                     return part, tensor.shape[-1], "inputs", found
-            elif dense and rules.columns and tensor.split == "column":
+            elif dense and rules.columns and (split or part in MERGED_PARTS) and tensor.split == "column":
                 found = _group_of(module, weight_dtype, matcher)
                 if found is not None and found[0] == FP8_BLOCK and tensor.shape[0] % found[1]:
                     return part, tensor.shape[0], "outputs", found
