@@ -676,3 +676,23 @@ def test_kvs_step_reads_each_module_as_the_checkpoint_stores_it(cli, tmp_path):
         bound[name], held[name] = result["latency"]["decode_bound_ms"], result["memory"]["weight_bytes_per_device"]
     assert held["nvfp4"] < held["mixed"] < held["fp8"]
     assert bound["nvfp4"] < bound["mixed"] < bound["fp8"]
+
+
+def test_the_shared_experts_are_one_matrix_a_projection():
+    """DeepSeek-V2-Lite's two shared experts are one MLP 2 x 1,408 = 2,816 wide, as its checkpoint stores
+    ``shared_experts.gate_proj`` and vLLM builds one ``DeepseekV2MLP``: W4A16 (group 128, lm_head ignored) stores one
+    16-byte ``weight_shape`` a projection, so 8,726,579,152 B, the trial's hand count; split in two experts it was
+    1,248 B more (26 MoE layers x 3 projections x 16 B: trial 382 #4)."""
+    from mha_cli.core.params import matrices_per_rank
+
+    model = load_source("tests/fixtures/hf_configs/deepseek-v2-lite.json").model
+    shared = [m for m in matrices_per_rank(model, 1) if m.part in ("gate_proj", "up_proj", "down_proj")
+              and {m.out_features, m.in_features} == {2816, 2048}]  # fmt: skip
+    assert sorted((m.part, m.count) for m in shared) == [("down_proj", 26), ("gate_proj", 26), ("up_proj", 26)]
+    group = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                                                "group_size": 128}}  # fmt: skip
+    quant = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+             "config_groups": {"group_0": group}}  # fmt: skip
+    read = read_checkpoint_weights({"quantization_config": quant}, "config.json")
+    assert read is not None and read.scheme is not None
+    assert rank_checkpoint_bytes(model, 1, read.scheme, vocab_padding=1) == 8_726_579_152

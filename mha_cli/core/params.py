@@ -203,9 +203,11 @@ weights are upcasted to BF16 during loading", 0.34.0), so ``wk`` and ``weights_p
 holds them."""
 
 
-def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:
+def tensor_matrices(tensor: Tensor) -> Iterable[tuple[tuple[MatrixKind, str, int, int], int]]:
     """The matrices one weight tensor holds, as ((kind, part, out, in), how many): a routed experts' fused tensor
-    is E matrices per half, the shared experts' fused MLP n_shared matrices."""
+    is E matrices per half; the shared experts' MLP (n_shared x d_ff_shared wide) one, as DeepSeek's checkpoints store
+    ``shared_experts.gate_proj`` and vLLM and SGLang build it (one ``DeepseekV2MLP``): a format's per-matrix scalars
+    (compressed-tensors' ``weight_shape``, NVFP4's global scales) are counted once (trial 382 #4)."""
     kind = (
         "attention"
         if tensor.kind == "indexer" and tensor.part in QUANTISED_INDEXER_PARTS
@@ -219,13 +221,7 @@ def tensor_matrices(tensor: Tensor, model: ModelSpec) -> Iterable[tuple[tuple[Ma
         halves = 2 if part == "gate_up_proj" else 1
         yield (kind, part, out // halves, inp), experts * halves
         return
-    out, inp = tensor.shape
-    if tensor.kind == "shared_expert":  # one MLP n_shared x d_ff_shared wide: n_shared matrices
-        assert model.block.moe is not None
-        shared = model.block.moe.n_shared_experts
-        out, inp = (out // shared, inp) if part != "down_proj" else (out, inp // shared)
-        yield (kind, part, out, inp), shared
-        return
+    out, inp = tensor.shape  # the shared experts too: one MLP n_shared x d_ff_shared wide, one matrix per projection
     yield (kind, part, out, inp), 1
 
 
@@ -240,6 +236,6 @@ def matrices_per_rank(model: ModelSpec, tp: int, experts: ExpertLayout | None = 
     counts: dict[tuple[MatrixKind, str, int, int], int] = {}
     for group in tensor_groups(model, tp, experts=experts):
         for tensor in group.tensors:
-            for key, count in tensor_matrices(tensor, model):
+            for key, count in tensor_matrices(tensor):
                 counts[key] = counts.get(key, 0) + count * len(group.places)
     return [Matrix(kind, out, inp, count, part) for (kind, part, out, inp), count in counts.items()]

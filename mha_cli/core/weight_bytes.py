@@ -254,10 +254,10 @@ def _rank_bytes(
         matrices = [
             (module, kind, part, out, inp, n, t.kind)
             for t in tensors if t.kind != "mixer"
-            for (kind, part, out, inp), count in tensor_matrices(t, model)
+            for (kind, part, out, inp), count in tensor_matrices(t)
             for module, n in _modules(t, part, count)
         ]  # fmt: skip
-        plain = [t for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t, model))]
+        plain = [t for t in tensors if t.kind != "mixer" and not any(tensor_matrices(t))]
         rest = sum(t.numel for t in plain) * pricing.rest_bytes
         first = group.places[0]
         places = group.places if pricing.by_name else [first]  # a format reads no names: one place for all
