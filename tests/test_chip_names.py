@@ -152,7 +152,9 @@ def test_the_cli_offers_the_slip_in_one_line(cli):
     assert shown.stderr == "error: unknown target 'l40ss': did you mean l40s?\n"
 
 
-@pytest.mark.parametrize("typed", ["h800-pcie", "h800 pcie 80gb", "h200-nvl", "h200 nvl 141gb", "h200-pcie"])
+@pytest.mark.parametrize(
+    "typed", ["h800-pcie", "h800 pcie 80gb", "h200-nvl", "h200 nvl 141gb", "h200-pcie", "v100-pcie", "v100 pcie 32gb"]
+)
 def test_an_edition_that_is_another_part_no_target_lists_offers_nothing(typed):
     """audit5: these were offered the SXM row. The H800 PCIe is 80 GB HBM2e at 2.0 TB/s (the h800 row, SXM5: 3.35
     TB/s, whose notes say so); the H200 NVL (PCIe, up to 600 W) runs BF16 1,671 / FP8 3,341 TFLOPS sparse against
@@ -162,6 +164,7 @@ def test_an_edition_that_is_another_part_no_target_lists_offers_nothing(typed):
 
 def test_the_listed_editions_of_those_chips_are_still_offered():
     assert same_chip_names("h800 sxm5", KNOWN) == ["h800"]
+    assert same_chip_names("v100 sxm2 32gb", KNOWN) == ["v100-32gb"]  # trial 381 #7: the PCIe part offered the SXM2
     assert same_chip_names("h200-sxm 141gb", KNOWN) == ["h200"]
 
 

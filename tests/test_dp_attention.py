@@ -352,6 +352,9 @@ def test_sglangs_dp_attention_line_pastes(cli):
     assert pasted == cli.json(*base, "--dp", "8")
     assert pasted["deployment"]["tp"] == 1 and "--tp-size 8" in pasted["launch"]["sglang"]
     assert cli.json(*base, "--tp", "8")["deployment"]["tp"] == 8  # the control: without the flag, one tp-8 server
+    # trial 381 #2: left without --engine, SGLang's flag was priced as vLLM (the default), which refuses it when named
+    unnamed = [arg for arg in base if arg not in ("--engine", "sglang")]
+    assert cli.json(*unnamed, "--tp", "8", "--dp", "8", "--enable-dp-attention") == pasted
 
 
 def test_data_parallel_on_a_dense_model_is_replicas(cli):

@@ -109,6 +109,7 @@ def test_json_names_the_generation(cli):
         (None, "vllm-0.21", "0.33"), ("vllm@0.21", "vllm-0.21", "0.21"), ("vllm@0.28", "vllm-0.21", "0.28"),
         ("vllm@0.99", "vllm-0.21", "0.33"), ("vllm@0.34", "vllm-0.21", "0.33"), ("vllm-v1", "vllm-v1", "0.20"), ("vllm@0.10.2", "vllm-v1", "0.10.2"),
         ("vllm-v0", "vllm-v0", "0.7"), ("sglang@0.4", "sglang-0.4", "0.4.10"), ("sglang@0.4.6", "sglang-0.4", "0.4.6"),
+        ("sglang==0.4.6.post2", "sglang-0.4", "0.4.6.post2"),  # trial 381 #6: it named 0.4.6, which refuses --pp 2
         ("trtllm@0.8", "trtllm-cpp", None),
     ],
 )  # fmt: skip

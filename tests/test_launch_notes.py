@@ -21,6 +21,15 @@ def test_a_multi_node_pick_keeps_the_deepep_note(cli):
     assert one_node["candidates"][one_node["chosen"]]["nodes"] is None and DEEPEP_NOTE in one_node["launch_note"]
 
 
+def test_a_release_without_deepep_is_not_told_to_set_its_variable(cli):
+    """Trial 381 #3: vLLM 0.9.0 has VLLM_ALL2ALL_BACKEND but no deepep value (from 0.9.1, core.engine.flags): its note
+    named a variable value the release lacks; the control, 0.10.0, keeps the variable's note."""
+    args = ("plan", V3, "--target", "8xh200", "--dp", "8", "--moe-a2a-backend", "deepep", "--closed-form", "--engine")
+    old = cli.json(*args, "vllm@0.9.0")["launch_note"]
+    assert "vLLM 0.9.0 has no DeepEP backend" in old and DEEPEP_NOTE not in old
+    assert DEEPEP_NOTE in cli.json(*args, "vllm@0.10.0")["launch_note"]
+
+
 def test_a_release_past_the_newest_read_says_its_flags_are_the_newest_reads(cli):
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--closed-form", "--engine")
     for typed in ("vllm@0.99", "vllm@0.99.1"):

@@ -372,6 +372,12 @@ def test_quark_mxfp4_as_amd_publishes_it():
         ({"quant_method": "quark", "export": {}, "global_quant_config": {"weight": {"dtype": "int4",
                                                                                    "qscheme": "per_group"}}},
          "Quark global weight dtype=int4"),
+        # trial 382 #6, #7: what differs from a priced config is named
+        ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "format":
+          "int-quantized", "weights": {"num_bits": 8, "type": "int", "symmetric": False, "strategy": "channel"},
+          "input_activations": {"num_bits": 8, "type": "int", "dynamic": True}}}}, "strategy=channel format=int-"
+         "quantized symmetric=false is not"),
+        ({"bits": 4}, "quantization_config without a quant_method is not"),
         # vLLM's QuarkConfig raises "The export key should be included" (trial 382 #5: priced, exit 0)
         ({"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}}},
          "Quark without an export section"),

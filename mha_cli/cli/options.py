@@ -444,7 +444,7 @@ def check_latency_targets(ttft_ms: float | None, itl_ms: float | None) -> None:
 
     for name, value in (("ttft-ms", ttft_ms), ("itl-ms", itl_ms)):
         if value is not None and not 0 < value < 1e9:
-            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds greater than 0")
+            raise BadInputError(f"--{name} {value:g}: give a time in milliseconds, greater than 0 and below 10^9")
 
 
 def named(ctx: typer.Context, parameter: str) -> bool:

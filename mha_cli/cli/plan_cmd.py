@@ -146,8 +146,9 @@ def plan(
         bool,
         typer.Option(
             "--enable-dp-attention",
-            help="SGLang's flag, to paste its line: --tp then counts every GPU of the server (SGLang's --tp-size)"
-            " and --dp its attention ranks, each of tp / dp GPUs (--tp 8 --dp 8: eight ranks of one GPU).",
+            help="SGLang's flag, to paste its line (without --engine, SGLang is priced): --tp then counts every GPU"
+            " of the server (SGLang's --tp-size) and --dp its attention ranks, each of tp / dp GPUs (--tp 8 --dp 8:"
+            " eight ranks of one GPU).",
         ),
     ] = False,
     moe_a2a_backend: MoeA2aOpt = None,
@@ -449,6 +450,8 @@ def plan(
             f"--target: give the hardware to plan on (an id such as h100, or N x one: 8xh100); {source} names none"
         )
     resolved = with_inter_node_link(resolve_target(target), inter_node_link)
+    if enable_dp_attention and engine is None and (loaded.deployment is None or loaded.deployment.engine is None):
+        engine = "sglang"  # trial 381 #2: SGLang's flag pasted with its line; vLLM (the default) refuses it
     deployment = merge_deployment(
         loaded.deployment, model=loaded.model, seq_len=isl + osl, target=resolved.spec, weight_dtype=weight_dtype,
         kv_dtype=kv_dtype, engine=engine, gpu_memory_utilization=gpu_memory_utilization,

@@ -49,11 +49,15 @@ NVIDIA's HGX and DGX boards, which carry the SXM part."""
 MEMORY_TOLERANCE = 0.05
 """How far a memory size typed may be from the chip's (``h100 79gib`` names the 80 GB part)."""
 
-OTHER_PARTS_NOT_LISTED = {"h800": frozenset({"pcie"}), "h200": frozenset({"nvl", "pcie"})}
+OTHER_PARTS_NOT_LISTED = {
+    "h800": frozenset({"pcie"}), "h200": frozenset({"nvl", "pcie"}), "v100": frozenset({"pcie"}),
+}  # fmt: skip
 """Edition words that name another part of a listed chip, with other figures, which no target lists: the H800 PCIe,
-80 GB HBM2e at 2.0 TB/s (the h800 row is the SXM5 part at 3.35 TB/s: NVIDIA H800 datasheet, nvidia.cn), and the H200
+80 GB HBM2e at 2.0 TB/s (the h800 row is the SXM5 part at 3.35 TB/s: NVIDIA H800 datasheet, nvidia.cn), the H200
 NVL, a PCIe card at up to 600 W, BF16 1,671 / FP8 3,341 TFLOPS sparse against the SXM's 1,979 / 3,958
-(https://www.nvidia.com/en-us/data-center/h200/). Offered the SXM row, either would be priced as another chip."""
+(https://www.nvidia.com/en-us/data-center/h200/), and the Tesla V100 PCIe, 112 tensor TFLOPS at 250 W against the
+SXM2's 125 at 300 W, the part both v100 rows are (NVIDIA Tesla V100 datasheet; trial 381 #7). Offered the SXM row,
+each would be priced as another chip."""
 
 _MEMORY = re.compile(r"(\d+)(?:gb|g|gib)")
 _SXM_GENERATION = re.compile(r"^sxm\d$")

@@ -129,7 +129,7 @@ def read_checkpoint_weights(config: dict[str, Any], origin: str) -> CheckpointWe
     if method in readers:
         scheme = readers[method](quant, origin)
         return None if scheme is None else CheckpointWeights(scheme.format, scheme)
-    raise _refuse(origin, f"quant_method {method or '(none)'!r}")
+    raise _refuse(origin, f"quant_method {method!r}" if method else "without a quant_method")
 
 
 class DeclaredKv(NamedTuple):
@@ -445,7 +445,9 @@ def _compressed_group(name: str, group: Any, top_format: Any, origin: str) -> Sc
     symmetric = symmetric is None or bool(symmetric)  # 0 is false, as compressed-tensors' pydantic reads it
     inputs = group.get("input_activations")
     static_input = isinstance(inputs, dict) and not inputs.get("dynamic", False)
-    what = f"compressed-tensors {name}: num_bits={bits!r} type={kind} strategy={strategy} format={fmt}"
+    what = f"compressed-tensors {name}: num_bits={bits!r} type={kind} strategy={strategy} format={fmt}" + (
+        "" if symmetric else " symmetric=false"  # trial 382 #6: the symmetric twin is priced, so say what differs
+    )
     bits, size = _whole(bits, "num_bits", name, origin), _whole(size, "group_size", name, origin)
     if strategy in ("group", "tensor_group") and size == -1:  # -1 is a per-channel group, said as such
         raise _refuse(origin, f"{what} with group_size -1 (strategy channel means one group per output channel)")

@@ -131,7 +131,11 @@ def rules_release(settings: EngineSettings) -> str | None:
 
     typed, engine = settings.engine_version, settings.engine
     if engine == "sglang":
-        return ".".join(map(str, running_release(typed, settings.generation)))
+        from mha_cli.core.engine.prefill_graphs import release_triple
+
+        running = running_release(typed, settings.generation)
+        # as typed where that release's rules are the ones priced: 0.4.6.post2 is not 0.4.6 (trial 381 #6)
+        return typed.strip() if typed and release_triple(typed) == running else ".".join(map(str, running))
     if engine != "vllm":
         return None
     rules = NEWEST_READ[engine].rules  # 0.33: a later release (0.34 too, whose flags were read) takes its rules
