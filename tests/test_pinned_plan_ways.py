@@ -42,3 +42,17 @@ def test_weights_far_over_the_device_are_offered_the_devices_they_need(cli):
     assert taken.exit_code == 0, taken.output
     refused = cli.run(*PINNED, "--target", "rtx-5080", "--gpu-memory-utilization", "1.0")
     assert " ".join(refused.output.split()).endswith(": use e.g. --target 2xrtx-5080 --tp 2")
+
+
+def test_a_context_that_does_not_fit_is_offered_the_length_that_does(cli):
+    """Trial 381 #1: Llama-3.1-8B at its 131,072-token context on one RTX 4090 leaves 4.96 GiB of pool, 16.00 GiB
+    short of one request; vLLM's error names 40,592 tokens (4.96 GiB / 131,072 B a token, whole blocks of 16), the
+    length vLLM 0.14+ starts at with --max-model-len auto (kv_cache_utils ``_auto_fit_max_model_len``). That length is
+    the first way out, and planned again it starts; one block more does not (the control)."""
+    args = ("plan", "llama-3.1-8b", "--target", "4090", "--tp", "1", "--closed-form")
+    refused = cli.run(*args, "--max-model-len", "auto")
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "the estimated maximum model length is 40592" in line
+    assert line.endswith(": use e.g. --max-model-len 40592 or --target 2xrtx-4090 --tp 2"), line
+    assert cli.run(*args, "--max-model-len", "40592").exit_code == 0
+    assert cli.run(*args, "--max-model-len", "40608").exit_code == 2

@@ -105,7 +105,9 @@ def plan(
             " launch note names (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1): the"
             " engine is sized, checked and launched for"
             " requests of this length (SGLang starts with a pool under it and aborts only prompts past its pool),"
-            " and its pool runs the --isl + --osl ones. auto: what the engine derives from the model's config.",
+            " and its pool runs the --isl + --osl ones. auto (or -1): what the engine derives from the model's"
+            " config; where one request of it does not fit, vLLM 0.14+ lowers it to the longest that does (its"
+            " auto-fit), which mha does not: the refusal's way out --max-model-len N names that length.",
             show_default=False,
         ),
     ] = None,

@@ -42,9 +42,11 @@ class EngineRefusedError(BadInputError):
     """The engine would not start on a layout: exit 2. ``reason`` is the message without the layout's own figures
     (the weights' overflow names each layout's bytes a rank), the same for every layout one cause stops."""
 
-    def __init__(self, message: str, reason: str) -> None:
+    def __init__(self, message: str, reason: str, fitting_max_model_len: int | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.fitting_max_model_len = fitting_max_model_len
+        """vLLM's "estimated maximum model length" where one request of max_model_len does not fit (a way out)."""
 
 
 class NotPricedError(BadInputError):

@@ -33,6 +33,7 @@ FLAG_FIELDS: dict[str, tuple[str, Callable[[str], object]]] = {
     "--gpu-memory-utilization": ("gpu_memory_utilization", float),
     "--max-num-seqs": ("max_num_seqs", int),
     "--kv-cache-gib": ("kv_cache_memory_bytes", gib_as_bytes),
+    "--max-model-len": ("max_model_len", int),
 }
 """The deployment field each flag a way out of ``mha kv`` or ``mha check`` names sets (its value read by the
 callable: ``--kv-cache-gib``'s GiB as the bytes the deployment holds)."""

@@ -455,6 +455,7 @@ class LayoutPlans:
             raise EngineRefusedError(
                 f"{engine.name} {engine.refused_as}: {engine.refusal}{approximate}",
                 reason=f"{engine.name} {engine.refused_as}: {engine.refusal_reason or engine.refusal}{approximate}",
+                fitting_max_model_len=engine.fitting_max_model_len,
             )
         offload = self._offload(engine, concurrency)
         case = serving_case(model, deployment, memory, isl=self.isl, osl=self.osl, concurrency=concurrency,
@@ -564,6 +565,14 @@ class LayoutPlans:
         )  # fmt: skip
 
 
+def _fitting_length_change(exc: MhaError, requests: int) -> tuple[str, ...]:
+    """``--max-model-len N``, vLLM's "estimated maximum model length" where one request of the engine's context does
+    not fit its pool and N still holds the requests (``requests``: --isl + --osl): the length vLLM 0.14+ starts at
+    with ``--max-model-len auto`` (trial 381 #1); () otherwise."""
+    fitting = getattr(exc, "fitting_max_model_len", None)
+    return (f"--max-model-len {fitting}",) if fitting is not None and fitting >= requests else ()
+
+
 def _with_ways(
     exc: MhaError, model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, profile: DeviceProfile,
     ceiling: DeviceProfile, *, tp: int, pp: int, **common: int,
@@ -576,14 +585,15 @@ def _with_ways(
         updates = flag_updates(words)
         changed = resolve_target_like(str(updates.get("target", target.spec)), target)
         alone = {"dp": None, "expert_parallel": None, "moe_a2a_backend": None} if deployment.dp else {}
-        seqs = {"max_num_seqs": updates["max_num_seqs"]} if "max_num_seqs" in updates else {}
-        trial = deployment.model_copy(update={"target": changed.spec, **alone, **seqs})
+        kept = {field: updates[field] for field in ("max_num_seqs", "max_model_len") if field in updates}
+        trial = deployment.model_copy(update={"target": changed.spec, **alone, **kept})
         return plan_serving(
             model, changed, trial, profile, ceiling, tp=int(str(updates.get("tp", tp))), pp=pp, **common
         )
 
     if not deployment.dp:
-        first = _state_slots_change(model, target, deployment, tp, pp, common["concurrency"])
+        first = _fitting_length_change(exc, common["isl"] + common["osl"])
+        first += _state_slots_change(model, target, deployment, tp, pp, common["concurrency"])
         first += weights_sized_layout(model, target, deployment, tp, pp)
         return with_layout_ways(exc, target, tp, accepted(pasted), pp, first=first)
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first

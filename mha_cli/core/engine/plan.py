@@ -251,6 +251,10 @@ class EnginePlan(Record):
     """The engine refuses this deployment whatever its memory (a KV format it lacks, ``kv_format_note``; a Mamba hybrid
     beside a KV connector before vLLM 0.22): no device or setting that frees memory makes it start. Not part of the
     JSON output."""
+    fitting_max_model_len: int | None = Field(default=None, exclude=True)
+    """vLLM V1, refused for one request of max_model_len not fitting its pool: the longest max_model_len whose request
+    does fit, the "estimated maximum model length" of its error (what vLLM 0.14+'s ``--max-model-len auto`` lowers to);
+    None otherwise. Not part of the JSON output."""
     windows_full: bool = Field(default=False, exclude=True)
     """Sliding-window and chunked layers hold every token of a request in this engine's pool, as full ones do (vLLM
     without its hybrid KV cache manager, SGLang off its hybrid SWA pool): what a prefill/decode transfer moves. Not
@@ -556,6 +560,8 @@ class _Pool(NamedTuple):
     """vLLM: the mode its state groups run in (``EnginePlan.mamba_cache_mode``)."""
     serves_hybrid_prefixes: bool = False
     """vLLM: its cache serves a hybrid's shared prefix once warm (``EnginePlan.serves_hybrid_prefixes``)."""
+    fitting_max_model_len: int | None = None
+    """vLLM V1: the estimated maximum model length its start-up error names (``EnginePlan.fitting_max_model_len``)."""
     in_flight_batches: int = 1
     """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
@@ -903,10 +909,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal / pages
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
     outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
-    refusal = outright or _set_pool_overflow(inputs) or _vllm_refusal(
-        available, needed, lambda: longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging),
-        kv.seq_len,
-    )  # fmt: skip
+    overflow = outright or _set_pool_overflow(inputs)
+    fitting = (
+        longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
+        if overflow is None and 0 < available < needed
+        else None
+    )
+    refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len)
     log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
     state_hybrid = (model.recurrent is not None or kv.n_state_layers > 0) and not priced_state
     device = "CPU" if cpu else "GPU"
@@ -1040,7 +1049,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         windows_full=bool(kv.n_local_layers + kv.n_chunked_layers)
         and not any(group.kind in ("sliding", "chunked") for group in pool.groups),
         refused_outright=outright is not None, mamba_cache_mode=mode,
-        serves_hybrid_prefixes=serves_shared_prefix(release, mode),
+        serves_hybrid_prefixes=serves_shared_prefix(release, mode), fitting_max_model_len=fitting,
     )  # fmt: skip
 
 
@@ -1650,7 +1659,7 @@ def plan_engine(
         caps_window_admission=settings.engine == "vllm" and caps_window_admission(settings.release),
         window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1, windows_full=pool.windows_full,
         refused_outright=pool.refused_outright, mamba_cache_mode=pool.mamba_cache_mode,
-        serves_hybrid_prefixes=pool.serves_hybrid_prefixes,
+        serves_hybrid_prefixes=pool.serves_hybrid_prefixes, fitting_max_model_len=pool.fitting_max_model_len,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         lookahead_at_admission=settings.engine == "vllm" and lookahead_at_admission(settings.release),
