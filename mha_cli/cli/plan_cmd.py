@@ -107,7 +107,7 @@ def plan(
             " requests of this length (SGLang starts with a pool under it and aborts only prompts past its pool),"
             " and its pool runs the --isl + --osl ones. auto (or -1): what the engine derives from the model's"
             " config; where one request of it does not fit, vLLM 0.14+ lowers it to the longest that does (its"
-            " auto-fit), which mha does not: the refusal's way out --max-model-len N names that length.",
+            " auto-fit, priced so; earlier releases refuse, naming that length as the way out).",
             show_default=False,
         ),
     ] = None,
@@ -467,7 +467,7 @@ def plan(
         from mha_cli.core.engine.longer_context import derived_context
 
         derived = derived_context(loaded.model, deployment, isl + osl)
-        deployment = deployment.model_copy(update={"max_model_len": derived})
+        deployment = deployment.model_copy(update={"max_model_len": derived, "max_model_len_auto": derived is not None})
     from mha_cli.core.deployment import refuse_float16_refused_family
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks, refuse_sparse_mla_gpu

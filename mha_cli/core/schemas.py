@@ -1258,6 +1258,9 @@ class DeploymentSpec(_Strict):
     """The engine's context where it is started longer than the requests (``mha plan --max-model-len``, vLLM's
     flag): the engine is sized, checked and launched for requests of this many tokens, its pool admits those of
     ``seq_len``. None: ``seq_len``."""
+    max_model_len_auto: Annotated[bool, Field(exclude_if=lambda value: not value)] = False
+    """``max_model_len`` is what the engine derived (``mha plan --max-model-len auto``, or -1): vLLM 0.14+ lowers it
+    to the longest one request of which its pool holds where one of it does not fit (``core.engine.auto_fit``)."""
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"

@@ -9,6 +9,7 @@ throughput on the profile (a shipped prior for the target, or ``mha calibrate``'
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -28,6 +29,7 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
+from mha_cli.core.engine.auto_fit import auto_fit_line, auto_fits
 from mha_cli.core.engine.longer_context import engine_admitting, engine_context, serves_the_requests
 from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
@@ -380,6 +382,9 @@ class LayoutPlans:
             )  # fmt: skip
 
         memory = planned(self.context)
+        fitted = memory.engine.fitting_max_model_len
+        if stage is None and fitted is not None and fitted >= requests and auto_fits(deployment):
+            memory = self._auto_fitted(planned, fitted)
         if self.context == requests or not serves_the_requests(memory.engine, self.isl):
             return memory
         at_requests = planned(requests).engine
@@ -389,6 +394,25 @@ class LayoutPlans:
         return memory.model_copy(
             update={"engine": engine, "max_sequences": engine.admitted_per_replica * memory.replicas}
         )
+
+    def _auto_fitted(self, planned: Callable[[int], MemoryPlan], fitted: int) -> MemoryPlan:
+        """The memory plan of vLLM 0.14+ started with ``--max-model-len auto`` whose derived length does not fit: at
+        ``fitted``, the longest that does, which becomes the engine's context (``core.engine.auto_fit``; trial 381
+        #1: it was refused, as vLLM refuses that length typed)."""
+        derived = self.context
+        self.context = fitted
+        self.engine_deployment = self.engine_deployment.model_copy(update={"seq_len": fitted, "max_model_len": fitted})
+        memory = planned(fitted)
+        engine = memory.engine
+        lines = engine.log_lines
+        at = 1 if lines and lines[0].startswith("Available KV cache memory") else 0
+        lines.insert(at, auto_fit_line(derived, fitted, engine.available_kv_bytes))
+        engine.notes.append(
+            f"--max-model-len auto: one request of the {derived:,} tokens vLLM derives from the config does not fit"
+            f" the pool, so vLLM (0.14 and later) lowers max_model_len to {fitted:,}, the longest that does, and"
+            " starts (core.engine.auto_fit); requests longer than that are refused"
+        )
+        return memory
 
     def stage_memories(self) -> list[tuple[StageMemory, MemoryPlan]]:
         """Each pipeline stage's memory plan on one of its devices (at one request; ``at_load`` gives it at others),
