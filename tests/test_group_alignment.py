@@ -11,6 +11,7 @@ import pytest
 
 from mha_cli.core.engine.group_alignment import group_straddle_refusal
 from mha_cli.core.sources import load_source
+from mha_cli.core.tensor_parallel import ExpertLayout
 from tests.conftest import reference_hf_config
 
 
@@ -167,4 +168,11 @@ def test_a_way_out_keeps_whole_groups_at_tp_1_too():
     )
     assert group_straddle_refusal(oss, "fp8-block", None, 1, "vllm") is None  # the control: vLLM 0.29+ refines it
     assert "at tp 1" in group_straddle_refusal(oss, "fp8-block", None, 1, "vllm", (0, 28))  # 0.28's fp8.py does not
-    assert group_straddle_refusal(lite, "int4", None, 1) is None  # dense rows at tp 1 are not judged
+    # review 384 #2: int4's loaders check a row layer's inputs at any tp (vLLM's AWQ create_weights, Marlin's
+    # verify_marlin_supports_shape), so tp 1 is refused as tp 2 is; fp8 blocks' rows only from tp 2 (the control)
+    assert "down_proj holds 10,944 inputs (whole, at tp 1)" in group_straddle_refusal(lite, "int4", None, 1)
+    assert group_straddle_refusal(lite, "fp8-block", None, 1) is None
+    # review 384 #3: whole experts a rank (expert parallelism) keep the full 2,880 width, which SGLang refuses too
+    whole = ExpertLayout(4, whole=True, dp_attention=True)
+    assert "experts' down_proj holds 2,880 inputs" in group_straddle_refusal(oss, "fp8-block", None, 1, "sglang",
+                                                                              None, whole)  # fmt: skip

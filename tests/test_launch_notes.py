@@ -21,12 +21,14 @@ def test_a_multi_node_pick_keeps_the_deepep_note(cli):
     assert one_node["candidates"][one_node["chosen"]]["nodes"] is None and DEEPEP_NOTE in one_node["launch_note"]
 
 
-def test_a_release_without_deepep_is_not_told_to_set_its_variable(cli):
-    """Trial 381 #3: vLLM 0.9.0 has VLLM_ALL2ALL_BACKEND but no deepep value (from 0.9.1, core.engine.flags): its note
-    named a variable value the release lacks; the control, 0.10.0, keeps the variable's note."""
+def test_a_release_without_deepep_is_refused_it(cli):
+    """Trial 381 #3, review 384 #6: vLLM 0.9.0 has VLLM_ALL2ALL_BACKEND but no deepep value (from 0.9.1,
+    core.engine.flags): it was priced with DeepEP and told to set a value it lacks; the control, 0.10.0, keeps the
+    variable's note."""
     args = ("plan", V3, "--target", "8xh200", "--dp", "8", "--moe-a2a-backend", "deepep", "--closed-form", "--engine")
-    old = cli.json(*args, "vllm@0.9.0")["launch_note"]
-    assert "vLLM 0.9.0 has no DeepEP backend" in old and DEEPEP_NOTE not in old
+    refused = cli.run(*args, "vllm@0.9.0")
+    assert refused.exit_code == 2 and "vLLM 0.9.0 has no DeepEP backend" in refused.stderr
+    assert "Traceback" not in refused.output
     assert DEEPEP_NOTE in cli.json(*args, "vllm@0.10.0")["launch_note"]
 
 

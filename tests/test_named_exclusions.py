@@ -262,6 +262,16 @@ def test_deepseek_s_fused_mla_down_projections_are_one_layer(cli, tmp_path):
     both = ["model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.kv_a_proj_with_mqa"]
     path.write_text(json.dumps(config | {"quantization_config": fp8 | {"modules_to_not_convert": both}}))
     assert cli.run("kv", str(path)).exit_code == 0
+    # review 384 #1: MiniCPM3 (minicpm3.py) builds the two as separate layers: its list may keep one alone
+    from mha_cli.core.named_exclusions import refuse_split_shards
+
+    split = fp8 | {"modules_to_not_convert": ["model.layers.0.self_attn.q_a_proj"]}
+    read = read_checkpoint_weights({**config, "quantization_config": split}, "config.json")
+    assert read is not None and read.scheme is not None
+    model = load_source(str(CONFIGS / "deepseek-v3.json")).model
+    with pytest.raises(BadInputError, match="q_a_proj, kv_a_proj_with_mqa unquantised"):
+        refuse_split_shards(model, read.scheme)
+    refuse_split_shards(model.model_copy(update={"family": "minicpm3"}), read.scheme)  # not fused there: no refusal
 
 
 def test_a_bitsandbytes_entry_naming_a_fused_layer_s_shard_is_refused():

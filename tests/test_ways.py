@@ -291,12 +291,12 @@ def test_a_pool_set_past_the_device_names_the_engines_refusal_and_the_largest_th
     and offered no way; ``kv`` named the cause but no way either (found by newuser trial 238)."""
     kv = cli.json("kv", "llama-3-8b", "--target", "h100", "--kv-cache-gib", "1000")
     way = kv["ways_out"][0]
-    assert way["change"] == "--kv-cache-gib 61.64" and way["fits"]  # what the refusal says is left: 61.64 GiB
-    assert "give --kv-cache-gib 61.64 or less" in kv["memory"]["engine"]["refusal"]  # graphs, activations beside
+    assert way["change"] == "--kv-cache-gib 61.11" and way["fits"]  # what the refusal says is left: 61.11 GiB
+    assert "give --kv-cache-gib 61.11 or less" in kv["memory"]["engine"]["refusal"]  # sampler tables too (trial 385 #2)
     text = " ".join(cli.run("recommend", "--params", "7B", "--seq", "8k", "--kv-cache-gib", "1000", "--target",
                             "h100").output.split())  # fmt: skip
     assert "DOES NOT FIT: the engine would not start: out of memory: the KV cache set (1000.00 GiB)" in text
-    assert "- --kv-cache-gib 63.3" in text
+    assert "- --kv-cache-gib 62.8" in text  # 62.80 once the sampler tables were counted beside it (trial 385 #2)
 
 
 @pytest.mark.parametrize(

@@ -353,6 +353,15 @@ def plan_memory(
             f"vLLM runs DeepEP on NVIDIA GPUs alone (NVSHMEM; ROCm has its own MoRI backends, not priced); {device.name}"
             f" is {device.vendor}'s: leave out --moe-a2a-backend for the default all-gather dispatch, or --engine sglang"
         )
+    if experts is not None and experts.deepep and settings.engine == "vllm" and release_priced is not None:
+        from mha_cli.core.engine.flags import format_release, has
+
+        if not has("vllm", release_priced, "VLLM_ALL2ALL_BACKEND deepep_low_latency"):  # review 384 #6
+            raise BadInputError(
+                f"vLLM {format_release(release_priced)} has no DeepEP backend (VLLM_ALL2ALL_BACKEND's deepep values"
+                " are from 0.9.1, --all2all-backend from 0.11.1): use --engine vllm@0.9.1 or later, or leave out"
+                " --moe-a2a-backend for the default all-gather dispatch"
+            )
     if settings.engine == "sglang" and experts is not None and experts.whole:  # SGLang asserts they divide
         uneven = sglang_experts_uneven(model, experts.ranks, release_priced)
         if uneven is not None:

@@ -328,8 +328,12 @@ def _names(quant: dict[str, Any], field: str, origin: str) -> list[str]:
 
 FUSED_MLA_SHARDS = ("q_a_proj", "kv_a_proj_with_mqa")
 """DeepSeek's MLA down projections, which vLLM fuses into ``fused_qkv_a_proj`` where the model has a query latent
-(``deepseek_v2.py`` ``packed_modules_mapping``, ``q_lora_rank`` set; read in 0.29.0). Not in ``FUSED_SHARDS``: a
-bitsandbytes list naming them stays readable."""
+(``deepseek_v2.py`` ``packed_modules_mapping``, ``q_lora_rank`` set; read in 0.29.0), in the families of
+``FUSED_MLA_FAMILIES`` only. Not in ``FUSED_SHARDS``: a bitsandbytes list naming them stays readable."""
+FUSED_MLA_FAMILIES = frozenset({"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa", "axk1"})
+"""The families whose vLLM model builds ``fused_qkv_a_proj`` (0.29.0: ``deepseek_v2.py`` for DeepSeek-V2/V3/V3.2,
+Kimi-K2 and GLM-5's ``GlmMoeDsa``, ``glm4_moe_lite.py``, ``AXK1.py``); MiniCPM3's ``minicpm3.py`` builds the two as
+separate layers (review 384 #1), and no other registered MLA family was read."""
 
 
 def _rule_key(rule: SchemeRule | None) -> tuple[object, ...] | None:
@@ -352,7 +356,8 @@ def refuse_split_shards(model: ModelSpec, scheme: WeightScheme) -> None:
     from mha_cli.core.weight_bytes import model_modules
 
     names = module_names(model)
-    shards = {shard: group for group in (*FUSED_SHARDS, FUSED_MLA_SHARDS) for shard in group}
+    fused = (*FUSED_SHARDS, FUSED_MLA_SHARDS) if model.family in FUSED_MLA_FAMILIES else FUSED_SHARDS
+    shards = {shard: group for group in fused for shard in group}
     seen: dict[tuple[str, tuple[str, ...]], set[tuple[object, ...] | None]] = {}
     for module in model_modules(model):
         parent, _, leaf = module.rpartition(".")
@@ -362,6 +367,7 @@ def refuse_split_shards(model: ModelSpec, scheme: WeightScheme) -> None:
     if split is None:
         return
     parent, group, keys = split
+    parent = names.checkpoint(f"{parent}.{group[0]}").rpartition(".")[0]  # as the checkpoint names it (linear_attn)
     how = "unquantised and not the others" if None in keys else "in one format and the others in another"
     raise BadInputError(
         f"quantization_config stores some of {parent}'s {', '.join(group)} {how}, which vLLM loads as one fused layer"

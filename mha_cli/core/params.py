@@ -21,8 +21,9 @@ from mha_cli.core.tensor_parallel import VOCAB_PADDING, ExpertLayout, tp_shard_p
 class ParamBreakdown(Record):
     """Parameter counts by part of the model; ``total`` is what the weights cost in memory.
 
-    A ``*_per_layer`` count is the first layer's that has the part; layers of one model may differ (Gemma 4's sliding
-    and full attention, E2B's wide MLPs, K/V-sharing layers), so a part's ``*_total`` is summed over every layer, not
+    A ``*_per_layer`` count is one layer's (attention: the first attending layer other than the last; norms: the last
+    layer's; the MLPs and mixers: the first layer that has one); layers of one model may differ (Gemma 4's sliding and
+    full attention, E2B's wide MLPs, K/V-sharing layers), so a part's ``*_total`` is summed over every layer, not
     multiplied. The totals, ``embeddings``, ``final_norm`` and ``vision_tower`` add up to ``total``."""
 
     attention_per_layer: int

@@ -587,23 +587,6 @@ def _vllm_caches_by_default(model: ModelSpec, deployment: DeploymentSpec, priced
     return prefix_caching_default(model, release_meant(generation, typed))
 
 
-def _old_vllm_deepep_note(typed: str | None) -> str:
-    """How a vLLM V1 release before 0.11.1 (``typed``; None: the generation's last) takes DeepEP: from the
-    environment where it has the value (``core.engine.flags``: 0.9.1-0.15.0), else not at all (trial 381 #3)."""
-    from mha_cli.core.engine.flags import format_release, has
-
-    release = release_meant(GENERATIONS["vllm-v1"], typed)
-    if has("vllm", release, "VLLM_ALL2ALL_BACKEND deepep_low_latency"):
-        return (
-            "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
-            " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
-        )
-    return (
-        f"vLLM {format_release(release)} has no DeepEP backend (VLLM_ALL2ALL_BACKEND's deepep values are from 0.9.1,"
-        " --all2all-backend from 0.11.1): give --engine vllm@0.9.1 or later for a vllm line with DeepEP"
-    )
-
-
 VLLM_DEEPEP_OFF_NVIDIA = (
     "the vllm line keeps vLLM's default dispatch (all-gather): vLLM runs DeepEP on NVIDIA GPUs alone (ROCm has its own"
     " MoRI backends, not priced), so the DeepEP dispatch priced is the sglang line's"
@@ -835,7 +818,10 @@ def launch_commands(
         )
     notes: list[str] = []
     if d.dp_attention and d.moe_a2a_backend == "deepep" and vllm_generation == "vllm-v1":
-        notes.append(_old_vllm_deepep_note(deployment.engine_version if engine.name == "vllm" else None))
+        notes.append(
+            "vLLM before 0.11.1 takes DeepEP from the environment, VLLM_ALL2ALL_BACKEND=deepep_low_latency, not"
+            " --all2all-backend (vllm-project/vllm#26732; the variable was later removed, #33535)"
+        )
     if plan.nodes is not None or trays:  # several nodes: each engine's own multi-node flags (core.cost.launch_nodes)
         from mha_cli.core.cost.launch_nodes import node_launch, node_shape
 

@@ -60,10 +60,6 @@ ENGINES = ("vllm", "sglang")
 """The engines whose loaders were read for it (TensorRT-LLM's were not)."""
 DENSE_KINDS = ("attention", "attention_gate", "mlp", "shared_expert", "latent")
 """Tensor kinds of the linear layers judged (routed experts apart)."""
-MERGED_PARTS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
-"""The shards an engine merges into one layer (QKV, gate_up): SGLang checks each one's outputs are whole fp8 blocks
-at any tp ("or enabling merged weights", ``len(output_partition_sizes) > 1``: ``fp8.py`` 0.5.2), vLLM only from tp 2
-and not from 0.30 (module docstring)."""
 
 
 def _group_of(
@@ -144,9 +140,12 @@ def _first_straddle(
     experts: ExpertLayout | None, *, whole_layers: bool = False,
 ) -> tuple[str, int, str, tuple[str, int]] | None:  # fmt: skip
     """(the layer, its inputs or outputs on a rank, which, its format and group) of the first matrix whose part on a
-    rank of ``tp`` cuts a group of its format (``_group_of``). At tp 1 the engines judge only the routed experts'
-    width (``_Rules.experts``) and SGLang's merged layers (``MERGED_PARTS``); ``whole_layers`` judges every dense
-    matrix there too, as a way out must keep whole groups, not merely be left unjudged."""
+    rank of ``tp`` cuts a group of its format (``_group_of``). At tp 1 (or with whole experts a rank) the engines
+    judge the routed experts' width (``_Rules.experts``: SGLang's and vLLM 0.28's ``intermediate_size_per_partition %
+    block_n``, at any tp) and int4's row inputs (vLLM's AWQ ``create_weights`` and Marlin's
+    ``verify_marlin_supports_shape``: ``input_size_per_partition % group_size``, 0.29.0), not fp8 blocks' rows (only
+    from tp 2: ``validate_fp8_block_shape``); ``whole_layers`` judges those too, as a way out must keep whole blocks,
+    not merely be left unjudged."""
     matcher = None if scheme is None else scheme.matcher(module_names(model))  # as the weights are priced
     moe = model.block.moe
     for group in tensor_groups(model, tp, experts=experts):
@@ -155,15 +154,17 @@ def _first_straddle(
             module = tensor.name.removesuffix(".weight")
             part = module.rsplit(".", 1)[-1]
             split = tp > 1 or whole_layers
-            if dense and split and tensor.split == "row":
+            if dense and tensor.split == "row":
                 found = _group_of(module, weight_dtype, matcher)
-                if found is not None and tensor.shape[-1] % found[1]:
+                judged = split or (found is not None and found[0] != FP8_BLOCK)  # int4's loaders check at any tp
+                if found is not None and judged and tensor.shape[-1] % found[1]:
                     return part, tensor.shape[-1], "inputs", found
-            elif dense and rules.columns and (split or part in MERGED_PARTS) and tensor.split == "column":
+            elif dense and rules.columns and split and tensor.split == "column":
                 found = _group_of(module, weight_dtype, matcher)
                 if found is not None and found[0] == FP8_BLOCK and tensor.shape[0] % found[1]:
                     return part, tensor.shape[0], "outputs", found
-            elif tensor.kind == "expert" and tensor.split == "row" and len(tensor.shape) == 3 and moe is not None:
+            elif tensor.kind == "expert" and part == "down_proj" and len(tensor.shape) == 3 and moe is not None:
+                # split over the ranks or whole on one (expert parallelism): its width on a rank either way
                 prefix = module.rpartition(".experts")[0]
                 found = _group_of(module, weight_dtype, matcher, experts=(prefix, part, moe.n_experts))
                 if found is None or found[0] != FP8_BLOCK:

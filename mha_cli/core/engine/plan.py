@@ -729,22 +729,25 @@ def _vllm_budget(inputs: _Inputs) -> tuple[int, list[BudgetLine]]:
 def _set_pool_overflow(inputs: _Inputs) -> str | None:
     """Why a pool set outright (``--kv-cache-gib``) does not run: vLLM allocates it whole, utilisation unused
     (``kv_cache_memory_bytes``: ``gpu_worker.py`` still runs the profiling pass, then skips the measurement), beside
-    the weights, the RoPE cache and the non-torch memory; the CUDA graphs are captured after it and every forward
+    the weights, the RoPE cache, the non-torch memory and Model Runner V2's sampler tables (allocated with the runner,
+    whatever the pool); the CUDA graphs are captured after it and every forward
     pass takes the activations the profiling run peaked at again, so a pool over the device's memory less all of
     them fails with the allocator's out-of-memory error, at start-up or on the first full step; None where it fits."""
     pool = inputs.settings.kv_cache_bytes
     if pool is None:
         return None
     held = inputs.weights + rope_cache_bytes(inputs.model, max_model_len=inputs.kv.seq_len) + inputs.non_torch
+    sampler = inputs.sampler_state.bytes if inputs.sampler_state is not None else 0  # trial 385 #2: kept too
     running = inputs.activation + inputs.graph_bytes
-    room = inputs.target.device_memory_bytes - held - running
+    room = inputs.target.device_memory_bytes - held - sampler - running
     if pool <= room:
         return None
     device = "the CPU's memory" if inputs.target.vendor == "CPU" else "the GPU"
     graphs = ", the activation peak and the CUDA graphs" if inputs.graph_bytes else " and the activation peak"
+    tables = ", Model Runner V2's sampler tables" if sampler else ""
     return (
         f"out of memory: the KV cache set ({pool / GIB:.2f} GiB) does not fit beside the weights, RoPE cache,"
-        f" non-torch memory{graphs} ({(held + running) / GIB:.2f} GiB) in {device}'s"
+        f" non-torch memory{tables}{graphs} ({(held + sampler + running) / GIB:.2f} GiB) in {device}'s"
         f" {inputs.target.device_memory_bytes / GIB:.2f} GiB: give --kv-cache-gib {int(max(room, 0) / GIB * 100) / 100:.2f}"
         " or less"
     )

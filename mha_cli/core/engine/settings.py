@@ -134,8 +134,9 @@ def rules_release(settings: EngineSettings) -> str | None:
         from mha_cli.core.engine.prefill_graphs import release_triple
 
         running = running_release(typed, settings.generation)
-        # as typed where that release's rules are the ones priced: 0.4.6.post2 is not 0.4.6 (trial 381 #6)
-        return typed.strip() if typed and release_triple(typed) == running else ".".join(map(str, running))
+        # a post release as typed where its rules are the ones priced: 0.4.6.post2 is not 0.4.6 (trial 381 #6)
+        post = typed is not None and "post" in typed.lower() and release_triple(typed) == running
+        return typed.strip() if post else ".".join(map(str, running))
     if engine != "vllm":
         return None
     rules = NEWEST_READ[engine].rules  # 0.33: a later release (0.34 too, whose flags were read) takes its rules
