@@ -344,6 +344,23 @@ def test_refusals_are_one_line(cli, args, said):
     assert said in result.output and len(result.output.strip().splitlines()) == 1
 
 
+def test_an_sglang_line_of_pipeline_stages_is_judged_by_its_reserve(cli):
+    """Trial 385 #1: under pipeline stages the sglang line was never checked, so tp 1 x pp 2 with 8 DP-attention
+    ranks on 2 x 8 H100s wrote --chunked-prefill-size 65,536 (8 ranks x vLLM's 8,192), whose default reserve (1.5 MiB
+    a token, 96 GiB) SGLang sizes before dividing it over the ranks: it would not start, as the same line without
+    stages is left out. The control: a 1,024-token step a rank (8,192 in all) is written."""
+    args = ("plan", V3, "--target", "2x8xh100", "--tp", "1", "--pp", "2", "--dp", "8", "--isl", "2048", "--osl", "512",
+            "--concurrency", "64", "--closed-form")  # fmt: skip
+    staged = cli.json(*args)
+    assert "sglang" not in staged["launch"] and "vllm" in staged["launch"]
+    assert (
+        "sglang: no line: SGLang would not start it as written: SGLang's reserve for a 65536-token"
+        in (staged["launch_note"])
+    )
+    small = cli.json(*args, "--max-num-batched-tokens", "1024")
+    assert "--chunked-prefill-size 8192" in small["launch"]["sglang"] and "--pp-size 2" in small["launch"]["sglang"]
+
+
 def test_sglangs_dp_attention_line_pastes(cli):
     """SGLang's ``--tp 8 --dp 8 --enable-dp-attention`` (its --tp counts every GPU) is mha's --dp 8: eight ranks of
     one GPU; it was refused as tp 8 x dp 8 on 8 GPUs, and the flag --help named did not exist (trial 297 #3)."""

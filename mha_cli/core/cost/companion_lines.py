@@ -67,13 +67,14 @@ def vllm_line_stops(
 
 def sglang_line_stops(
     model: ModelSpec, deployment: DeploymentSpec, target_id: str, gpus: int, tp: int, dp: int | None,
-    max_running: int | None, chunk: int, context: int,
+    max_running: int | None, chunk: int, context: int, *, reserve_only: bool = False,
 ) -> str | None:  # fmt: skip
     """Why the latest SGLang would not start a line of ``gpus`` GPUs of ``target_id`` at ``tp`` (``dp``: its
     DP-attention ranks, None for the deployment's own), ``--context-length`` ``context``, ``max_running`` requests a
     replica (None: SGLang's default) and ``--chunked-prefill-size`` ``chunk`` (the ranks' summed), at its default
     fraction, in its own words; None where it starts, or where the plan cannot be made (the line is then kept
-    unchecked)."""
+    unchecked). ``reserve_only``: only where its default reserve, sized from the chunk and the GPU alone, leaves
+    nothing (a line of pipeline stages, whose pool is not priced alike here: trial 385 #1)."""
     from mha_cli.core.engine.settings import SGLANG_RESERVE_EXHAUSTED
 
     line = deployment.model_copy(
@@ -88,7 +89,7 @@ def sglang_line_stops(
         if str(exc).startswith(SGLANG_RESERVE_EXHAUSTED):  # its own words, less the way out for a line not written
             return f"SGLang would not start it as written: {str(exc).split(': give')[0]}"
         return None
-    if memory.engine.starts or memory.engine.refused_outright:  # a KV format SGLang lacks: the format notes say it
+    if reserve_only or memory.engine.starts or memory.engine.refused_outright:  # a KV format SGLang lacks: notes
         return None
     return (
         f"SGLang would not start it as written (--context-length {context}, --chunked-prefill-size {chunk},"

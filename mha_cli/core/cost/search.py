@@ -870,15 +870,16 @@ def _sglang_would_not_start(
     model: ModelSpec, plan: ServingPlan, deployment: DeploymentSpec, max_running: int, chunk: int, context: int
 ) -> str | None:
     """Why the latest SGLang would not start the sglang line written beside another engine's plan, as written
-    (``core.cost.companion_lines``); None where it starts, or where the line is not one this check prices alike
-    (pipeline stages). ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
-    ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``)."""
+    (``core.cost.companion_lines``); None where it starts. ``max_running``: the requests a replica runs (the line writes them times its DP ranks);
+    ``chunk``: the line's ``--chunked-prefill-size`` (each DP-attention rank takes ``chunk // dp``); under pipeline
+    stages its reserve alone (trial 385 #1)."""
     from mha_cli.core.cost.companion_lines import sglang_line_stops
 
     d = plan.deployment
-    if d.pp > 1:  # a pipeline stage's memory: not priced alike here
-        return None
-    return sglang_line_stops(model, deployment, plan.target_id, d.gpus, d.tp, None, max_running, chunk, context)
+    return sglang_line_stops(  # a pipeline stage's pool is not priced alike here: its reserve alone, on its GPUs
+        model, deployment, plan.target_id, d.gpus // d.pp, d.tp, None, max_running, chunk, context,
+        reserve_only=d.pp > 1,
+    )  # fmt: skip
 
 
 def _sglang_straddle(model: ModelSpec, deployment: DeploymentSpec, d: Deployment) -> str | None:
