@@ -542,3 +542,16 @@ def test_weights_over_the_device_fail_at_load_not_at_the_pool(cli, engine):
         return
     amd = cli.json("kv", config, "--target", "mi300x", "--seq", "8k", "--engine", engine)["engine"]
     assert amd["refusal"].startswith("torch.OutOfMemoryError: HIP out of memory")
+
+
+def test_from_0_29_vllm_checks_one_request_against_the_pool_less_the_null_block(cli):
+    """Trial 385 #3: Gemma-3-4B on an L4 at 454,320 tokens, exactly the pool of the latest vLLM (30,321 blocks of
+    16 in each group less none), was said to start yet admit none. vLLM 0.29+ plans the start-up check against the
+    pool less the null block its BlockPool keeps (check_enough_kv_cache_memory), so it refuses, naming 454,304, a
+    block less, which starts and admits one."""
+    args = ("kv", "tests/fixtures/hf_configs/gemma-3-4b-it.json", "--target", "l4", "--seq")
+    refused = cli.json(*args, "454320")["memory"]["engine"]
+    assert not refused["starts"] and refused["kv_tokens"] == 454_320
+    assert refused["refusal"].endswith("the estimated maximum model length is 454304.")
+    fitted = cli.json(*args, "454304")["memory"]["engine"]
+    assert fitted["starts"] and fitted["admitted_per_replica"] == 1

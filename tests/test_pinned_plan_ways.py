@@ -45,33 +45,35 @@ def test_weights_far_over_the_device_are_offered_the_devices_they_need(cli):
 
 
 def test_a_context_that_does_not_fit_is_offered_the_length_that_does(cli):
-    """Trial 381 #1: Llama-3.1-8B at its 131,072-token context on one RTX 4090 leaves 4.96 GiB of pool, 16.00 GiB
-    short of one request; vLLM's error names 40,592 tokens (4.96 GiB / 131,072 B a token, whole blocks of 16). That
-    length is the first way out of the length typed, and planned again it starts; one block more does not."""
+    """Trial 381 #1: Llama-3.1-8B at its 131,072-token context on one RTX 4090 leaves 4.96 GiB of pool (40,592 tokens
+    at 131,072 B a token, whole blocks of 16), 16.00 GiB short of one request. vLLM 0.29+ plans that request against
+    the pool less the null block (check_enough_kv_cache_memory, trial 385 #3), so its error names 40,576 tokens; that
+    length is the first way out, and planned again it starts; the pool's own 40,592 does not (the control)."""
     args = ("plan", "llama-3.1-8b", "--target", "4090", "--tp", "1", "--closed-form")
     refused = cli.run(*args, "--max-model-len", "131072")
     line = " ".join(refused.output.split())
-    assert refused.exit_code == 2 and "the estimated maximum model length is 40592" in line
-    assert line.endswith(": use e.g. --max-model-len 40592 or --target 2xrtx-4090 --tp 2"), line
-    assert cli.run(*args, "--max-model-len", "40592").exit_code == 0
-    assert cli.run(*args, "--max-model-len", "40608").exit_code == 2
+    assert refused.exit_code == 2 and "the estimated maximum model length is 40576" in line
+    assert line.endswith(": use e.g. --max-model-len 40576 or --target 2xrtx-4090 --tp 2"), line
+    assert cli.run(*args, "--max-model-len", "40576").exit_code == 0
+    assert cli.run(*args, "--max-model-len", "40592").exit_code == 2
 
 
 def test_max_model_len_auto_is_fitted_to_the_pool_from_vllm_0_14(cli):
     """vLLM 0.14+ reads --max-model-len auto (or -1) as the derived length lowered to the longest one request of which
-    fits (``_auto_fit_max_model_len``): it starts at 40,592 and logs so, where the same length typed is refused
-    (above); the plan equals the one of --max-model-len 40592 but for that line and note. vLLM 0.13 has no auto-fit
-    (its --max-model-len takes whole numbers): refused, with the way out."""
+    fits (``_auto_fit_max_model_len``, on the pool less the null block from 0.29): it starts at 40,576 and logs so,
+    where the length typed is refused (above); the plan equals the one of --max-model-len 40576 but for that line and
+    note. vLLM 0.13 has no auto-fit (its --max-model-len takes whole numbers): refused, with the way out its check
+    names (40,000: its pool, the whole pool checked)."""
     args = ("plan", "llama-3.1-8b", "--target", "4090", "--tp", "1", "--closed-form", "--json")
     fitted = cli.json(*args, "--max-model-len", "-1")
     engine = fitted["memory"]["engine"]
-    assert (engine["max_model_len"], engine["kv_tokens"]) == (40592, 40592)
+    assert (engine["max_model_len"], engine["kv_tokens"]) == (40576, 40592)
     assert engine["log_lines"][1] == (
-        "Auto-fit max_model_len: reduced from 131072 to 40592 to fit in available GPU memory (4.96 GiB available for"
+        "Auto-fit max_model_len: reduced from 131072 to 40576 to fit in available GPU memory (4.96 GiB available for"
         " KV cache)"
     )
-    typed = cli.json(*args, "--max-model-len", "40592")
+    typed = cli.json(*args, "--max-model-len", "40576")
     assert typed["memory"]["engine"]["kv_tokens"] == 40592 and typed["launch"] == fitted["launch"]
-    assert "--max-model-len 40592" in fitted["launch"]["vllm"]
+    assert "--max-model-len 40576" in fitted["launch"]["vllm"]
     old = cli.run(*args[:-1], "--max-model-len", "auto", "--engine", "vllm@0.13")
     assert old.exit_code == 2 and "length is 40000: use e.g. --max-model-len 40000" in " ".join(old.output.split())

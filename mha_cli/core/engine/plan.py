@@ -113,6 +113,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     admission_watermark,
     admits_whole_prompt,
     caps_window_admission,
+    checks_null_block,
     connector_turns_off_hybrid,
     counts_lookups_at_admission,
     counts_preempted_lookups,
@@ -798,18 +799,22 @@ def _connector_refusal(kv: KvFootprint, connector: str | None) -> str | None:
     return f"ValueError: {HYBRID_OFF_ERROR} ({why})"
 
 
-def _vllm_refusal(available: int, needed: int, longest: Callable[[], int], seq_len: int) -> str | None:
-    """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len."""
+def _vllm_refusal(
+    available: int, needed: int, longest: Callable[[], int], seq_len: int, checked: int | None = None
+) -> str | None:
+    """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len (``checked``:
+    the pool its check plans against, from 0.29 less the null block, ``checks_null_block``; None: ``available``)."""
     if available <= 0:
         return (
             "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
             " initializing the engine."
         )
-    if needed > available:
+    checked = available if checked is None else checked
+    if needed > checked:
         return (
             f"ValueError: To serve at least one request with the models's max seq len ({seq_len}),"
             f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
-            f" ({available / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
+            f" ({checked / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
             f" {longest()}."
         )
     return None
@@ -913,12 +918,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
     outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
     overflow = outright or _set_pool_overflow(inputs)
+    checked = available - (pool.page_bytes * (pool.layers_per_group or 0) if checks_null_block(release) else 0)
     fitting = (
-        longest_request(model, available_bytes=available, max_model_len=kv.seq_len, **paging)
-        if overflow is None and 0 < available < needed
+        longest_request(model, available_bytes=checked, max_model_len=kv.seq_len, **paging)
+        if overflow is None and available > 0 and checked < needed
         else None
     )
-    refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len)
+    refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len, checked)
     log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
     state_hybrid = (model.recurrent is not None or kv.n_state_layers > 0) and not priced_state
     device = "CPU" if cpu else "GPU"

@@ -145,6 +145,19 @@ WINDOW_ADMISSION_CAP_FROM = (0, 21)
 """The first vLLM (major, minor) whose whole-prompt admission caps a sliding-window (or chunked) group's ask at the
 blocks the start-up sizer gave one request there (``core.engine.window_blocks``)."""
 
+NULL_BLOCK_CHECKED_FROM = (0, 29)
+"""The first vLLM (major, minor) whose start-up check plans one request of max_model_len against the pool less the
+null block its ``BlockPool`` holds back (``check_enough_kv_cache_memory``: ``available_memory -
+_pool_bytes_per_block(groups)``, read in the 0.29.0, 0.30.0, 0.31.0 and 0.33.0 wheels; 0.28.0's checks the whole
+pool), so its error names, and its auto-fit starts at, a block less (trial 385 #3: a request it then admitted none
+of was said to start)."""
+
+
+def checks_null_block(release: tuple[int, int] | None) -> bool:
+    """Whether vLLM ``release`` (major, minor; None: the latest) holds the null block out of its start-up check."""
+    return release is None or release >= NULL_BLOCK_CHECKED_FROM
+
+
 V1_FROM = (0, 8)
 """The first vLLM (major, minor) whose engine is V1 by default."""
 V0_WATERMARK = 0.01
