@@ -294,3 +294,20 @@ def test_an_exponent_without_a_dot_is_a_float_as_in_json(tmp_path):
     path = tmp_path / "eps.yaml"
     path.write_text("a: 1e-6\nb: 1.0e-6\nc: -2E+3\nd: 1e\ne: '1e-6'\n")
     assert read_mapping(path) == {"a": 1e-6, "b": 1e-6, "c": -2000.0, "d": "1e", "e": "1e-6"}
+
+
+def test_yaml_1_1_octal_and_base_60_numbers_are_not_read_as_numbers(cli, tmp_path):
+    """Trial 387 #2: a hand-edited ``n_layers: 010`` was read as octal 8 and ``seq_len: 1:00`` as base-60 60, both
+    with exit 0. They stay the strings they are, which the schema refuses in one line; plain, hex, underscored and
+    dotted numbers read as before (the control)."""
+    path = tmp_path / "numbers.yaml"
+    path.write_text("a: 010\nb: 1:00\nc: 1:30.5\nd: 8\ne: 0x10\nf: 1_000\ng: 1.5\nh: -3\ni: 0\n")
+    assert read_mapping(path) == {"a": "010", "b": "1:00", "c": "1:30.5", "d": 8, "e": 16, "f": 1000, "g": 1.5,
+                                  "h": -3, "i": 0}  # fmt: skip
+    design = tmp_path / "design.yaml"
+    assert cli.run("recommend", "--params", "10M", "--seq", "2048", "--out", str(design)).exit_code == 0
+    text = design.read_text()
+    layers = next(line for line in text.splitlines() if line.strip().startswith("n_layers:"))
+    design.write_text(text.replace(layers, layers.split(":")[0] + ": 010", 1))
+    refused = cli.run("check", str(design))
+    assert refused.exit_code == 2 and "n_layers" in refused.stderr and "Traceback" not in refused.output

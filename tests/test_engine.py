@@ -555,3 +555,23 @@ def test_from_0_29_vllm_checks_one_request_against_the_pool_less_the_null_block(
     assert refused["refusal"].endswith("the estimated maximum model length is 454304.")
     fitted = cli.json(*args, "454304")["memory"]["engine"]
     assert fitted["starts"] and fitted["admitted_per_replica"] == 1
+
+
+def test_a_pool_of_states_alone_keeps_its_null_block_and_needs_one_state(cli):
+    """Review 386 #5, #11: Mamba-2.8B holds 12,451,840 B of state a request (64 layers x 194,560) and no tokens; a
+    15 MiB pool set outright was said to start. vLLM 0.29+ keeps one block (a request's state) back and needs another:
+    refused, with no "estimated maximum model length" sentence (no length fits states; vLLM leaves out a 0); 25 MiB
+    holds both and starts (the control)."""
+    args = ("kv", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", "--target", "h100", "--seq", "4096", "--kv-cache-gib")
+    refused = cli.json(*args, "0.015")["memory"]["engine"]
+    assert not refused["starts"] and refused["kv_bytes_per_request"] == 64 * 194_560
+    assert refused["refusal"].endswith("(0.00 GiB).") and "estimated maximum" not in refused["refusal"]
+    assert cli.json(*args, "0.025")["memory"]["engine"]["starts"]
+
+
+def test_model_runner_v2s_sampler_tables_sit_beside_a_set_pool_in_every_release_that_has_them(cli):
+    """Review 386 #12: vLLM 0.24 allocates Model Runner V2's sampler tables (549.8 MiB for Llama-3-8B's 1,024 slots)
+    outside its memory budget, but beside a pool set outright all the same: the largest pool offered drops by them,
+    62.58 -> 62.04 GiB."""
+    kv = cli.json("kv", "llama-3-8b", "--target", "h100", "--kv-cache-gib", "1000", "--engine", "vllm@0.24")
+    assert "give --kv-cache-gib 62.04 or less" in kv["memory"]["engine"]["refusal"]

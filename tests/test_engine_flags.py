@@ -241,16 +241,18 @@ def test_every_line_of_every_generation_checks_against_the_table(engine):
 
 
 def test_the_lines_take_each_releases_form_for_dp_attention():
-    """DeepSeek-V3's DP attention: vLLM 0.10.2 names DeepEP by its variable, 0.11.1 by its flag; vLLM 0.8.0 has no
-    way to name it, and 0.8.0 refuses DP attention (--data-parallel-size is first in 0.8.3); SGLang 0.4.9 by
+    """DeepSeek-V3's DP attention: vLLM 0.10.2 names DeepEP by its variable, 0.11.1 and later by its flag; vLLM 0.8.5
+    has no DeepEP backend (refused), and 0.8.0 refuses DP attention (--data-parallel-size is first in 0.8.3); SGLang 0.4.9 by
     --enable-deepep-moe, 0.4.10.post2 by --moe-a2a-backend, 0.4.4.post4-0.4.8 refuse it with DP attention, 0.4.0 not
     at all."""
     lines = _lines("vllm@0.10.2", "dp-attention")[1][0]
     assert lines["vllm"].startswith("VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve ")
     assert "--all2all-backend" not in lines["vllm"] and "--moe-a2a-backend deepep" in lines["sglang"]
     assert "--all2all-backend deepep_low_latency" in _lines("vllm@0.11.1", "dp-attention")[1][0]["vllm"]
-    lines, notes = _lines("vllm@0.8.5", "dp-attention")[1]  # data parallelism, no DeepEP backend to name
-    assert "vllm" not in lines and any("no vllm line: vLLM 0.8.5 has no --all2all-backend" in n for n in notes)
+    with pytest.raises(BadInputError, match=r"vLLM 0\.8\.5 has no DeepEP backend"):  # review 384 #6: not priced
+        _lines("vllm@0.8.5", "dp-attention")
+    for release in ("0.16.0", "0.29.0", "0.33.0"):  # review 386 #1: --all2all-backend, the variable gone
+        assert "--all2all-backend deepep_low_latency" in _lines(f"vllm@{release}", "dp-attention")[1][0]["vllm"]
     with pytest.raises(BadInputError, match=r"vLLM 0\.8\.0 has no --data-parallel-size \(first in 0\.8\.3\)"):
         _lines("vllm@0.8.0", "dp-attention")  # refused, not priced as a layout it cannot launch (test_dp_attention)
     # SGLang 0.4.9 by --enable-deepep-moe; 0.4.10.post2 (sglang@0.4) by --moe-a2a-backend, which deprecates it

@@ -77,3 +77,23 @@ def test_max_model_len_auto_is_fitted_to_the_pool_from_vllm_0_14(cli):
     assert "--max-model-len 40576" in fitted["launch"]["vllm"]
     old = cli.run(*args[:-1], "--max-model-len", "auto", "--engine", "vllm@0.13")
     assert old.exit_code == 2 and "length is 40000: use e.g. --max-model-len 40000" in " ".join(old.output.split())
+
+
+def test_dp_attention_is_offered_the_length_that_fits_too(cli):
+    """Review 386 #9: under --dp the ways out skipped the length vLLM's error names (15,824 tokens for Qwen3-30B-A3B's
+    ranks at utilisation 0.45 on two H100s); it is offered first, and planned again it starts."""
+    args = ("plan", "qwen3-30b-a3b", "--target", "2xh100", "--dp", "2", "--tp", "1", "--gpu-memory-utilization",
+            "0.45", "--closed-form")  # fmt: skip
+    refused = cli.run(*args, "--max-model-len", "40960")
+    line = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and ": use e.g. --max-model-len 15824 or " in line, line
+    assert cli.run(*args, "--max-model-len", "15824").exit_code == 0
+
+
+def test_the_auto_fit_flag_is_mhas_own_not_a_file_field():
+    """Review 386 #6: ``max_model_len_auto`` appeared in the file schema and stuck where a file set it; it is set by
+    ``plan --max-model-len auto`` alone: not in the schema, never written out."""
+    from mha_cli.core.schemas import DeploymentSpec
+
+    assert "max_model_len_auto" not in DeploymentSpec.model_json_schema()["properties"]
+    assert "max_model_len_auto" not in DeploymentSpec(max_model_len_auto=True).model_dump()

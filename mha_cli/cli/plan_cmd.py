@@ -463,11 +463,17 @@ def plan(
         kv_offload_bytes=offload_bytes, shared_prefixes=shared_prefixes, async_scheduling=async_scheduling,
         scheduler_recv_interval=scheduler_recv_interval, max_model_len=engine_context,
     )  # fmt: skip
-    if max_model_len is not None and max_model_len.strip().lower() in DERIVED_LENGTH:
+    auto = max_model_len is not None and max_model_len.strip().lower() in DERIVED_LENGTH
+    if auto:
         from mha_cli.core.engine.longer_context import derived_context
 
-        derived = derived_context(loaded.model, deployment, isl + osl)
-        deployment = deployment.model_copy(update={"max_model_len": derived, "max_model_len_auto": derived is not None})
+        deployment = deployment.model_copy(
+            update={"max_model_len": derived_context(loaded.model, deployment, isl + osl)}
+        )
+    # vLLM 0.14+'s auto-fit where auto was typed (not a file's field); not for --disaggregated, whose lines write one
+    # context for both pools (review 386 #2, #6)
+    fits_auto = auto and deployment.max_model_len is not None and not disaggregated
+    deployment = deployment.model_copy(update={"max_model_len_auto": fits_auto})
     from mha_cli.core.deployment import refuse_float16_refused_family
     from mha_cli.core.engine.generations import generation
     from mha_cli.core.engine.plan import refuse_kv_format_the_engine_lacks, refuse_sparse_mla_gpu

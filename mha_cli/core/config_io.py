@@ -168,17 +168,36 @@ _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0
 """A number with an exponent and no dot, ``1e-6``: a float in YAML 1.2 and JSON, a string to PyYAML (YAML 1.1)."""
 
 
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_PLAIN_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+"""PyYAML's integers less YAML 1.1's octal (``010`` is 8) and base-60 (``1:00`` is 60) forms, which a hand-edited
+config file means as neither (trial 387 #2): those stay strings, which the schema refuses in one line."""
+_PLAIN_FLOAT = re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+"""PyYAML's floats less the base-60 form (``1:30.5``)."""
+
+
 def _config_loader(yaml: Any, base: type) -> type:
     """``base``, a safe loader, reading ``1e-6`` as the float it is (config.json's ``rms_norm_eps: 1e-06`` copied
-    into a config file would otherwise be refused as a string) and refusing a key a mapping gives twice, which
-    PyYAML would silently settle for the last (YAML 1.2, 3.2.1.1: "the keys of a mapping must be unique")."""
+    into a config file would otherwise be refused as a string), ``010`` and ``1:00`` as the strings they are, not
+    YAML 1.1's octal 8 and base-60 60 (``_PLAIN_INT``), and refusing a key a mapping gives twice, which PyYAML would
+    silently settle for the last (YAML 1.2, 3.2.1.1: "the keys of a mapping must be unique")."""
 
     class Loader(base):  # type: ignore[valid-type, misc]
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             _refuse_duplicate_keys(self, yaml, node)
             return super().construct_mapping(node, deep=deep)
 
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+    Loader.yaml_implicit_resolvers = {  # a copy: the base loader's own resolvers stay YAML 1.1's
+        first: [(tag, regex) for tag, regex in resolvers if tag not in (_INT, _FLOAT)]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    Loader.add_implicit_resolver(_INT, _PLAIN_INT, list("-+0123456789"))
+    Loader.add_implicit_resolver(_FLOAT, _PLAIN_FLOAT, list("-+0123456789."))
+    Loader.add_implicit_resolver(_FLOAT, _EXPONENT_FLOAT, list("-+0123456789."))
     return Loader
 
 

@@ -356,7 +356,8 @@ def plan_memory(
     if experts is not None and experts.deepep and settings.engine == "vllm" and release_priced is not None:
         from mha_cli.core.engine.flags import format_release, has
 
-        if not has("vllm", release_priced, "VLLM_ALL2ALL_BACKEND deepep_low_latency"):  # review 384 #6
+        deepep = ("VLLM_ALL2ALL_BACKEND deepep_low_latency", "--all2all-backend deepep_low_latency")
+        if not any(has("vllm", release_priced, word) for word in deepep):  # review 384 #6, 386 #1
             raise BadInputError(
                 f"vLLM {format_release(release_priced)} has no DeepEP backend (VLLM_ALL2ALL_BACKEND's deepep values"
                 " are from 0.9.1, --all2all-backend from 0.11.1): use --engine vllm@0.9.1 or later, or leave out"

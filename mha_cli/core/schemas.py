@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import Self
 
 from mha_cli.core.checkpoint_headers import HeaderWeights
@@ -1258,9 +1259,10 @@ class DeploymentSpec(_Strict):
     """The engine's context where it is started longer than the requests (``mha plan --max-model-len``, vLLM's
     flag): the engine is sized, checked and launched for requests of this many tokens, its pool admits those of
     ``seq_len``. None: ``seq_len``."""
-    max_model_len_auto: Annotated[bool, Field(exclude_if=lambda value: not value)] = False
+    max_model_len_auto: SkipJsonSchema[Annotated[bool, Field(exclude=True)]] = False
     """``max_model_len`` is what the engine derived (``mha plan --max-model-len auto``, or -1): vLLM 0.14+ lowers it
-    to the longest one request of which its pool holds where one of it does not fit (``core.engine.auto_fit``)."""
+    to the longest one request of which its pool holds where one of it does not fit (``core.engine.auto_fit``). Set by
+    ``mha plan`` alone: not in the file schema, not written out."""
     batch: Annotated[int, Field(gt=0, le=1 << 20)] = 1
     """Concurrent sequences."""
     kv_dtype: KvDtype = "bf16"

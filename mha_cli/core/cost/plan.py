@@ -627,7 +627,7 @@ def _with_ways(
         server,
         accepted(pasted),
         pp,
-        first=(f"--tp {server}",),
+        first=(*_fitting_length_change(exc, common["isl"] + common["osl"]), f"--tp {server}"),
         without=" (leaving out --dp, with --expert-parallel and --moe-a2a-backend)",
     )
 

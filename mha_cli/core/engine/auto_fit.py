@@ -7,7 +7,10 @@ that does" (``utils/argparse_utils.py`` ``human_readable_int_or_auto``; ``v1/cor
 profile, on the pool the profile left, with the length the start-up error would have named ("the estimated maximum
 model length"), and logs "Auto-fit max_model_len: reduced from X to Y to fit in available GPU memory". The profile
 itself does not depend on max_model_len (its dummy run is max_num_batched_tokens long), so pricing the engine again
-at Y gives the pool vLLM allocates. Pure Python.
+at Y gives the pool vLLM allocates, but on an integrated GPU, whose host token tables mha sizes by the length
+(``core.engine.uma_token_tables``): there the pool is a little larger than vLLM's (review 386 #10). Not modelled:
+pipeline stages (vLLM fits over every stage's groups; mha refuses, naming the length) and ``--disaggregated`` (its
+lines write one context for both pools). Pure Python.
 """
 
 from mha_cli.core.schemas import DeploymentSpec

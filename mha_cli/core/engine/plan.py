@@ -601,6 +601,9 @@ class _Inputs(NamedTuple):
     sampler_state: SamplerState | None = None
     """Model Runner V2's persistent sampler tables where the KV budget pays for them (``core.engine.v2_sampler_state``);
     None: another runner or engine, an earlier stage, or a release that leaves them to the headroom."""
+    sampler_tables: int = 0
+    """Model Runner V2's sampler tables wherever they are allocated, in the budget or not (review 386 #12): what a
+    pool set outright sits beside."""
     v2_runner: bool = False
     """vLLM on a GPU profiles on Model Runner V2 (``core.engine.model_runner``), which keeps pp + 1 batches in flight
     under async scheduling (``core.engine.vllm_rule_releases.max_concurrent_batches``)."""
@@ -738,7 +741,7 @@ def _set_pool_overflow(inputs: _Inputs) -> str | None:
     if pool is None:
         return None
     held = inputs.weights + rope_cache_bytes(inputs.model, max_model_len=inputs.kv.seq_len) + inputs.non_torch
-    sampler = inputs.sampler_state.bytes if inputs.sampler_state is not None else 0  # trial 385 #2: kept too
+    sampler = inputs.sampler_tables  # trial 385 #2: kept beside it, counted in the budget or not
     running = inputs.activation + inputs.graph_bytes
     room = inputs.target.device_memory_bytes - held - sampler - running
     if pool <= room:
@@ -811,11 +814,12 @@ def _vllm_refusal(
         )
     checked = available if checked is None else checked
     if needed > checked:
+        estimate = longest()  # vLLM leaves the sentence out where it is 0 (review 386 #11)
+        said = f" Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
         return (
             f"ValueError: To serve at least one request with the models's max seq len ({seq_len}),"
             f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
-            f" ({checked / GIB:.2f} GiB). Based on the available memory, the estimated maximum model length is"
-            f" {longest()}."
+            f" ({checked / GIB:.2f} GiB).{said}"
         )
     return None
 
@@ -915,13 +919,18 @@ def _vllm(inputs: _Inputs) -> _Pool:
     if kv.n_state_layers and not priced_state:  # the state shares the pool: no more requests than its bytes allow
         # a pool of states alone (an attention-free model, or a stage of a hybrid's state layers): each request's pages
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal / pages
-    needed = request_bytes(model, max_model_len=kv.seq_len, **paging)
+    needed = request_bytes(model, max_model_len=kv.seq_len, **paging) or (  # a pool of states alone: one request's
+        kv.state_bytes_per_seq_per_rank if not kv.n_token_layers else 0  # (vLLM's MambaSpec.max_memory_usage_bytes)
+    )
     outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
     overflow = outright or _set_pool_overflow(inputs)
-    checked = available - (pool.page_bytes * (pool.layers_per_group or 0) if checks_null_block(release) else 0)
+    null_block = pool.page_bytes * (pool.layers_per_group or 0) or (  # a block of the largest group; a state pool's:
+        kv.state_bytes_per_seq_per_rank if not kv.n_token_layers else 0  # one request's state (review 386 #5)
+    )
+    checked = available - (null_block if checks_null_block(release) else 0)
     fitting = (
         longest_request(model, available_bytes=checked, max_model_len=kv.seq_len, **paging)
-        if overflow is None and available > 0 and checked < needed
+        if overflow is None and available > 0 and checked < needed and kv.n_token_layers  # no length fits states
         else None
     )
     refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len, checked)
@@ -1567,7 +1576,7 @@ def plan_engine(
     inputs = _Inputs(model, kv, target, settings, weights_bytes_per_rank, activation, non_torch + token_tables, paged,
                      encoder, graphs=graphs, stage=stage, speculative_tokens=speculative_tokens,
                      sampler_state=sampler_state if counted else None, v2_runner=v2_runner,
-                     token_tables=token_tables)  # fmt: skip
+                     token_tables=token_tables, sampler_tables=sampler_state.bytes if sampler_state else 0)  # fmt: skip
     if weights_how is not None:
         inputs = inputs._replace(weights_how=weights_how)
     pool = ENGINES[settings.generation](inputs)
