@@ -95,7 +95,7 @@ KvDtypeOpt = Annotated[
         "--kv-cache-dtype",
         callback=_known_kv_dtype,
         help="KV cache format: fp32, fp16, bf16, fp8 (plain), fp8_ds_mla (DeepSeek sparse-MLA layout, sparse MLA only),"
-        " nvfp4 (vLLM 0.21.0+ on B200/B300, 0.32 also on Ampere, Hopper and RTX Blackwell; not MLA), int8, int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value), the launch lines asking"
+        " nvfp4 (vLLM 0.21.0+ on B200/B300, 0.32 also on Ampere, Ada, Hopper and RTX Blackwell; not MLA), int8, int4. vLLM's values too: fp8_e4m3 and fp8_e5m2 are priced as fp8 (a byte a value), the launch lines asking"
         " for the encoding named (e4m3 is vLLM's plain fp8, written so); auto, vLLM's default, is the same as leaving it out: the model's dtype (bf16; fp16 for a float16 checkpoint; fp32 with --weight-dtype fp32), or the fp8"
         " cache a ModelOpt checkpoint declares where the engine's release runs it; auto also sets aside a config file's kv_dtype.",
         show_default=False,
