@@ -4,6 +4,7 @@ the activation peak, SGLang's and TensorRT-LLM's budgets, and the CLI's ``engine
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -575,3 +576,24 @@ def test_model_runner_v2s_sampler_tables_sit_beside_a_set_pool_in_every_release_
     62.58 -> 62.04 GiB."""
     kv = cli.json("kv", "llama-3-8b", "--target", "h100", "--kv-cache-gib", "1000", "--engine", "vllm@0.24")
     assert "give --kv-cache-gib 62.04 or less" in kv["memory"]["engine"]["refusal"]
+
+
+def test_a_state_pool_under_its_null_block_has_no_memory_and_a_drafter_needs_its_pages(cli, tmp_path):
+    """Review 388 #2: Mamba-Codestral's state (one null block) larger than a 0.02 GiB pool printed a negative pool;
+    vLLM 0.29 tests the pool less that block and says there is no memory. #1: a drafter's speculative pages count in
+    one request's need as they do in the concurrency."""
+    args = ("kv", "tests/fixtures/hf_configs/mamba-codestral-7b.json", "--target", "h100", "--seq", "4096",
+            "--kv-cache-gib", "0.02")  # fmt: skip
+    engine = cli.json(*args)["memory"]["engine"]
+    assert not engine["starts"] and engine["refusal"].startswith("ValueError: No available memory for the cache")
+    # Mamba-2.8B (12,451,840 B of state) with a 3-token drafter: 4 pages a request, 49.8 MB, against 0.05 GiB less
+    # the null block (41.2 MB): refused, where one page was counted and the plan started; 0.08 GiB starts
+    draft = tmp_path / "tiny-mamba.json"
+    config = json.loads(Path("tests/fixtures/hf_configs/mamba-2.8b-hf.json").read_text())
+    draft.write_text(json.dumps(config | {"num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 512}))
+    plan = ("plan", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", "--target", "h100", "--tp", "1", "--isl", "1000",
+            "--osl", "100", "--draft", str(draft), "--num-speculative-tokens", "3", "--acceptance-length", "2",
+            "--closed-form", "--kv-cache-gib")  # fmt: skip
+    refused = cli.run(*plan, "0.05")
+    assert refused.exit_code == 2 and "(0.05 GiB KV cache is needed)" in refused.stderr
+    assert cli.run(*plan, "0.08").exit_code == 0

@@ -2,6 +2,9 @@
 and accepted, after the engine's own words. It gave vLLM's advice alone ("Try increasing gpu_memory_utilization"),
 which cannot help where the weights already leave nothing at 1.0 (found by newuser trial 229)."""
 
+import pytest
+from pydantic import ValidationError
+
 PINNED = ("plan", "llama-3-8b", "--tp", "1", "--concurrency", "4", "--closed-form")
 VLLM_WORDS = "vllm would not start: ValueError: No available memory for the cache blocks."
 
@@ -80,13 +83,14 @@ def test_max_model_len_auto_is_fitted_to_the_pool_from_vllm_0_14(cli):
 
 
 def test_dp_attention_is_offered_the_length_that_fits_too(cli):
-    """Review 386 #9: under --dp the ways out skipped the length vLLM's error names (15,824 tokens for Qwen3-30B-A3B's
-    ranks at utilisation 0.45 on two H100s); it is offered first, and planned again it starts."""
+    """Review 386 #9, 388 #4: under --dp the ways out skipped the length vLLM's error names (15,824 tokens for
+    Qwen3-30B-A3B's ranks at utilisation 0.45 on two H100s); it is offered alone, checked with --dp kept (not under
+    the layout ways' "leaving out --dp"), and planned again it starts."""
     args = ("plan", "qwen3-30b-a3b", "--target", "2xh100", "--dp", "2", "--tp", "1", "--gpu-memory-utilization",
             "0.45", "--closed-form")  # fmt: skip
     refused = cli.run(*args, "--max-model-len", "40960")
     line = " ".join(refused.output.split())
-    assert refused.exit_code == 2 and ": use e.g. --max-model-len 15824 or " in line, line
+    assert refused.exit_code == 2 and line.endswith(": use e.g. --max-model-len 15824"), line  # with --dp kept
     assert cli.run(*args, "--max-model-len", "15824").exit_code == 0
 
 
@@ -96,4 +100,6 @@ def test_the_auto_fit_flag_is_mhas_own_not_a_file_field():
     from mha_cli.core.schemas import DeploymentSpec
 
     assert "max_model_len_auto" not in DeploymentSpec.model_json_schema()["properties"]
-    assert "max_model_len_auto" not in DeploymentSpec(max_model_len_auto=True).model_dump()
+    assert "max_model_len_auto" not in DeploymentSpec().model_copy(update={"max_model_len_auto": True}).model_dump()
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):  # review 388 #5: a file's is refused
+        DeploymentSpec.model_validate({"max_model_len_auto": True})

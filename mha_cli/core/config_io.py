@@ -172,7 +172,8 @@ _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 _PLAIN_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
 """PyYAML's integers less YAML 1.1's octal (``010`` is 8) and base-60 (``1:00`` is 60) forms, which a hand-edited
-config file means as neither (trial 387 #2): those stay strings, which the schema refuses in one line."""
+config file means as neither (trial 387 #2): those stay strings, which a count refuses in one line and a token count
+(``seq_len``, which parses text: ``8k``) reads as written, ``010`` as 10."""
 _PLAIN_FLOAT = re.compile(
     r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 from typing_extensions import Self
 
 from mha_cli.core.checkpoint_headers import HeaderWeights
@@ -1366,6 +1367,15 @@ class DeploymentSpec(_Strict):
         if isinstance(data, dict):
             nullable = {name for name, field in cls.model_fields.items() if field.default is None}
             return {key: value for key, value in data.items() if value is not None or key not in nullable}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_fit_is_plans_own(cls, data: Any) -> Any:
+        """``max_model_len_auto`` is set by ``mha plan --max-model-len auto`` alone: a file naming it is refused as
+        any field the schema does not list (review 388 #5)."""
+        if isinstance(data, dict) and "max_model_len_auto" in data:
+            raise PydanticCustomError("extra_forbidden", "Extra inputs are not permitted")
         return data
 
     @model_validator(mode="before")

@@ -620,6 +620,15 @@ def _with_ways(
         first += _state_slots_change(model, target, deployment, tp, pp, common["concurrency"])
         first += weights_sized_layout(model, target, deployment, tp, pp)
         return with_layout_ways(exc, target, tp, accepted(pasted), pp, first=first)
+    length = _fitting_length_change(exc, common["isl"] + common["osl"])
+    if length:  # review 386 #9, 388 #4: the length vLLM names, planned again with --dp kept, and said alone
+
+        def with_dp(words: list[str]) -> ServingPlan:
+            kept = deployment.model_copy(update={"max_model_len": int(words[1])})
+            return plan_serving(model, target, kept, profile, ceiling, tp=tp, pp=pp, **common)
+
+        if accepted(with_dp)(length[0].split()).passes:
+            return BadInputError(f"{exc.message.rstrip('.')}: use e.g. {length[0]}")
     server = tp * deployment.dp  # the GPUs of one server of DP attention, as one tensor-parallel group first
     return with_layout_ways(
         exc,
@@ -627,7 +636,7 @@ def _with_ways(
         server,
         accepted(pasted),
         pp,
-        first=(*_fitting_length_change(exc, common["isl"] + common["osl"]), f"--tp {server}"),
+        first=(f"--tp {server}",),
         without=" (leaving out --dp, with --expert-parallel and --moe-a2a-backend)",
     )
 

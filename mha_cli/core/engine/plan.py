@@ -807,12 +807,12 @@ def _vllm_refusal(
 ) -> str | None:
     """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len (``checked``:
     the pool its check plans against, from 0.29 less the null block, ``checks_null_block``; None: ``available``)."""
-    if available <= 0:
+    checked = available if checked is None else checked
+    if available <= 0 or checked <= 0:  # vLLM tests the pool less its null block (review 388 #2)
         return (
             "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
             " initializing the engine."
         )
-    checked = available if checked is None else checked
     if needed > checked:
         estimate = longest()  # vLLM leaves the sentence out where it is 0 (review 386 #11)
         said = f" Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
@@ -920,8 +920,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         # a pool of states alone (an attention-free model, or a stage of a hybrid's state layers): each request's pages
         concurrency = min(concurrency, ideal) if kv.n_token_layers else ideal / pages
     needed = request_bytes(model, max_model_len=kv.seq_len, **paging) or (  # a pool of states alone: one request's
-        kv.state_bytes_per_seq_per_rank if not kv.n_token_layers else 0  # (vLLM's MambaSpec.max_memory_usage_bytes)
-    )
+        kv.state_bytes_per_seq_per_rank * pages if not kv.n_token_layers else 0  # pages: a drafter's too (review 388
+    )  # #1; vLLM's MambaSpec.max_memory_usage_bytes)
     outright = _connector_refusal(kv, settings.kv_connector) if connector_off else None
     overflow = outright or _set_pool_overflow(inputs)
     null_block = pool.page_bytes * (pool.layers_per_group or 0) or (  # a block of the largest group; a state pool's:

@@ -90,9 +90,8 @@ def _mha_reason(ctx: Context, model: ModelSpec, per_seq: str, rows: list[Alterna
     elif training_keeps_mha(ctx, model.attention.n_heads):  # before few heads: at 125M balanced is GQA-2 (trial 345 #5)
         why = "priority training at short context keeps the reference quality"
     elif model.attention.n_heads <= C.FEW_HEADS:
-        why = (  # trial 387 #4: small in bytes, as MHA021 says, not in ratio (MQA can still be several times less)
-            f"{model.attention.n_heads} heads: the cache is small, so sharing K/V saves little memory (MHA021)"
-        )
+        # trial 387 #4, review 388 #3: the rule, not a claim about this cache, which the alternatives below price
+        why = f"{model.attention.n_heads} heads, at most {C.FEW_HEADS}: MHA021 keeps MHA with few heads"
     elif not gqa_kv_heads_choices(model.attention.n_heads):
         why = f"{model.attention.n_heads} heads have no GQA divisor"
     else:
