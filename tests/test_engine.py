@@ -290,11 +290,11 @@ def test_bad_engine_options_are_one_line_exit_2(cli, args, message):
 def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
     """Llama-3-70B on 2 x H100 at 32K: 1.75 GiB left per rank (1.50 with the 16 B Triton sampler rule), one request
     needs 80 layers x 2,048 blocks x 16 x 2 KiB = 5.00 GiB; vLLM stops and names the longest length that fits (its
-    pool's tokens)."""
+    pool's tokens), its GiB rounded as 0.14+ print them (``format_gib``: "5.0", not "5.00")."""
     data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.19")
     engine = data["engine"]
     assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
-    assert "(5.00 GiB KV cache is needed)" in engine["refusal"]
+    assert "(5.0 GiB KV cache is needed)" in engine["refusal"] and "the models's max seq len" in engine["refusal"]
     assert f"the estimated maximum model length is {engine['kv_tokens']}." in engine["refusal"]
     assert engine["log_lines"] == ["Available KV cache memory: 1.75 GiB", engine["refusal"]]
     starved = cli.json("kv", "mistral-7b-v0.1", "--target", "t4", "--seq", "8k")["engine"]
@@ -432,7 +432,7 @@ def test_a_deficit_is_named_never_a_negative_figure(cli):
         "how": "what the lines above take beyond the total (deficit_bytes)",
     }  # fmt: skip
     assert not engine["starts"] and "No available memory for the cache blocks" in engine["refusal"]
-    assert engine["log_lines"][0] == "Available KV cache memory: -0.50 GiB"  # vLLM's own words keep its sign
+    assert engine["log_lines"][0] == "Available KV cache memory: -0.5 GiB"  # vLLM's own words keep its sign
     assert memory["headroom_bytes"] == -539_131_433 - memory["allocated_kv_bytes_per_device"]
     assert _negative_figures(data) == []
     table = cli.run("kv", "gpt2", "--target", "t4", "--gpu-memory-utilization", "0.01", *v1).stdout
@@ -565,7 +565,7 @@ def test_a_pool_of_states_alone_keeps_its_null_block_and_needs_one_state(cli):
     args = ("kv", "tests/fixtures/hf_configs/mamba-2.8b-hf.json", "--target", "h100", "--seq", "4096", "--kv-cache-gib")
     refused = cli.json(*args, "0.015")["memory"]["engine"]
     assert not refused["starts"] and refused["kv_bytes_per_request"] == 64 * 194_560
-    assert refused["refusal"].endswith("(0.00 GiB).") and "estimated maximum" not in refused["refusal"]
+    assert refused["refusal"].endswith("(0.0 GiB).") and "estimated maximum" not in refused["refusal"]
     assert cli.json(*args, "0.025")["memory"]["engine"]["starts"]
 
 

@@ -32,7 +32,7 @@ def test_the_engine_started_longer_is_checked_at_its_context(cli):
     on_l4 = ["plan", "llama-3.1-8b", "--target", "l4", "--tp", "1", "--concurrency", "8", "--closed-form"]
     refused = cli.run(*on_l4, "--max-model-len", "131072")
     assert refused.exit_code != 0
-    assert "To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache" in refused.stderr
+    assert "To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache" in refused.stderr
     assert cli.run(*on_l4).exit_code == 0
 
 

@@ -71,15 +71,34 @@ def test_max_model_len_auto_is_fitted_to_the_pool_from_vllm_0_14(cli):
     fitted = cli.json(*args, "--max-model-len", "-1")
     engine = fitted["memory"]["engine"]
     assert (engine["max_model_len"], engine["kv_tokens"]) == (40576, 40592)
-    assert engine["log_lines"][1] == (
-        "Auto-fit max_model_len: reduced from 131072 to 40576 to fit in available GPU memory (4.96 GiB available for"
-        " KV cache)"
+    assert engine["log_lines"][1] == (  # 0.32+'s words (``v1/core/kv_cache_planning.py``)
+        "Auto-fit max_model_len: reduced from 131072 to 40576 to fit in available KV cache memory (4.96 GiB GPU)"
     )
+    at_0_31 = cli.json(*args, "--max-model-len", "-1", "--engine", "vllm@0.31")["memory"]["engine"]["log_lines"]
+    assert "to fit in available GPU memory (" in at_0_31[1] and at_0_31[1].endswith(" GiB available for KV cache)")
     typed = cli.json(*args, "--max-model-len", "40576")
     assert typed["memory"]["engine"]["kv_tokens"] == 40592 and typed["launch"] == fitted["launch"]
     assert "--max-model-len 40576" in fitted["launch"]["vllm"]
     old = cli.run(*args[:-1], "--max-model-len", "auto", "--engine", "vllm@0.13")
     assert old.exit_code == 2 and "length is 40000: use e.g. --max-model-len 40000" in " ".join(old.output.split())
+
+
+def test_auto_is_fitted_over_every_pipeline_stage(cli):
+    """Review 386 #3: under --pp, --max-model-len auto was refused, naming the length. vLLM 0.14+ fits it over every
+    stage's worker and takes the shortest (``_auto_fit_max_model_len``, 0.33.0: the least ``worker_max``).
+    Llama-3.1-70B over 2 stages of 2 L40S: the last stage (the LM head) fits 74,992 tokens, the first 76,752; the
+    replica starts at 74,992 and equals the plan of that length typed, where 75,008 typed is refused."""
+    args = ("plan", "llama-3.1-70b", "--target", "4xl40s", "--tp", "2", "--pp", "2", "--closed-form", "--json")
+    fitted = cli.json(*args, "--max-model-len", "auto")
+    engine = fitted["memory"]["engine"]
+    assert engine["max_model_len"] == 74992 and engine["starts"]
+    assert engine["log_lines"][1].startswith("Auto-fit max_model_len: reduced from 131072 to 74992 to fit in")
+    assert [stage["kv_tokens_per_device"] for stage in fitted["stages"]] == [76768, 75008]
+    typed = cli.json(*args, "--max-model-len", "74992")
+    assert (typed["launch"], typed["stages"]) == (fitted["launch"], fitted["stages"])
+    assert "--max-model-len 74992" in fitted["launch"]["vllm"]
+    refused = cli.run(*args[:-1], "--max-model-len", "75008")
+    assert refused.exit_code == 2 and "the estimated maximum model length is 74992" in refused.stderr
 
 
 def test_dp_attention_is_offered_the_length_that_fits_too(cli):

@@ -29,12 +29,13 @@ from mha_cli.core.cost.speculative import SpeculativeComparison
 from mha_cli.core.cost.stepper import Stepper
 from mha_cli.core.dp_attention import dispatch_note, dp_attention_problem, dp_attention_stages_problem, lockstep_note
 from mha_cli.core.engine.async_pipeline import async_pipeline_refusal
-from mha_cli.core.engine.auto_fit import auto_fit_line, auto_fits
+from mha_cli.core.engine.auto_fit import auto_fits
 from mha_cli.core.engine.longer_context import engine_admitting, engine_context, serves_the_requests
 from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
+from mha_cli.core.engine.vllm_words import auto_fit_line
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
 from mha_cli.core.fit import with_layout_ways
 from mha_cli.core.kv import kv_footprint
@@ -359,8 +360,15 @@ class LayoutPlans:
         """The limiting stage's layout (None: no pipeline parallelism)."""
         if pp > 1:
             plans = self.stage_memories()
+            fitted = self._stages_fitted(plans)
+            if fitted is not None:  # vLLM fits auto over every stage's worker: the shortest any needs (review 386 #3)
+                derived, limiting_bytes = self.context, fitted[1]
+                self._start_at(fitted[0])
+                plans = self.stage_memories()
             self.stages = [stage for stage, _ in plans]
             limiting, self._memory = min(plans, key=lambda found: found[0].limiting_key())
+            if fitted is not None:
+                self._say_auto_fitted(self._memory.engine, derived, limiting_bytes)
             self.stage_layout = stage_layout(model, pp, limiting.stage, self.split)
             self.stage = stage_model(model, self.stage_layout)
             self.limiting = limiting
@@ -400,19 +408,47 @@ class LayoutPlans:
         ``fitted``, the longest that does, which becomes the engine's context (``core.engine.auto_fit``; trial 381
         #1: it was refused, as vLLM refuses that length typed)."""
         derived = self.context
+        self._start_at(fitted)
+        memory = planned(fitted)
+        self._say_auto_fitted(memory.engine, derived, memory.engine.available_kv_bytes)
+        return memory
+
+    def _stages_fitted(self, plans: list[tuple[StageMemory, MemoryPlan]]) -> tuple[int, int] | None:
+        """Under pp with vLLM 0.14+'s ``--max-model-len auto``, where a stage's pool does not hold one request of the
+        derived length: (the shortest length any stage's worker fits, the KV bytes of the worker that sets it), as
+        ``_auto_fit_max_model_len`` takes the least over the workers (``v1/core/kv_cache_planning.py``, 0.33.0).
+        None: every stage fits, auto was not asked for, a stage is refused for another reason, or the length is
+        shorter than the requests."""
+        if not auto_fits(self.deployment):
+            return None
+        engines = [memory.engine for _, memory in plans]
+        if all(engine.starts for engine in engines):
+            return None
+        if any(not engine.starts and engine.fitting_max_model_len is None for engine in engines):
+            return None  # no length fits that stage (or something else stops it): the refusal stands
+        fitted = min(
+            (engine.fitting_max_model_len, engine.available_kv_bytes)
+            for engine in engines
+            if engine.fitting_max_model_len is not None
+        )
+        return fitted if fitted[0] >= self.isl + self.osl else None
+
+    def _start_at(self, fitted: int) -> None:
+        """Make ``fitted`` tokens the engine's context (its max_model_len), as auto-fit does."""
         self.context = fitted
         self.engine_deployment = self.engine_deployment.model_copy(update={"seq_len": fitted, "max_model_len": fitted})
-        memory = planned(fitted)
-        engine = memory.engine
+
+    def _say_auto_fitted(self, engine: EnginePlan, derived: int, available_bytes: int) -> None:
+        """Add vLLM's auto-fit log line and a note to ``engine``, lowered from ``derived`` to ``self.context``."""
         lines = engine.log_lines
         at = 1 if lines and lines[0].startswith("Available KV cache memory") else 0
-        lines.insert(at, auto_fit_line(derived, fitted, engine.available_kv_bytes))
+        device = "CPU" if self.target.target.vendor == "CPU" else "GPU"
+        lines.insert(at, auto_fit_line(derived, self.context, available_bytes, engine.log_release, device))
         engine.notes.append(
             f"--max-model-len auto: one request of the {derived:,} tokens vLLM derives from the config does not fit"
-            f" the pool, so vLLM (0.14 and later) lowers max_model_len to {fitted:,}, the longest that does, and"
+            f" the pool, so vLLM (0.14 and later) lowers max_model_len to {self.context:,}, the longest that does, and"
             " starts (core.engine.auto_fit); requests longer than that are refused"
         )
-        return memory
 
     def stage_memories(self) -> list[tuple[StageMemory, MemoryPlan]]:
         """Each pipeline stage's memory plan on one of its devices (at one request; ``at_load`` gives it at others),

@@ -8,9 +8,10 @@ profile, on the pool the profile left, with the length the start-up error would 
 model length"), and logs "Auto-fit max_model_len: reduced from X to Y to fit in available GPU memory". The profile
 itself does not depend on max_model_len (its dummy run is max_num_batched_tokens long), so pricing the engine again
 at Y gives the pool vLLM allocates, but on an integrated GPU, whose host token tables mha sizes by the length
-(``core.engine.uma_token_tables``): there the pool is a little larger than vLLM's (review 386 #10). Not modelled:
-pipeline stages (vLLM fits over every stage's groups; mha refuses, naming the length) and ``--disaggregated`` (its
-lines write one context for both pools). Pure Python.
+(``core.engine.uma_token_tables``): there the pool is a little larger than vLLM's (review 386 #10). Under pipeline
+stages vLLM fits the length over every stage's worker and takes the shortest (``ServingPlan._stages_fitted``). Not
+modelled: ``--disaggregated`` (its lines write one context for both pools). The log line's words are by release
+(``core.engine.vllm_words``). Pure Python.
 """
 
 from mha_cli.core.schemas import DeploymentSpec
@@ -28,11 +29,3 @@ def auto_fits(deployment: DeploymentSpec) -> bool:
         return False
     release = release_in_force(deployment)
     return release is None or tuple(release[:2]) >= AUTO_FIT_FROM
-
-
-def auto_fit_line(derived: int, fitted: int, available_bytes: int) -> str:
-    """What vLLM logs when it lowers max_model_len (``_auto_fit_max_model_len``, 0.29.0)."""
-    return (
-        f"Auto-fit max_model_len: reduced from {derived} to {fitted} to fit in available GPU memory"
-        f" ({available_bytes / 2**30:.2f} GiB available for KV cache)"
-    )

