@@ -29,6 +29,9 @@ def run_mha(*args: str) -> subprocess.CompletedProcess:
         # one text, two numbers: --seq reads 8k as 8,192, --max-model-len as vLLM does, 8,000 (trial 304 #2)
         (["kv", "llama-3-8b", "--seq", "8k", "--max-model-len", "8k"],
          "--seq/--max-model-len given twice with different values (8k = 8,192, then 8k = 8,000): give it once"),
+        # SGLang's --dp-size 1 beside --attn-dp-size N is one layout (tests/test_pasted_lines.py); 2 is not
+        (["plan", "deepseek-v3", "--target", "8xh200", "--dp-size", "2", "--attn-dp-size", "8"],
+         "--dp/--data-parallel-size/--dp-size/--attn-dp-size given twice with different values (2, then 8)"),
     ],
 )  # fmt: skip
 def test_usage_errors_are_one_line_exit_2(args, message):

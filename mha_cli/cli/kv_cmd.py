@@ -105,6 +105,7 @@ def kv(
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     file_target = loaded.deployment.target if loaded.deployment is not None else None
     refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp, target or file_target)
+    dp = None if dp == 1 else dp  # the engines' default, on every line plan prints: one server (trial 390 #1)
     devices = resolve_target(target or file_target).n_devices if (target or file_target) and dp else None
     tp, dp = dense_dp_as_replicas(loaded.model, dp, tp, devices)
     deployment = merge_deployment(

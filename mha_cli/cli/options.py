@@ -189,7 +189,9 @@ DpOpt = Annotated[
         " --data-parallel-size with --enable-expert-parallel): each rank runs attention for its own requests and"
         " caches only them, the routed experts whole over all GPUs, every rank's tokens gathered to them (the"
         " engines' default; plan's --moe-a2a-backend deepep: DeepEP's all-to-all); tp = GPUs / dp unless --tp is"
-        " given. plan, a dense model: dp plain replicas (vLLM's --data-parallel-size).",
+        " given. plan, a dense model: dp plain replicas (vLLM's --data-parallel-size). 1, the engines' default that every"
+        " launch line writes: one server, no DP attention (plan: where its tp x pp GPUs are fewer than the target's,"
+        " an MoE model's replicas are separate servers).",
         show_default=False,
     ),
 ]
@@ -304,14 +306,27 @@ def kv_cache_bytes(gib: float | None) -> int | None:
     return gib_as_bytes(gib)
 
 
+def _engine_share(ctx: typer.Context, param: typer.CallbackParam, value: float | None) -> float | None:
+    """The share as typed, marked with its spelling where that is one engine's own (``core.engine.share_spelling``:
+    SGLang's name picks SGLang where no --engine is given, and is refused beside another engine)."""
+    from mha_cli.cli.typed_spellings import typed_spelling
+    from mha_cli.core.engine.share_spelling import ENGINE_OF_SPELLING, EngineShare
+
+    spelling = typed_spelling(ctx, param)
+    return EngineShare(value, spelling) if value is not None and spelling in ENGINE_OF_SPELLING else value
+
+
 UtilisationOpt = Annotated[
     float | None,
     typer.Option(
         "--gpu-memory-utilization",
         "--mem-fraction-static",
         "--free-gpu-memory-fraction",
+        callback=_engine_share,
         help="The engine's share of device memory (0-1]: vLLM gpu_memory_utilization (default 0.9), SGLang"
-        " mem_fraction_static (default from the GPU size), TRT-LLM free_gpu_memory_fraction (default 0.9).",
+        " mem_fraction_static (default from the GPU size), TRT-LLM free_gpu_memory_fraction (default 0.9). Typed"
+        " under SGLang's or TRT-LLM's name without --engine, it prices that engine; beside another --engine, it is"
+        " refused.",
         show_default=False,
     ),
 ]

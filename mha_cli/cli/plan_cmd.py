@@ -518,6 +518,10 @@ def plan(
             f"--enable-dp-attention: DP attention spreads routed experts and {loaded.model.name} has none (a"
             " dense model): leave it out (--dp alone starts replicas)"
         )
+    if dp == 1 and not enable_dp_attention:  # the engines' default, on every line mha prints: one server, no DP
+        dp = None  # attention (trial 390 #1, #4)
+        tp, separate = _one_server(tp, pp or 1, resolved.n_devices, loaded.model)
+        separate_servers = separate_servers or separate
     tp = _sglang_attention_tp(enable_dp_attention, tp, dp, pp or 1, resolved.n_devices, deployment.engine)
     if loaded.model.block.moe is None and (dp is not None or deployment.dp):  # vLLM's --data-parallel-size (and
         from mha_cli.core.dp_attention import dense_dp_as_replicas  # SGLang's --dp-size) on a dense model: replicas
@@ -742,6 +746,16 @@ def _notice_alias(alias_note: str | None, output: Output) -> None:
     say it (the JSON carries it: ``target_alias_note`` searching, ``memory.alias_note`` for one deployment)."""
     if alias_note:
         output.notice(f"target {alias_note}")
+
+
+def _one_server(tp: int | None, pp: int, n_devices: int, model: ModelSpec) -> tuple[int | None, bool]:
+    """(tp, separate servers) of a line's ``--data-parallel-size 1`` (SGLang's ``--dp-size 1``): one server; over
+    every GPU where --tp is not given (as --dp N makes tp follow); where tp x pp GPUs are fewer than the target's,
+    an MoE model's replicas are separate servers, each with every expert (the line mha prints for
+    ``--separate-servers``, run once per replica); a dense model's are anyway."""
+    if tp is None:
+        return (n_devices // pp if n_devices % pp == 0 else None), False
+    return tp, model.block.moe is not None and tp * pp < n_devices
 
 
 def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | None) -> MoeA2aBackend:

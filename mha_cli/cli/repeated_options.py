@@ -33,6 +33,11 @@ def refuse_repeated_options() -> None:
             before = state.opts[self.dest]
             now = value if self.action == "store" else self.const
             was = _meaning(spellings.get(self.dest), before)
+            ranks = _attention_ranks(spellings.get(self.dest), before, spelling, now)
+            if ranks is not None:  # SGLang's --dp-size 1 beside --attn-dp-size N: one value, N
+                spellings[self.dest] = "--attn-dp-size"
+                store(self, ranks, state)
+                return
             if was != _meaning(spelling, now):
                 option = self.obj  # the command's option: every spelling of it, a flag's --no- form too
                 names = "/".join([*option.opts, *option.secondary_opts])
@@ -46,6 +51,16 @@ def refuse_repeated_options() -> None:
 
     process.refuses_repeats = True  # type: ignore[attr-defined]
     option_class.process = process
+
+
+def _attention_ranks(first_spelling: str | None, first: Any, spelling: str | None, value: Any) -> Any:
+    """The DP-attention ranks where SGLang's ``--dp-size 1`` (its router's replicas: one server) and
+    ``--attn-dp-size N`` are both given, in either order, as SGLang 0.5.22+'s launch line writes them (trial 390 #2:
+    refused as one option given twice); None otherwise."""
+    given = {first_spelling: first, spelling: value}
+    if set(given) == {"--dp-size", "--attn-dp-size"} and str(given["--dp-size"]).strip() == "1":
+        return given["--attn-dp-size"]
+    return None
 
 
 def _meaning(spelling: str | None, value: Any) -> Any:

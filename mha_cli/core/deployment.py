@@ -19,6 +19,7 @@ from mha_cli.core.dtypes import (
     normalise_dtype_name,
 )
 from mha_cli.core.engine.generations import generation_of, typed_release
+from mha_cli.core.engine.share_spelling import EngineShare, share_engine
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.targets import Target, bf16_notes, resolve_target
@@ -143,6 +144,13 @@ def merge_deployment(
                 f"the config file's deployment.target: {wrong.message} (edit the file, or override it with --target"
                 " where the command takes one)"
             ) from None
+    share = overrides.get("gpu_memory_utilization")
+    if isinstance(share, EngineShare):  # SGLang's or TensorRT-LLM's name for it picks or checks the engine
+        named = overrides.get("engine") or fields.get("engine")
+        engine = share_engine(share, None if named is None else generation_of(named).engine)
+        overrides = {**overrides, "gpu_memory_utilization": float(share)}
+        if named is None and engine is not None:
+            overrides["engine"] = engine
     fields.update({key: value for key, value in overrides.items() if value is not None})
     if overrides.get("engine") is not None:  # --engine names the engine and its generation (vllm@0.10)
         chosen = generation_of(overrides["engine"])

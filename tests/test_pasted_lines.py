@@ -1,0 +1,61 @@
+"""The launch lines mha prints, pasted back, plan what they ran (trial 390): ``--data-parallel-size 1`` (every line
+writes it) is one server, not DP attention over one rank; SGLang 0.5.22+'s ``--dp-size 1 --attn-dp-size N`` is N
+attention ranks, not one option given twice; an engine's own name for its memory share prices that engine."""
+
+import pytest
+
+MOE = ("plan", "qwen3-30b-a3b", "--target", "8xh100", "--closed-form", "--json")
+
+
+def test_data_parallel_size_1_is_the_same_plan_as_left_out(cli):
+    """Trial 390 #1: tp 8 with --data-parallel-size 1 was refused, "--dp 1: DP attention needs 2 or more ranks"."""
+    pasted = cli.json(*MOE, "--tensor-parallel-size", "8", "--data-parallel-size", "1")
+    native = cli.json(*MOE, "--tp", "8")
+    assert pasted["launch"] == native["launch"] and pasted["memory"] == native["memory"]
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 1" in pasted["launch"]["vllm"]
+    kv = ("kv", "qwen3-30b-a3b", "--target", "8xh100", "--json")
+    assert cli.json(*kv, "--tp", "8", "--dp", "1") == cli.json(*kv, "--tp", "8")  # kv reads it so too
+
+
+def test_a_separate_servers_line_pasted_back_is_separate_servers(cli):
+    """Trial 390 #4: the separate-servers pick writes tp 1 x pp 2 with --data-parallel-size 1 (run once a replica);
+    pasted on 8 GPUs it was answered "must equal the 8 GPU(s)". It is that plan again; without --data-parallel-size 1
+    the same tp and pp on 8 GPUs is DP attention over 4 ranks (the control: another plan)."""
+    layout = ("--tp", "1", "--pp", "2")
+    separate = cli.json(*MOE, *layout, "--separate-servers")
+    pasted = cli.json(*MOE, "--tensor-parallel-size", "1", "--pipeline-parallel-size", "2",
+                      "--data-parallel-size", "1")  # fmt: skip
+    assert pasted["launch"] == separate["launch"] and pasted["memory"] == separate["memory"]
+    assert "--data-parallel-size 1" in separate["launch"]["vllm"]
+    attention = cli.json(*MOE, *layout)
+    assert "--data-parallel-size 4" in attention["launch"]["vllm"] and attention["memory"] != separate["memory"]
+
+
+@pytest.mark.parametrize(
+    "order", [("--dp-size", "1", "--attn-dp-size", "8"), ("--attn-dp-size", "8", "--dp-size", "1")]
+)
+def test_sglang_s_dp_size_1_beside_attn_dp_size_is_its_attention_ranks(cli, order):
+    """Trial 390 #2: SGLang 0.5.22+ writes --dp-size 1 (its router's replicas) beside --attn-dp-size 8; mha read
+    both as one option given twice. Either order is --dp 8; --dp-size 2 beside it stays refused (two servers' worth
+    of ranks is another layout: tests/test_app.py)."""
+    args = ("plan", "deepseek-v3", "--target", "8xh200", "--engine", "vllm", "--closed-form", "--json")
+    assert cli.json(*args, *order)["launch"] == cli.json(*args, "--dp", "8")["launch"]
+    assert cli.run(*args, "--dp-size", "2", "--attn-dp-size", "8").exit_code == 2
+
+
+def test_an_engine_s_own_name_for_its_share_prices_that_engine(cli):
+    """Trial 390 #3: --mem-fraction-static 0.85 was priced as vLLM's gpu_memory_utilization 0.85 (another pool:
+    vLLM's budget holds the activations and graphs SGLang keeps outside). SGLang's name prices SGLang and
+    TensorRT-LLM's TensorRT-LLM; beside another --engine each is refused; vLLM's (mha's own) serves every engine."""
+    kv = ("kv", "llama-3.1-8b", "--target", "h100", "--seq", "8k", "--json")
+    sglang = cli.json(*kv, "--mem-fraction-static", "0.85")["engine"]
+    assert (sglang["name"], sglang["gpu_memory_utilization"]) == ("sglang", 0.85)
+    assert sglang == cli.json(*kv, "--engine", "sglang", "--gpu-memory-utilization", "0.85")["engine"]
+    trtllm = cli.json(*kv, "--free-gpu-memory-fraction", "0.8")["engine"]
+    assert (trtllm["name"], trtllm["gpu_memory_utilization"]) == ("trtllm", 0.8)
+    refused = cli.run(*kv, "--engine", "vllm", "--mem-fraction-static", "0.85")
+    assert refused.exit_code == 2 and refused.stderr.strip().endswith(
+        "--mem-fraction-static is sglang's share of memory, which vllm reads otherwise: give"
+        " --gpu-memory-utilization for vllm, or --engine sglang"
+    )
+    assert cli.json(*kv, "--gpu-memory-utilization", "0.85")["engine"]["name"] == "vllm"
