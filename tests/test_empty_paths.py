@@ -42,8 +42,9 @@ def test_an_empty_target_name_is_refused_not_read_as_every_target(cli):
 
 @pytest.mark.parametrize("force", [[], ["--force"]])
 def test_a_plot_path_that_is_a_folder_says_so_with_or_without_force(cli, tmp_path, force):
-    """``--plot d.png`` on a folder asked for --force, and then said it was a folder (found by newuser trial 239)."""
-    folder = tmp_path / "d.png"
-    folder.mkdir()
-    result = cli.run("kv", "llama-3-8b", "--plot", str(folder), *force)
-    assert result.exit_code == 2 and result.stderr.endswith("is a folder: name a .png file\n")
+    """``--plot d.png`` on a folder asked for --force, and then said it was a folder (found by newuser trial 239); a
+    folder without the ending was told to name it .png (trial 389 #6)."""
+    for folder in (tmp_path / "d.png", tmp_path / "plots"):
+        folder.mkdir()
+        result = cli.run("kv", "llama-3-8b", "--plot", str(folder), *force)
+        assert result.exit_code == 2 and result.stderr.endswith("is a folder: name a .png file\n")

@@ -117,10 +117,13 @@ def test_json_names_the_release_whose_rules_priced_the_plan(cli, engine, generat
     """One generation holds releases priced differently (vLLM 0.21 and 0.28 give Llama-3-8B on an H100 two pools),
     so the JSON names the release whose rules priced it, the newest whose memory rules were read (0.33) for a release
     past it, 0.34 too, whose flags alone were read (trial 344 #3, review 346 #2); the
-    pools of 0.21, 0.28 and the latest differ, which the generation alone did not say."""
+    pools of 0.21, 0.28 and the latest differ, which the generation alone did not say. ``engine_release`` is the
+    release named, beside it (trial 389 #3: that 0.99 was priced as 0.33 was said on stderr alone)."""
     args = ("kv", "llama-3-8b", "--target", "h100", "--seq", "8k") + (() if engine is None else ("--engine", engine))
     priced = cli.json(*args)["memory"]["engine"]
     assert (priced["generation"], priced.get("rules_release")) == (generation, rules)
+    typed = engine is not None and not engine.startswith("trtllm") and ("@" in engine or "==" in engine)
+    assert priced.get("engine_release") == (engine.split("@")[-1].split("==")[-1] if typed else None)
 
 
 def test_releases_of_one_generation_price_different_pools(cli):

@@ -47,6 +47,19 @@ def test_weights_far_over_the_device_are_offered_the_devices_they_need(cli):
     assert " ".join(refused.output.split()).endswith(": use e.g. --target 2xrtx-5080 --tp 2")
 
 
+def test_a_search_is_offered_the_devices_the_weights_need_too(cli):
+    """Trial 389 #7: unpinned, DeepSeek-V3 on one H100 was told "add GPUs (tp, pp, dp)" with no count (twice the
+    devices, the one target tried, starts nothing). The fewest that hold 627 GiB at 80% of each is 16, searched again
+    and picked; Qwen3-235B (438 GiB: 8 devices) is offered 8; a model within twice the devices gets twice (Llama-3.1-70B:
+    2 x H100, the control)."""
+    for model, way in (("deepseek-v3", "--target 16xh100-sxm ("), ("qwen3-235b-a22b-2507", "--target 8xh100-sxm (")):
+        refused = cli.run("plan", model, "--target", "h100", "--closed-form")
+        line = " ".join(refused.stderr.split())
+        assert refused.exit_code == 2 and f"(ways out: {way}" in line and "is picked" in line, line
+    line = " ".join(cli.run("plan", "llama-3.1-70b", "--target", "h100", "--closed-form").stderr.split())
+    assert "(ways out: --target 2xh100-sxm (" in line
+
+
 def test_a_context_that_does_not_fit_is_offered_the_length_that_does(cli):
     """Trial 381 #1: Llama-3.1-8B at its 131,072-token context on one RTX 4090 leaves 4.96 GiB of pool (40,592 tokens
     at 131,072 B a token, whole blocks of 16), 16.00 GiB short of one request. vLLM 0.29+ plans that request against

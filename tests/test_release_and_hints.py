@@ -90,6 +90,8 @@ def test_a_major_alone_past_the_newest_read_is_priced_as_a_later_minor_is(cli, m
     assert shown["priced_as_release"] == twin["priced_as_release"] == NEWEST_READ[engine].release  # type: ignore[index]
     # the rules' release beside the flags': vLLM's were read to 0.33 while its flags go to 0.34.0 (trial 245)
     assert shown["priced_rules_release"] == twin["priced_rules_release"] == NEWEST_READ[engine].rules  # type: ignore[index]
+    named = [plan["memory"]["engine"].pop("engine_release", None) for plan in (shown, twin)]  # a major: its first minor
+    assert named == ([major.split("@")[1] + ".0", minor.split("@")[1]] if engine != "trtllm" else [None, None])
     assert (shown["memory"], shown["itl_ms"]) == (twin["memory"], twin["itl_ms"])
     said = [line for line in by_major.stderr.splitlines() if "is newer than the newest release read" in line]
     assert len(said) == 1 and said[0].split(" is newer")[0].endswith(f" {major.split('@')[1]}.0")

@@ -36,6 +36,10 @@ def test_a_copy_of_a_known_decoder_under_an_unknown_name_is_priced_from_its_stan
     footprint = kv_footprint(imported.model, seq_len=1, batch=1, kv_dtype="bf16")
     assert footprint.total_bytes == 131_072  # Llama-3-8B's published 128 KiB per token
     assert count_params(imported.model).total == 8_030_261_248  # Meta-Llama-3-8B's parameter count
+    unnamed = import_hf_config({key: value for key, value in LLAMA_COPY.items() if key != "model_type"})
+    said = "no model_type: read the standard fields only"  # trial 389 #4: not said as the file's 'unknown'
+    assert any(line.startswith(said) for line in unnamed.assumptions)
+    assert not any("'unknown'" in line for line in unnamed.assumptions)
 
 
 @pytest.mark.parametrize(

@@ -30,11 +30,11 @@ COLOURS_IN_CYCLE = 10
 def check_plot_path(path: Path, *, force: bool) -> None:
     """Refuse, before any work, a name that is not ``.png`` and an existing file without ``--force``."""
     refuse_standard_stream(path, "--plot", ".png", "--json prints the numbers")
-    if path.suffix.lower() != ".png":
-        raise BadInputError(f"--plot {shown_path(path)}: name the file .png")
     with looking_at_output(path):
-        if path.is_dir():  # --force would not help: said first (it asked for --force, then said so)
+        if path.is_dir():  # --force would not help, nor would a name's ending: said first (trial 389 #6)
             raise BadInputError(f"--plot {shown_path(path)} is a folder: name a .png file")
+        if path.suffix.lower() != ".png":
+            raise BadInputError(f"--plot {shown_path(path)}: name the file .png")
         if path.exists() and not force:
             raise BadInputError(f"{shown_path(path)} exists: pass --force to overwrite it")
 

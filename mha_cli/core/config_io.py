@@ -440,7 +440,10 @@ def _check_target(path: Path, where: str, force: bool) -> None:
     # with or without --force (trial 343 #5: a symlink was told to pass --force, then refused)
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise BadInputError(f"{where} is {kind}: --force replaces only regular files; write somewhere else")
+        raise BadInputError(
+            f"{where} is {kind}: mha writes a new file, or with --force replaces a regular one, never through {kind};"
+            " write somewhere else"
+        )
 
 
 def _link_without_overwriting(tmp_name: str, path: Path, where: str) -> None:

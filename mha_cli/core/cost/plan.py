@@ -693,13 +693,19 @@ def weights_sized_layout(
     most ``WEIGHTS_SHARE`` of a device, where that is more than the layouts ``memory.layout_changes`` tries (the next
     power of two above tp); none past ``MAX_SIZED_DEVICES``. DeepSeek-V3 (627 GiB) on one H100: 16, not 2 (trial 294
     #4)."""
-    weights = deployment_model_bytes(model, deployment.weight_dtype, deployment)
-    ratio = weights / (WEIGHTS_SHARE * target.target.device_memory_bytes)
-    devices = 1 << max(0, math.ceil(ratio) - 1).bit_length()  # the power of two at or above the ratio
+    devices = weights_sized_devices(model, target, deployment)
     tried = max(tp * pp, (1 << tp.bit_length()) * pp, target.n_devices)
     if devices <= tried or devices > MAX_SIZED_DEVICES or devices % pp:
         return ()
     return (f"--target {devices}x{target.target.id} --tp {devices // pp}",)
+
+
+def weights_sized_devices(model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec) -> int:
+    """The fewest devices of ``target``'s kind, a power of two, whose share of the weights each takes at most
+    ``WEIGHTS_SHARE`` of a device."""
+    weights = deployment_model_bytes(model, deployment.weight_dtype, deployment)
+    ratio = weights / (WEIGHTS_SHARE * target.target.device_memory_bytes)
+    return 1 << max(0, math.ceil(ratio) - 1).bit_length()  # the power of two at or above the ratio
 
 
 def _state_slots_change(

@@ -470,6 +470,18 @@ def search_changes(target: ResolvedTarget, deployment: DeploymentSpec, shorter: 
     return changes + ([shorter] if shorter else [])
 
 
+def weights_sized_target(model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec) -> list[str]:
+    """``--target Nx<device>``: the fewest devices that hold the weights (``core.cost.plan.weights_sized_devices``)
+    where that is more than twice the target's (``search_changes`` tries twice), up to ``MAX_SIZED_DEVICES``
+    (trial 389 #7: DeepSeek-V3 on one H100 was told "add GPUs" with no count; a pinned --tp was offered 16)."""
+    from mha_cli.core.cost.plan import MAX_SIZED_DEVICES, weights_sized_devices
+
+    devices = weights_sized_devices(model, target, deployment)
+    if devices <= 2 * target.n_devices or devices > MAX_SIZED_DEVICES:
+        return []
+    return [f"--target {devices}x{target.target.id}"]
+
+
 def larger_share(deployment: DeploymentSpec) -> list[str]:
     """On vLLM below it, the larger share of the device published deployments run (``core.fit.ENGINE_KNOBS``): a
     change on the same GPUs for a search where nothing starts (trial 326 #2: Kimi-K2 on 8 x H200 starts at 0.95)."""
@@ -974,6 +986,7 @@ def search_deployments(
             judge = _plan_judge(model, served, target, deployment, profiles, options, targeted, slo_percentile)
             slots = state_slot_changes(model, deployment, [concurrency] if concurrency else list(STATE_SLOT_TRIALS))
             changes = [*slots, *larger_share(deployment), *search_changes(target, deployment, None)]
+            changes += weights_sized_target(model, target, deployment)
             found = settle(changes, judge, PLAN_FLAGS, keep=2, goal="starts")
             if found[0].fits:  # before the reasons, which a long list would cut from the line (trial 326 #2)
                 way = f" (ways out: {' or '.join(f'{way.change} ({way.figure})' for way in found)})"

@@ -170,6 +170,9 @@ class EnginePlan(Record):
     """The release whose memory rules priced it within the generation (``core.engine.settings.rules_release``):
     ``0.28`` for ``--engine vllm@0.28``, ``0.33`` for ``--engine vllm`` (the newest whose rules mha read), ``0.20`` for
     ``vllm-v1``, ``0.5.23`` for ``--engine sglang``; None: TensorRT-LLM, whose rules are its generation's."""
+    engine_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
+    """The release ``--engine`` (or a config file) named (``vllm@0.99``: ``0.99``), beside ``rules_release``, which
+    differs where it is past the newest read (trial 389 #3: only a notice on stderr said so); absent when none was."""
     total_memory_bytes: int
     """Device memory as torch reports it (``Target.device_memory_bytes``)."""
     gpu_memory_utilization: float
@@ -1671,7 +1674,8 @@ def plan_engine(
     if pool.starts and int(pool.concurrency) > settings.max_num_seqs:
         notes.append(f"max_num_seqs {settings.max_num_seqs} caps the requests run at once below what the pool holds")
     return EnginePlan(
-        name=settings.engine, generation=settings.generation, rules_release=rules_release(settings), total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
+        name=settings.engine, generation=settings.generation, rules_release=rules_release(settings),
+        engine_release=settings.engine_version, total_memory_bytes=target.device_memory_bytes, gpu_memory_utilization=settings.utilisation,
         weights_bytes_per_rank=weights_bytes_per_rank, activation_peak_bytes=pool.activation,
         state_pool_bytes=pool.state_bytes,
         non_torch_bytes=inputs.non_torch, cuda_graph_bytes=inputs.graph_bytes,
