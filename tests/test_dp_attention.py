@@ -296,7 +296,10 @@ def test_deepep_asked_is_priced_and_launched_with_each_engines_flag(cli):
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--moe-a2a-backend", "nccl"], "give none"),
         (["plan", "llama-3-8b", "--target", "8xh100", "--moe-a2a-backend", "deepep"], "has none: leave it out"),
         (["plan", V3, "--target", "8xh200", "--dp", "3"], "--dp 3 must divide the 8 GPU(s)"),
-        (["plan", V3, "--target", "8xh200", "--dp", "1"], "needs 2 or more data-parallel ranks"),
+        (
+            ["plan", V3, "--target", "8xh200", "--dp", "1", "--enable-dp-attention"],
+            "needs 2 or more data-parallel ranks",
+        ),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "2"], "must equal the 8 GPU(s)"),
         (["plan", V3, "--target", "8xh200", "--dp", "8", "--tp", "8"], "add --enable-dp-attention"),
         (["plan", V3, "--target", "8xh200", "--tp", "8", "--enable-dp-attention"], "give --dp (SGLang's --dp-size)"),

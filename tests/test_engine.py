@@ -294,7 +294,7 @@ def test_a_pool_without_room_for_one_request_is_vllms_refusal(cli):
     data = cli.json("kv", "llama-3-70b", "--target", "2xh100", "--seq", "32k", "--engine", "vllm@0.19")
     engine = data["engine"]
     assert not engine["starts"] and not engine["fits"] and engine["admitted_per_replica"] == 0
-    assert "(5.0 GiB KV cache is needed)" in engine["refusal"] and "the models's max seq len" in engine["refusal"]
+    assert "(5.0 GiB KV cache is needed, which" in engine["refusal"] and "the models's max seq len" in engine["refusal"]
     assert f"the estimated maximum model length is {engine['kv_tokens']}." in engine["refusal"]
     assert engine["log_lines"] == ["Available KV cache memory: 1.75 GiB", engine["refusal"]]
     starved = cli.json("kv", "mistral-7b-v0.1", "--target", "t4", "--seq", "8k")["engine"]
@@ -594,5 +594,5 @@ def test_a_state_pool_under_its_null_block_has_no_memory_and_a_drafter_needs_its
             "--osl", "100", "--draft", str(draft), "--num-speculative-tokens", "3", "--acceptance-length", "2",
             "--closed-form", "--kv-cache-gib")  # fmt: skip
     refused = cli.run(*plan, "0.05")
-    assert refused.exit_code == 2 and "(0.05 GiB KV cache is needed)" in refused.stderr
+    assert refused.exit_code == 2 and "(0.05 GiB KV cache is needed, which" in refused.stderr
     assert cli.run(*plan, "0.08").exit_code == 0

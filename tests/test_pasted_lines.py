@@ -2,7 +2,13 @@
 writes it) is one server, not DP attention over one rank; SGLang 0.5.22+'s ``--dp-size 1 --attn-dp-size N`` is N
 attention ranks, not one option given twice; an engine's own name for its memory share prices that engine."""
 
+import json
+from pathlib import Path
+
 import pytest
+from typer.testing import CliRunner
+
+from mha_cli.cli.app import app
 
 MOE = ("plan", "qwen3-30b-a3b", "--target", "8xh100", "--closed-form", "--json")
 
@@ -14,7 +20,10 @@ def test_data_parallel_size_1_is_the_same_plan_as_left_out(cli):
     assert pasted["launch"] == native["launch"] and pasted["memory"] == native["memory"]
     assert "--tensor-parallel-size 8 --pipeline-parallel-size 1 --data-parallel-size 1" in pasted["launch"]["vllm"]
     kv = ("kv", "qwen3-30b-a3b", "--target", "8xh100", "--json")
-    assert cli.json(*kv, "--tp", "8", "--dp", "1") == cli.json(*kv, "--tp", "8")  # kv reads it so too
+    assert cli.json(*kv, "--tp", "8", "--dp", "1")["memory"] == cli.json(*kv, "--tp", "8")["memory"]  # kv too
+    one = cli.json(*kv, "--tp", "2", "--dp", "1")["memory"]  # review 391 #5: tp 2 of 8 GPUs is no DP attention,
+    attention = cli.json(*kv, "--tp", "2")["memory"]  # each server its own experts; the control, kv's default for
+    assert (one["expert_ranks"], attention["expert_ranks"]) == (2, 8)  # an MoE model, spreads them over all 8
 
 
 def test_a_separate_servers_line_pasted_back_is_separate_servers(cli):
@@ -31,9 +40,10 @@ def test_a_separate_servers_line_pasted_back_is_separate_servers(cli):
     assert "--data-parallel-size 4" in attention["launch"]["vllm"] and attention["memory"] != separate["memory"]
 
 
-@pytest.mark.parametrize(
-    "order", [("--dp-size", "1", "--attn-dp-size", "8"), ("--attn-dp-size", "8", "--dp-size", "1")]
-)
+@pytest.mark.parametrize("order", [
+    ("--dp-size", "1", "--attn-dp-size", "8"), ("--attn-dp-size", "8", "--dp-size", "1"),
+    ("--dp", "8", "--dp-size", "1", "--attn-dp-size", "8"),  # review 391 #9: refused, "8, then 1"
+])  # fmt: skip
 def test_sglang_s_dp_size_1_beside_attn_dp_size_is_its_attention_ranks(cli, order):
     """Trial 390 #2: SGLang 0.5.22+ writes --dp-size 1 (its router's replicas) beside --attn-dp-size 8; mha read
     both as one option given twice. Either order is --dp 8; --dp-size 2 beside it stays refused (two servers' worth
@@ -59,3 +69,25 @@ def test_an_engine_s_own_name_for_its_share_prices_that_engine(cli):
         " --gpu-memory-utilization for vllm, or --engine sglang"
     )
     assert cli.json(*kv, "--gpu-memory-utilization", "0.85")["engine"]["name"] == "vllm"
+
+
+def test_recommend_and_calibrate_read_sglang_s_name_as_sglang_too(cli, tmp_path):
+    """Review 391 #6, #7: recommend (no merge of a file's deployment) priced --mem-fraction-static as vLLM's and wrote
+    no engine; calibrate --from fitted SGLang but its "use it" line planned vLLM. Both name SGLang now."""
+    out = tmp_path / "a.yaml"
+    design = cli.json("recommend", "--params", "8b", "--seq", "8k", "--target", "h100", "--mem-fraction-static",
+                      "0.85", "--out", str(out))  # fmt: skip
+    assert (design["engine"]["name"], design["engine"]["gpu_memory_utilization"]) == ("sglang", 0.85)
+    assert "  engine: sglang\n" in out.read_text()
+    refused = cli.run("recommend", "--params", "8b", "--target", "h100", "--mem-fraction-static", "0.85", "--engine",
+                      "vllm")  # fmt: skip
+    assert refused.exit_code == 2
+    repo = Path(__file__).resolve().parent.parent
+    runner = CliRunner(env={"MHA_DATA_DIR": str(tmp_path)})
+    fitted = runner.invoke(app, [
+        "calibrate", "--from", str(repo / "benchmarks/vllm_cpu/results/tiny-llama_c1_i128_o64.json"), "--model",
+        str(repo / "benchmarks/vllm_cpu/models/tiny-llama/config.json"), "--target", "l4", "--mem-fraction-static",
+        "0.5", "--name", "r391", "--json",
+    ])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    assert " --engine sglang --gpu-memory-utilization 0.5 " in json.loads(fitted.stdout)["use"]

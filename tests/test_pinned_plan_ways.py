@@ -114,6 +114,22 @@ def test_auto_is_fitted_over_every_pipeline_stage(cli):
     assert refused.exit_code == 2 and "the estimated maximum model length is 74992" in refused.stderr
 
 
+def test_vllm_0_14_to_0_16_check_a_request_of_the_whole_model_under_stages(cli):
+    """Review 391 #1: vLLM 0.14-0.16 check (and auto-fit) one request of the WHOLE model, every stage's layers,
+    against the least pool of any worker (``get_kv_cache_configs``' global groups and ``min(available_memory)``);
+    0.13 and 0.17 each stage's own. Llama-3.1-70B over 2 stages of 2 L40S, 5.78 GiB a worker: 80 layers x 4 KV heads
+    x 128 x 2 x 2 B = 163,840 B a token of the model, so 37,872 tokens (2,367 blocks of 16: 6,204,948,480 B), half
+    the 75,744 a stage's own 40 layers hold; 37,888 typed is refused there, and starts on 0.13 (the control)."""
+    args = ("plan", "llama-3.1-70b", "--target", "4xl40s", "--tp", "2", "--pp", "2", "--closed-form")
+    fitted = cli.json(*args, "--max-model-len", "auto", "--engine", "vllm@0.15", "--json")["memory"]["engine"]
+    assert fitted["max_model_len"] == 37872 and fitted["starts"]
+    assert any(note.startswith("vLLM 0.14-0.16 checks one request of the whole model (80 layers") for note in
+               fitted["notes"])  # fmt: skip
+    refused = cli.run(*args, "--max-model-len", "37888", "--engine", "vllm@0.15")
+    assert refused.exit_code == 2 and "the estimated maximum model length is 37872" in refused.stderr
+    assert cli.run(*args, "--max-model-len", "37888", "--engine", "vllm@0.13").exit_code == 0
+
+
 def test_dp_attention_is_offered_the_length_that_fits_too(cli):
     """Review 386 #9, 388 #4: under --dp the ways out skipped the length vLLM's error names (15,824 tokens for
     Qwen3-30B-A3B's ranks at utilisation 0.45 on two H100s); it is offered alone, checked with --dp kept (not under

@@ -18,7 +18,7 @@ def test_the_error_reads_models_s_up_to_0_21():
     new = too_short_error(131072, 16 * GIB, 3 * GIB, 0, (0, 22, 0, 0))
     assert old == (
         "ValueError: To serve at least one request with the models's max seq len (131072), (16.0 GiB KV cache is"
-        " needed), which is larger than the available KV cache memory (3.0 GiB). Based on the available memory, the"
+        " needed, which is larger than the available KV cache memory (3.0 GiB). Based on the available memory, the"
         " estimated maximum model length is 28784."
     )
     assert "the model's max seq len" in new and new.endswith("(3.0 GiB).")  # an estimate of 0 is left out

@@ -374,3 +374,17 @@ def test_a_cache_more_devices_cannot_split_is_held_by_replicas_with_the_whole_ba
     assert not three["memory"]["fits"] and three["memory"]["max_sequences"] < 32
     wide = cli.json("kv", "llama-3.1-70b", "--target", "64xh100-sxm", "--seq", "128k", "--batch", "32")  # tp 64
     assert not wide["memory"]["fits"]
+
+
+def test_a_smaller_profiling_run_with_the_length_it_holds_is_the_way_out_of_a_sampler_peak(cli):
+    """Trial 390 #5: gpt-oss-120b (MXFP4) on one H100 at 131,072 tokens on vLLM 0.10: the sampler's profiling peak (1,024
+    rows x 201,088 logits x 38 B, 7.8 GB) leaves no pool, and the ways were int4 weights (a checkpoint nobody
+    publishes, 4 bits against MXFP4's 4.25) or another GPU. --max-num-seqs 64 leaves a pool that holds 117,408 tokens:
+    offered as the pair, and it fits when run; int4 is no longer offered (a format less than a quarter lighter)."""
+    args = ("kv", "gpt-oss-120b", "--target", "h100", "--engine", "vllm@0.10", "--json")
+    ways = [way["change"] for way in cli.json(*args, "--seq", "131072")["ways_out"]]
+    assert ways[0] == "--max-num-seqs 64 --seq 117408" and not any("--weight-dtype" in way for way in ways)
+    assert cli.json(*args, "--seq", "117408", "--max-num-seqs", "64")["memory"]["fits"]
+    assert not cli.json(*args, "--seq", "117424", "--max-num-seqs", "64")["memory"]["fits"]  # a block more: the bound
+    assert fit.LIGHTER_BY * fit.bytes_per_weight("mxfp4") < fit.bytes_per_weight("int4")
+    assert fit.bytes_per_weight("int4") <= fit.LIGHTER_BY * fit.bytes_per_weight("fp8")  # fp8 -> int4 stays a way

@@ -154,7 +154,9 @@ def calibrate(
             if named(ctx, parameter):
                 raise BadInputError(f"{flag} goes with measuring this machine, not with --from: {why}")
         from mha_cli.cli.calibrate_from import calibrate_from_results
+        from mha_cli.core.engine.share_spelling import engine_with_share
 
+        engine = engine_with_share(engine, gpu_memory_utilization)  # its "use" line names the engine fitted (391 #7)
         calibrate_from_results(
             sources, model=model, target=target, hold_out=hold_out or [], served_model_name=served_model_name,
             profile=profile, name=name, force=force, json=json,

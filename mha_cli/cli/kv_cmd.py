@@ -105,7 +105,8 @@ def kv(
     refuse_gguf_overrides(loaded, weight_dtype=weight_dtype, engine=engine)
     file_target = loaded.deployment.target if loaded.deployment is not None else None
     refuse_file_tp(loaded.origin, loaded.deployment, loaded.model, tp, target or file_target)
-    dp = None if dp == 1 else dp  # the engines' default, on every line plan prints: one server (trial 390 #1)
+    one_server = dp == 1  # the engines' default, on every line plan prints: one server (trial 390 #1), whose
+    dp = None if one_server else dp  # replicas on the rest of the target are separate servers (review 391 #5)
     devices = resolve_target(target or file_target).n_devices if (target or file_target) and dp else None
     tp, dp = dense_dp_as_replicas(loaded.model, dp, tp, devices)
     deployment = merge_deployment(
@@ -118,6 +119,8 @@ def kv(
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only), async_scheduling=async_scheduling,
         prefix_caching=prefix_caching,
     )  # fmt: skip
+    if one_server and loaded.model.block.moe is not None:
+        deployment = deployment.model_copy(update={"separate_servers": True})
     refuse_plan_flags_without_target(
         deployment, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling,

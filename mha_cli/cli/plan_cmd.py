@@ -422,7 +422,7 @@ def plan(
                  "--burstiness": burstiness if named(ctx, "burstiness") else None, "--seed": seed if named(ctx, "seed") else None,
                  "--shared-prefixes": shared_prefixes, "--kv-offload-gib": kv_offload_gib,
                  "--moe-a2a-backend": moe_a2a_backend}  # fmt: skip
-    _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=dp, concurrency=concurrency,
+    _check_disaggregated(disaggregated, kv_link, tp=tp, pp=pp, dp=None if dp == 1 else dp, concurrency=concurrency,
                          expert_parallel=expert_parallel, separate_servers=separate_servers, plot=plot,
                          simulated=simulated,
                          speculative=speculative_config or draft or num_speculative_tokens or acceptance_length)  # fmt: skip
@@ -769,7 +769,8 @@ def _a2a_backend(value: str, model: ModelSpec, *, dp: int | None, pinned: int | 
         raise BadInputError(f"--moe-a2a-backend reaches routed experts and {model.name} has none: leave it out")
     if dp is None and pinned:
         raise BadInputError(
-            "--moe-a2a-backend is how DP attention reaches the experts: add --dp, or leave out --tp and --pp to search"
+            "--moe-a2a-backend is how DP attention reaches the experts: add --dp N (2 or more ranks; --dp 1 is one"
+            " server, no DP attention), or leave out --tp and --pp to search"
         )
     return value  # type: ignore[return-value]  # one of get_args(MoeA2aBackend), checked above
 

@@ -207,6 +207,9 @@ def recommend_command(
         refuse_standard_stream(out, "--out", ".yaml or .json", "--json prints the recommendation")
     if format == "hf" and out is not None and out.suffix.lower() != ".json":
         raise BadInputError(f"--format hf writes a transformers config.json: give --out a .json path, not {out.name!r}")
+    from mha_cli.core.engine.share_spelling import engine_with_share
+
+    engine = engine_with_share(engine, gpu_memory_utilization)  # SGLang's name prices SGLang (review 391 #6)
     request = build_request(
         params=params, seq=seq, target=target, batch=batch, kv_dtype=kv_dtype, weight_dtype=weight_dtype,
         priority=priority, tp=tp, vocab=vocab, d_model=d_model, variant=variant, active_params=active_params,

@@ -35,7 +35,7 @@ def refuse_repeated_options() -> None:
             was = _meaning(spellings.get(self.dest), before)
             ranks = _attention_ranks(spellings.get(self.dest), before, spelling, now)
             if ranks is not None:  # SGLang's --dp-size 1 beside --attn-dp-size N: one value, N
-                spellings[self.dest] = "--attn-dp-size"
+                spellings[self.dest] = spelling if ranks is now else spellings.get(self.dest)
                 store(self, ranks, state)
                 return
             if was != _meaning(spelling, now):
@@ -54,12 +54,13 @@ def refuse_repeated_options() -> None:
 
 
 def _attention_ranks(first_spelling: str | None, first: Any, spelling: str | None, value: Any) -> Any:
-    """The DP-attention ranks where SGLang's ``--dp-size 1`` (its router's replicas: one server) and
-    ``--attn-dp-size N`` are both given, in either order, as SGLang 0.5.22+'s launch line writes them (trial 390 #2:
-    refused as one option given twice); None otherwise."""
-    given = {first_spelling: first, spelling: value}
-    if set(given) == {"--dp-size", "--attn-dp-size"} and str(given["--dp-size"]).strip() == "1":
-        return given["--attn-dp-size"]
+    """The DP-attention ranks where SGLang's ``--dp-size 1`` (its router's replicas: one server) is given beside
+    another spelling of N ranks (``--attn-dp-size N``, as SGLang 0.5.22+'s launch line writes them), in either order
+    (trial 390 #2: refused as one option given twice; review 391 #9: whichever came first); None otherwise."""
+    if first_spelling == "--dp-size" and str(first).strip() == "1" and spelling != "--dp-size":
+        return value
+    if spelling == "--dp-size" and str(value).strip() == "1" and first_spelling not in (None, "--dp-size"):
+        return first
     return None
 
 

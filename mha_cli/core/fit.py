@@ -28,10 +28,14 @@ from mha_cli.core.weight_formats import weight_format
 
 MAX_DEVICES_TRIED = 4096
 SMALLER_WEIGHT_DTYPES = ("fp8", "int4")
+LIGHTER_BY = 0.75
+"""A smaller format is offered only where it is at least a quarter lighter a weight: int4 (4 bits) is no way out of
+an MXFP4 (4.25) or NVFP4 (4.5) checkpoint (trial 390 #5: gpt-oss was offered int4, a checkpoint nobody publishes,
+for what the engine's padding and its bf16 attention layers took)."""
 
 
 def smaller_weight_dtypes(target: ResolvedTarget, deployment: DeploymentSpec) -> list[str]:
-    """The formats of ``SMALLER_WEIGHT_DTYPES`` lighter than ``deployment``'s that its engine serves on ``target``'s
+    """The formats of ``SMALLER_WEIGHT_DTYPES`` lighter than ``deployment``'s (``LIGHTER_BY``) that its engine serves on ``target``'s
     device: fp8 only where the device has it (``fp8_native``), and neither below the compute capability vLLM or
     TensorRT-LLM loads it on (``core.engine.quant_capability``: int4 is refused on a V100), so no way out names a
     format the engine refuses there."""
@@ -42,7 +46,7 @@ def smaller_weight_dtypes(target: ResolvedTarget, deployment: DeploymentSpec) ->
     current = bytes_per_weight(deployment.weight_dtype)
     return [
         dtype for dtype in SMALLER_WEIGHT_DTYPES
-        if bytes_per_weight(dtype) < current and (dtype != "fp8" or device.fp8_native)
+        if bytes_per_weight(dtype) <= LIGHTER_BY * current and (dtype != "fp8" or device.fp8_native)
         and (refusal is None or refusal(dtype, None, device.vendor, device.compute_capability) is None)
     ]  # fmt: skip
 
@@ -409,10 +413,14 @@ def _seq_cap_that_fits(
 def _engine_knob_that_fits(
     model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec, plan: MemoryPlan, kv: KvFootprint
 ) -> str | None:
-    """``--gpu-memory-utilization 0.95`` or ``--max-num-seqs 64`` when the engine's knob alone makes the plan fit."""
+    """``--gpu-memory-utilization 0.95`` or ``--max-num-seqs 64`` when the engine's knob alone makes the plan fit;
+    else ``--max-num-seqs 64 --seq N`` where the smaller profiling run leaves a pool and N tokens, the longest
+    context it holds the batch at, is at least half the context asked (trial 390 #5: gpt-oss-120b on an H100 at 131,072 tokens, whose sampler's profiling
+    peak of 1,024 rows x 201,088 logits left no pool, was offered only other devices or another checkpoint)."""
     if plan.engine.name != "vllm":
         return None
     current = {"gpu_memory_utilization": plan.utilisation, "max_num_seqs": plan.engine.max_num_seqs}
+    shorter = None
     for field, value, flag in ENGINE_KNOBS:
         better = value > current[field] if field == "gpu_memory_utilization" else value < current[field]
         if not better or (field == "max_num_seqs" and deployment.batch > value):
@@ -421,7 +429,11 @@ def _engine_knob_that_fits(
         tuned = plan_memory(target, model=model, weight_dtype=deployment.weight_dtype, kv=kv, deployment=turned)
         if tuned.fits:
             return f"{flag} {value:g} ({counted(tuned.max_sequences, 'sequence')} fit)"
-    return None
+        if field == "max_num_seqs" and not plan.engine.available_kv_bytes and tuned.engine.available_kv_bytes:
+            seq = _longest_context_that_fits(model, target, turned, tuned)  # half the context asked at least: less
+            held = seq >= deployment.seq_len // 2  # is another workload (Llama-3.1-70B x 32 on 2 x H100: 416 of 128K)
+            shorter = f"{flag} {value:g} --seq {seq} (the context the batch fits then)" if seq > 0 and held else None
+    return shorter
 
 
 def _state_slots_that_fit(

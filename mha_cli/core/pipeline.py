@@ -38,6 +38,9 @@ class StageLayout(Record):
     """The token embedding (and learned positions): the first stage."""
     head: bool
     """The final norm and the LM head (a tied head's copy of the embedding): the last stage."""
+    model_layers: int = 0
+    """The whole model's layers (0: not recorded): what vLLM 0.14-0.16 checks one request of against each stage's
+    pool (``core.engine.vllm_rule_releases.checks_whole_model``)."""
     model_attention_free: bool = False
     """The whole model has no layer that caches tokens (a Mamba model), as an engine reads it: a stage that holds
     only a hybrid's Mamba layers is attention-free, its model is not (vLLM's prefix cache of the states)."""
@@ -138,7 +141,7 @@ def stage_layout(model: ModelSpec, pp: int, stage: int, split: EngineName = DEFA
     sizes = layer_stage_sizes(model, pp, split)
     return StageLayout(
         stage=stage, pp=pp, first_layer=sum(sizes[:stage]), n_layers=sizes[stage], embedding=stage == 0,
-        head=stage == pp - 1, model_attention_free=model.attention_free,
+        head=stage == pp - 1, model_layers=model.n_layers, model_attention_free=model.attention_free,
     )  # fmt: skip
 
 

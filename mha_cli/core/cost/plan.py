@@ -416,7 +416,8 @@ class LayoutPlans:
     def _stages_fitted(self, plans: list[tuple[StageMemory, MemoryPlan]]) -> tuple[int, int] | None:
         """Under pp with vLLM 0.14+'s ``--max-model-len auto``, where a stage's pool does not hold one request of the
         derived length: (the shortest length any stage's worker fits, the KV bytes of the worker that sets it), as
-        ``_auto_fit_max_model_len`` takes the least over the workers (``v1/core/kv_cache_planning.py``, 0.33.0).
+        ``_auto_fit_max_model_len`` takes the least over the workers (``v1/core/kv_cache_planning.py``, 0.33.0; in
+        0.14-0.16 the whole model's request against the least pool, which each stage's plan prices then).
         None: every stage fits, auto was not asked for, a stage is refused for another reason, or the length is
         shorter than the requests."""
         if not auto_fits(self.deployment):

@@ -9,7 +9,9 @@ model length"), and logs "Auto-fit max_model_len: reduced from X to Y to fit in 
 itself does not depend on max_model_len (its dummy run is max_num_batched_tokens long), so pricing the engine again
 at Y gives the pool vLLM allocates, but on an integrated GPU, whose host token tables mha sizes by the length
 (``core.engine.uma_token_tables``): there the pool is a little larger than vLLM's (review 386 #10). Under pipeline
-stages vLLM fits the length over every stage's worker and takes the shortest (``ServingPlan._stages_fitted``). Not
+stages vLLM fits the length over every stage's worker and takes the shortest (``ServingPlan._stages_fitted``): from
+0.17 each worker's own layers against its pool, in 0.14-0.16 a request of the whole model against the least pool
+(``core.engine.vllm_rule_releases.checks_whole_model``, whose stage plans price the whole model's request). Not
 modelled: ``--disaggregated`` (its lines write one context for both pools). The log line's words are by release
 (``core.engine.vllm_words``). Pure Python.
 """

