@@ -130,7 +130,7 @@ def test_force_replaces_only_regular_files(tmp_path, kind, force):
         path.symlink_to(tmp_path / "nowhere.yaml")
     else:
         path = Path("/dev/null")
-    with pytest.raises(BadInputError, match="with --force replaces a regular one, never through"):
+    with pytest.raises(BadInputError, match="mha writes only a new file, or with --force replaces a regular file"):
         write_text_atomic(path, "x", force=force)
     if kind == "symlink":
         assert (tmp_path / "real.yaml").read_text() == "keep me" and path.is_symlink()

@@ -42,7 +42,7 @@ def test_a_separate_servers_line_pasted_back_is_separate_servers(cli):
 
 @pytest.mark.parametrize("order", [
     ("--dp-size", "1", "--attn-dp-size", "8"), ("--attn-dp-size", "8", "--dp-size", "1"),
-    ("--dp", "8", "--dp-size", "1", "--attn-dp-size", "8"),  # review 391 #9: refused, "8, then 1"
+    ("--dp", "8", "--dp-size", "1", "--attn-dp-size", "8"),  # review 391 #9: was refused, "8, then 1"
 ])  # fmt: skip
 def test_sglang_s_dp_size_1_beside_attn_dp_size_is_its_attention_ranks(cli, order):
     """Trial 390 #2: SGLang 0.5.22+ writes --dp-size 1 (its router's replicas) beside --attn-dp-size 8; mha read
@@ -91,3 +91,30 @@ def test_recommend_and_calibrate_read_sglang_s_name_as_sglang_too(cli, tmp_path)
     ])  # fmt: skip
     assert fitted.exit_code == 0, fitted.output
     assert " --engine sglang --gpu-memory-utilization 0.5 " in json.loads(fitted.stdout)["use"]
+
+
+def test_data_parallel_size_1_overrides_a_config_file_s_dp(cli, tmp_path):
+    """Review 393 #1: a config file's dp 4 stayed beside a typed --dp 1 (kv printed DP attention and separate servers
+    at once; plan priced the file's 4). --dp 1 overrides it and the expert parallelism it implied: tp 2 servers, each
+    with every expert over its 2 ranks; without --dp 1 the file's dp is read (the control: its tp 1 x dp 4 is refused
+    on 8 GPUs)."""
+    design = tmp_path / "moe.yaml"
+    made = cli.run("recommend", "--params", "30b", "--active-params", "3b", "--experts", "128", "--top-k", "8",
+                   "--out", str(design))  # fmt: skip
+    assert made.exit_code == 0, made.output
+    design.write_text(design.read_text().replace("\ndeployment:\n", "\ndeployment:\n  dp: 4\n"))
+    args = (str(design), "--target", "8xh100-sxm")
+    kv = cli.json("kv", *args, "--tp", "2", "--dp", "1")
+    assert (kv["deployment"].get("dp"), kv["deployment"].get("expert_parallel"), kv["memory"]["expert_ranks"]) == (
+        None,
+        None,
+        2,
+    )
+    plan = cli.json("plan", *args, "--tp", "2", "--dp", "1", "--closed-form")["deployment"]
+    assert (plan["dp_attention"], plan["expert_parallel"], plan["separate_servers"], plan["replicas"]) == (
+        False,
+        False,
+        True,
+        4,
+    )
+    assert cli.run("kv", *args).exit_code == 2

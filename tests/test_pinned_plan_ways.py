@@ -60,6 +60,21 @@ def test_a_search_is_offered_the_devices_the_weights_need_too(cli):
     assert "(ways out: --target 2xh100-sxm (" in line
 
 
+def test_the_devices_the_weights_need_keep_the_target_s_nodes():
+    """Review 393 #5: on 2 nodes of 2 L40S, DeepSeek-V3's 32 devices were offered as ``32xl40s`` (mha's own 8-GPU
+    nodes); they keep the user's 2 a node (16 of them, 627 GiB at 80% of 44 GiB). One node's count stays a count
+    (16 H100s: mha reads 2 nodes of 8)."""
+    from mha_cli.core.cost.search import weights_sized_target
+    from mha_cli.core.presets import get_preset
+    from mha_cli.core.schemas import DeploymentSpec
+    from mha_cli.core.targets import resolve_target
+
+    model, deployment = get_preset("deepseek-v3"), DeploymentSpec(weight_dtype="fp8")  # as published
+    assert weights_sized_target(model, resolve_target("2x2xl40s"), deployment) == ["--target 16x2xl40s"]
+    assert weights_sized_target(model, resolve_target("h100"), deployment) == ["--target 16xh100-sxm"]
+    assert weights_sized_target(model, resolve_target("8xh100"), deployment) == []  # twice the target is tried
+
+
 def test_a_context_that_does_not_fit_is_offered_the_length_that_does(cli):
     """Trial 381 #1: Llama-3.1-8B at its 131,072-token context on one RTX 4090 leaves 4.96 GiB of pool (40,592 tokens
     at 131,072 B a token, whole blocks of 16), 16.00 GiB short of one request. vLLM 0.29+ plans that request against

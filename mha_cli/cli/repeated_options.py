@@ -33,9 +33,9 @@ def refuse_repeated_options() -> None:
             before = state.opts[self.dest]
             now = value if self.action == "store" else self.const
             was = _meaning(spellings.get(self.dest), before)
-            ranks = _attention_ranks(spellings.get(self.dest), before, spelling, now)
-            if ranks is not None:  # SGLang's --dp-size 1 beside --attn-dp-size N: one value, N
-                spellings[self.dest] = spelling if ranks is now else spellings.get(self.dest)
+            kept = _attention_ranks(spellings.get(self.dest), before, spelling, now)
+            if kept is not None:  # SGLang's --dp-size 1 beside --attn-dp-size N: one value, N
+                spellings[self.dest], ranks = kept
                 store(self, ranks, state)
                 return
             if was != _meaning(spelling, now):
@@ -53,14 +53,17 @@ def refuse_repeated_options() -> None:
     option_class.process = process
 
 
-def _attention_ranks(first_spelling: str | None, first: Any, spelling: str | None, value: Any) -> Any:
-    """The DP-attention ranks where SGLang's ``--dp-size 1`` (its router's replicas: one server) is given beside
-    another spelling of N ranks (``--attn-dp-size N``, as SGLang 0.5.22+'s launch line writes them), in either order
-    (trial 390 #2: refused as one option given twice; review 391 #9: whichever came first); None otherwise."""
+def _attention_ranks(
+    first_spelling: str | None, first: Any, spelling: str | None, value: Any
+) -> tuple[str | None, Any] | None:
+    """(the spelling kept, the DP-attention ranks) where SGLang's ``--dp-size 1`` (its router's replicas: one server)
+    is given beside another spelling of N ranks (``--attn-dp-size N``, as SGLang 0.5.22+'s launch line writes them),
+    in either order (trial 390 #2: refused as one option given twice; review 391 #9: whichever came first); None
+    otherwise."""
     if first_spelling == "--dp-size" and str(first).strip() == "1" and spelling != "--dp-size":
-        return value
+        return spelling, value
     if spelling == "--dp-size" and str(value).strip() == "1" and first_spelling not in (None, "--dp-size"):
-        return first
+        return first_spelling, first
     return None
 
 

@@ -439,10 +439,10 @@ def _check_target(path: Path, where: str, force: bool) -> None:
         raise BadInputError(f"{where} exists: pass --force to overwrite it")
     # with or without --force (trial 343 #5: a symlink was told to pass --force, then refused)
     if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        kind = _KINDS.get(stat.S_IFMT(mode), "something other than a file")
         raise BadInputError(
-            f"{where} is {kind}: mha writes a new file, or with --force replaces a regular one, never through {kind};"
-            " write somewhere else"
+            f"{where} is {kind}: mha writes only a new file, or with --force replaces a regular file; write somewhere"
+            " else"
         )
 
 

@@ -479,7 +479,10 @@ def weights_sized_target(model: ModelSpec, target: ResolvedTarget, deployment: D
     devices = weights_sized_devices(model, target, deployment)
     if devices <= 2 * target.n_devices or devices > MAX_SIZED_DEVICES:
         return []
-    return [f"--target {devices}x{target.target.id}"]
+    if target.n_nodes == 1:  # one node: mha reads the count in the part's own nodes (16xh100: 2 of 8)
+        return [f"--target {devices}x{target.target.id}"]
+    per_node = target.devices_per_node  # nodes as the user's (review 393 #5: 2x2xl40s was offered 32xl40s)
+    return [f"--target {-(-devices // per_node)}x{per_node}x{target.target.id}"]
 
 
 def larger_share(deployment: DeploymentSpec) -> list[str]:

@@ -18,9 +18,9 @@ NO_CACHE_BLOCKS = (
     " the engine."
 )
 """vLLM's error where the pool holds no block (V0's ``raise_if_cache_size_invalid``, V1's
-``check_enough_kv_cache_memory``): its first sentences as every release read to 0.21 words them; from 0.22 vLLM adds
-"(this flag also controls CPU memory reservation on the CPU backend, despite its name)" and a link to its docs, left
-out here, as is the advice after the estimate in ``too_short_error`` (0.34 rewords both: its rules are priced as
+``check_enough_kv_cache_memory``): its first sentences as every release read words them; from 0.14 vLLM adds a link
+to its docs, and from 0.22 "(this flag also controls CPU memory reservation on the CPU backend, despite its name)",
+both left out here, as is the advice after the estimate in ``too_short_error`` (0.34 rewords both: its rules are priced as
 0.33's, the newest read)."""
 ROUNDED_GIB_FROM = (0, 14)
 """The first vLLM release that prints GiB through ``format_gib`` (rounded, trailing zeros dropped)."""
