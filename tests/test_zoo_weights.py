@@ -18,7 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 zoo_sweep = load_benchmark("zoo_sweep")
 
 SAID = {
-    "gemma-3n-e4b": "per-layer embeddings",  # Gemma-3n's per-layer embedding table, its family's note
+    # Gemma-3n's AltUp and LAuReL, its family's note: 2,407,478,000 parameters short (its per-layer embeddings, the
+    # table 2.35B of them) until those were read as Gemma 4's (trial 392 #1); 3,545,584 (-0.052%) since: AltUp and
+    # LAuReL's 34.8M less the 31.5M of k/v projections its K/V-sharing layers keep in the checkpoint
+    "gemma-3n-e4b": "AltUp",
     "llama-4-scout-17b-16e": "(text_config) only",
     # Gemma 4 26B-A4B's vision tower and embed_vision, 572,792,112 parameters, were left out until core.vision_tower
     # listed them (trial 358 #1): exact since
