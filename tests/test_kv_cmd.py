@@ -1,6 +1,7 @@
 """`mha kv`, `mha targets`, `mha presets`, `mha schema` through the CLI, JSON parsed."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -713,3 +714,38 @@ def test_vllm_s_data_parallel_size_on_a_dense_model_is_replicas_in_kv_as_in_plan
     )
     plain = cli.json("kv", "llama-3-8b", "--target", "8xh100", "--tp", "4")
     assert pasted["memory"] == plain["memory"] and pasted["memory"]["replicas"] == 2
+
+
+def test_an_odd_rotary_width_is_warned_and_still_priced(cli, tmp_path):
+    """Trial 392 #4: Llama-3.1-8B's config at hidden_size 4,000 gives head_dim 125, priced (32 x 8 x 125 x 2 x 2 B =
+    128,000 B a token) without a word, where transformers refuses it (RoPE turns pairs). Warned; the published
+    config (head_dim 128) is not (the control); a partial rotary width is judged on the values it rotates."""
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(config | {"hidden_size": 4000}))
+    data = cli.json("kv", str(odd))
+    assert data["bytes_per_token"] == 32 * 8 * 125 * 2 * 2
+    assert any(w.startswith("head_dim 125 gives RoPE 125 values to rotate, an odd number") for w in data["warnings"])
+    assert not any("odd number" in w for w in cli.json("kv", "tests/fixtures/hf_configs/llama-3.1-8b.json")["warnings"])
+    from mha_cli.core.deployment import odd_rotary_note
+    from mha_cli.core.presets import get_preset
+
+    llama = get_preset("llama-3.1-8b")
+    partial = llama.model_copy(update={"attention": llama.attention.model_copy(update={
+        "rope": llama.attention.rope.model_copy(update={"partial_rotary_factor": 0.5})
+    })})  # fmt: skip
+    assert odd_rotary_note(partial) is None  # 64 of 128 values: even
+    seven = llama.attention.rope.model_copy(update={"partial_rotary_factor": 7 / 128})  # 7 of 128 values: odd
+    assert "RoPE 7 values" in odd_rotary_note(
+        llama.model_copy(update={"attention": llama.attention.model_copy(update={"rope": seven})})
+    )
+
+
+def test_the_state_convention_note_names_kda_only_on_kda(cli):
+    """Trial 392 #6: every hybrid's note read "..., KDA's in fp32", Kimi-Linear's mixer, on Qwen3-Next too."""
+    said = {}
+    for name in ("kimi-linear-48b-a3b", "qwen3-next-80b-a3b"):
+        data = cli.json("kv", f"tests/fixtures/hf_configs/{name}.json")
+        said[name] = next(w for w in data["warnings"] if w.startswith("fixed state as vLLM allocates it"))
+    assert "KDA's recurrent state in fp32)" in said["kimi-linear-48b-a3b"]
+    assert "KDA" not in said["qwen3-next-80b-a3b"] and "does not type in the model dtype)" in said["qwen3-next-80b-a3b"]

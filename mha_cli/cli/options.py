@@ -251,7 +251,9 @@ StateConventionOpt = Annotated[
     str | None,
     typer.Option(
         "--state-convention",
-        help="Fixed-state and indexer layers: engine (as vLLM allocates them, default) or transformers (its caches).",
+        help="Fixed-state and indexer layers: engine (as vLLM allocates them, default) or transformers (its caches)."
+        " Sliding and chunked layers hold their whole window under both (transformers' sliding cache keeps one token"
+        " less).",
         show_default=False,
     ),
 ]

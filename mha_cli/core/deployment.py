@@ -452,12 +452,31 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
                 )
         else:
             notes += bf16_notes(target, **asked)
+    odd = odd_rotary_note(model)
+    if odd is not None:
+        notes.append(odd)
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
     uncounted = family_weights_note(model)
     if uncounted is not None:
         notes.append(uncounted)
     return notes
+
+
+def odd_rotary_note(model: ModelSpec) -> str | None:
+    """A warning where RoPE would turn an odd number of a head's values (trial 392 #4: hidden_size 4000 over 32 heads
+    gave head_dim 125, priced without a word): RoPE rotates pairs, transformers refuses the config ("RoPE requires an
+    even rotary dimension"), so a checkpoint of it is a typo more likely than a model; the bytes are still priced."""
+    rope = model.rotary
+    if rope is None or model.attention.mla is not None:  # MLA rotates its own rope width (qk_rope_head_dim)
+        return None
+    rotary = int(model.attention.head_dim * rope.partial_rotary_factor)
+    if rotary % 2 == 0:
+        return None
+    return (
+        f"head_dim {model.attention.head_dim} gives RoPE {rotary} values to rotate, an odd number: RoPE turns pairs, and"
+        " transformers refuses such a config; check hidden_size, num_attention_heads and head_dim"
+    )
 
 
 def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str | None:
@@ -472,9 +491,14 @@ def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str |
         model, kv_dtype, convention="transformers"
     )
     if model.recurrent is not None and differs:
+        kda = model.recurrent.kind == "kda"  # trial 392 #6: KDA was named on models without it
         parts.append(
-            "fixed state as vLLM allocates it (conv_kernel - 1 conv columns; a recurrent state the config does not"
-            " type in the model dtype, KDA's in fp32)"
+            "fixed state as vLLM allocates it (conv_kernel - 1 conv columns; "
+            + (
+                "KDA's recurrent state in fp32)"
+                if kda
+                else "a recurrent state the config does not type in the model dtype)"
+            )
             if engine
             else "fixed state as transformers' cache holds it (conv_kernel conv columns; the recurrent state in fp32)"
         )

@@ -260,7 +260,9 @@ class KvFootprint(Record):
     n_local_layers: int
     n_chunked_layers: int
     n_linear_layers: int
-    """Layers with a fixed-state mixer and no per-token K/V."""
+    """Layers whose mixer is a fixed-state one instead of attention (Jamba's Mamba layers); a parallel hybrid's
+    layers (Falcon-H1: attention beside a Mamba mixer in every layer) are attention layers here, and
+    ``n_state_layers`` counts every layer holding a state either way."""
     n_shared_kv_layers: int
     """Attention layers that reuse an earlier layer's K/V and cache nothing (Gemma-3n)."""
     n_token_layers: int
@@ -269,7 +271,8 @@ class KvFootprint(Record):
     """Those layers by kind (``global``, ``local``, ``chunked``): what ``bytes_per_sequence`` adds up (``n_global_layers``
     and ``n_local_layers`` count every layer of the kind, Gemma-3n's KV-sharing ones too)."""
     n_state_layers: int
-    """Layers that keep a fixed per-sequence state."""
+    """Layers that keep a fixed per-sequence state, beside attention or instead of it (what a script counting
+    states reads: trial 392 #6)."""
     sliding_window: int | None
     attention_chunk: int | None
     tokens_held_global: int
