@@ -92,3 +92,15 @@ def test_a_vllm_line_vllm_would_not_start_is_left_out_beside_another_engines_pla
     longer = cli.json("plan", "llama-3.1-8b", "--target", "rtx-4090", "--isl", "2048", "--osl", "256", "--engine",
                       "sglang", "--max-model-len", "131072")  # fmt: skip
     assert set(longer["launch"]) == {"sglang"} and "(--max-model-len 131072," in longer["launch_note"]
+
+
+def test_online_fp8_says_the_lines_read_the_full_width_checkpoint(cli):
+    """Trial 390 #6: Qwen3-235B in fp8 from its bf16 checkpoint is priced as vLLM's online quantisation, its lines
+    pointing at the bf16 repository, and nothing said a published FP8 checkpoint loads as stored. Said now; not for a
+    checkpoint stored in fp8 (DeepSeek-V3's, the control), which the lines load as it is."""
+    said = "quantise the checkpoint to fp8 as they load it"
+    online = cli.json("plan", "qwen3-235b-a22b-2507", "--weight-dtype", "fp8", "--target", "8xh100", "--tp", "8",
+                      "--closed-form")  # fmt: skip
+    assert said in online["launch_note"]
+    stored = cli.json("plan", "deepseek-v3", "--target", "8xh200", "--tp", "8", "--closed-form")
+    assert said not in (stored["launch_note"] or "")

@@ -269,13 +269,19 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             f"the lines load the checkpoint as stored: the {asked} weights priced need a checkpoint stored in {asked}"
             " (point the lines at one)"
         )
-    elif asked == "fp32" and "trtllm" in engines and checkpoint != "fp32":  # review 360 #5: no dtype flag
+    elif asked == "fp8" and not stored and {"vllm", "sglang"} & set(engines):  # trial 390 #6: said nowhere
+        notes.append(
+            "the vLLM and SGLang lines quantise the checkpoint to fp8 as they load it (--quantization: a scale per"
+            " tensor), so they read its full-width weights; a published FP8 checkpoint of the model loads as stored,"
+            " with its own scales (point the lines at it where there is one)"
+        )
+    if asked == "fp32" and "trtllm" in engines and checkpoint != "fp32" and not quantised_otherwise:
         notes.append(
             "the trtllm line loads the checkpoint in its own dtype (trtllm-serve has no dtype flag): the fp32 weights"
             " priced need a checkpoint stored in float32 (point the line at one)"
         )
-    elif asked not in STORED_AS_IS and not stored and "trtllm" in engines:
-        notes.append(
+    elif asked == "fp8" and not stored and not quantised_otherwise and "trtllm" in engines:  # the formats the lines
+        notes.append(  # quantise on loading are fp8 alone (ON_THE_FLY): the others took the note above
             f"the trtllm line loads the checkpoint as stored (TensorRT-LLM quantises no weights on loading): the"
             f" {asked} weights priced need a checkpoint Model Optimizer stored in {asked} (point the line at one)"
         )
