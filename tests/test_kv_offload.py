@@ -434,3 +434,16 @@ def test_with_the_gpu_cache_off_no_user_count_puts_the_prefixes_on_the_gpu(cli):
                     "--kv-offload-gib", "20", "--closed-form", "--users", "32")  # fmt: skip
     offload = plan["offload"]
     assert offload["regime"] == "host" and offload["cycle_tokens"] == 2 * 992 and offload["load_ms"] > 0  # whole blocks
+
+
+@pytest.mark.parametrize(("host_gib", "regime"), [("100", "recomputed"), ("300", "host")])
+def test_trtllm_s_host_tier_holds_each_request_s_own_blocks_too(cli, host_gib, regime):
+    """Trial 394 #3: TensorRT-LLM's closed form counted the K prefixes alone on the host (400 x 6,144 tokens fit 100
+    GiB at 40,960 B a token of a rank) and said "host", a 126 ms TTFT, where the simulated run, whose host tier stores
+    every evicted block as TensorRT-LLM's secondary pool does, hit nothing (492 ms). A cycle is K x (own + prefix) less
+    the others' output to come, as on vLLM: 100 GiB holds none of it, 300 GiB does; the regime is the run's."""
+    plan = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "32", "--isl", "8000",
+                    "--osl", "256", "--shared-prefix", "6144", "--shared-prefixes", "400", "--kv-offload-gib", host_gib,
+                    "--engine", "trtllm")  # fmt: skip
+    assert plan["offload"]["regime"] == regime
+    assert (plan["simulated"]["host_hit_rate"] > 0.4) == (regime == "host")

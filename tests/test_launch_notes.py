@@ -104,3 +104,16 @@ def test_online_fp8_says_the_lines_read_the_full_width_checkpoint(cli):
     assert said in online["launch_note"]
     stored = cli.json("plan", "deepseek-v3", "--target", "8xh200", "--tp", "8", "--closed-form")
     assert said not in (stored["launch_note"] or "")
+
+
+def test_trtllm_with_shared_prefixes_and_no_host_pool_plans(cli):
+    """Trial 394 #1: TensorRT-LLM with --shared-prefixes and no --kv-offload-gib crashed (exit 70) writing the host
+    pool's note for a plan without one; it plans, and no host-pool note is written; with a host pool the note names
+    its extra_llm_api_options key (the control)."""
+    args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "32", "--isl", "8192",
+            "--osl", "256", "--shared-prefix", "6144", "--shared-prefixes", "100", "--engine", "trtllm",
+            "--closed-form")  # fmt: skip
+    plain = cli.json(*args)
+    assert "takes the host pool" not in (plain["launch_note"] or "")
+    hosted = cli.json(*args, "--kv-offload-gib", "100")
+    assert "trtllm-serve takes the host pool in its --extra_llm_api_options file" in hosted["launch_note"]

@@ -3,6 +3,8 @@ offload plan and the simulator; SGLang and TensorRT-LLM stay at one copy a reque
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mha_cli.core.serve.schedulers import EngineKind, EngineState
@@ -296,3 +298,17 @@ def test_the_cohort_gives_the_exact_run_where_prefix_blocks_are_evicted(lengths,
     assert fast.prefix_cache_hit_rate == exact.prefix_cache_hit_rate
     assert fast_times.ttft == pytest.approx(exact_times.ttft, rel=1e-9)
     assert fast_times.e2e == pytest.approx(exact_times.e2e, rel=1e-9)
+
+
+def test_the_pool_note_names_every_prefix_it_holds(cli):
+    """Trial 394 #6: with 64 prefixes the note said "shared prefix held once ... one copy" beside a figure that holds
+    64 of them: (pool blocks - 64 x 384) // 144 own blocks. Llama-3.1-70B on 8 x H100 at tp 8: 386 requests, where
+    one copy would leave room for more (the control: one prefix admits more than 64 do)."""
+    args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "32", "--isl", "8192",
+            "--osl", "256", "--shared-prefix", "6144", "--closed-form")  # fmt: skip
+    many = next(n for n in cli.json(*args, "--shared-prefixes", "64")["notes"] if "held once" in n)
+    one = next(n for n in cli.json(*args)["notes"] if "held once" in n)
+    assert many.startswith("64 shared prefixes held once each: each one's 384 whole blocks of 16")
+    assert one.startswith("shared prefix held once: its 384 whole blocks of 16")
+    admitted = [int(re.search(r"(\d+) request\(s\) at once per replica", note).group(1)) for note in (many, one)]
+    assert admitted[0] == 386 and admitted[1] > admitted[0]

@@ -19,7 +19,8 @@ prefix (the queue takes a prefix's last blocks first): the regime says none.
 On TensorRT-LLM (each running request its own copy of everything, the floor) the prefix cache lives in the GPU
 pool's spare blocks (the pool less what the running requests hold), and a request cycling through K prefixes under
 LRU finds its own only if all K fit (a cyclic sweep larger than an LRU cache evicts each entry just before it is
-asked for again); the host holds them when all K fit it. So:
+asked for again); its secondary (host) pool takes every block evicted, the requests' own ones too, so it holds the
+K prefixes when a cycle's K x (own + prefix) - (U - 1) x output / 2 fits it, as above (trial 394 #3). So:
 
 - **GPU pool not the limit**: every prefix hit in the GPU; the host tier buys nothing.
 - **pool-limited, the host holds them**: each prefix comes back from the host: its
@@ -99,13 +100,19 @@ class OffloadPlan(Record):
 def prefix_regime(
     *, prefix_tokens: int, prefixes: int, gpu_spare_tokens: int, host: HostPool | None, host_active: bool,
     own_tokens: int | None = None, pool_tokens: int = 0, linked_throughout: bool = False, to_come: int = 0,
+    host_own_tokens: int | None = None,
 ) -> Regime:  # fmt: skip
     """Where a prefix is served from (see the module docstring): ``gpu``, ``host`` or ``recomputed``. ``own_tokens``:
     one request's own tokens beside its prefix where the engine holds a prefix once (None: each its own copy);
-    ``to_come``: the output the other running requests have still to take, (U - 1) x output / 2."""
+    ``to_come``: the output the other running requests have still to take, (U - 1) x output / 2;
+    ``host_own_tokens``: where each request holds its own copy, its own whole blocks beside the prefix, which its host
+    tier stores too (None: the prefixes alone are counted there)."""
     if own_tokens is None:
         working = prefixes * prefix_tokens
-        gpu, cached_on_host = working <= gpu_spare_tokens, working
+        gpu = working <= gpu_spare_tokens
+        cached_on_host = working if host_own_tokens is None else cycle_tokens(
+            prefixes, host_own_tokens, prefix_tokens, to_come
+        )  # fmt: skip
     else:
         cycle = cycle_tokens(prefixes, own_tokens, prefix_tokens, to_come)
         gpu = pool_tokens > 0 and (linked_throughout or cycle - own_tokens <= pool_tokens)  # 0: the GPU cache is off
@@ -212,10 +219,13 @@ def offload_tiers(
     own = (held if caching else own_blocks(held, prefix, engine.block_size) * engine.block_size) if shared else None
     pool = engine.kv_tokens if caching else 0
     linked = shared and caching and prefixes <= running
-    to_come = (running - 1) * osl // 2 if shared else 0
+    # each its own copy (TensorRT-LLM): its secondary pool takes every evicted block, a request's own ones too, as
+    # the simulator's host tier does (trial 394 #3: the prefixes alone were counted, "host" where it found no hit)
+    host_own = own_blocks(isl + osl, prefix, engine.block_size) * engine.block_size if prefix and not shared else None
+    to_come = (running - 1) * osl // 2 if shared or host_own is not None else 0
     regime = prefix_regime(
         prefix_tokens=prefix, prefixes=prefixes, gpu_spare_tokens=spare, host=host, host_active=host_active,
-        own_tokens=own, pool_tokens=pool, linked_throughout=linked, to_come=to_come,
+        own_tokens=own, pool_tokens=pool, linked_throughout=linked, to_come=to_come, host_own_tokens=host_own,
     )  # fmt: skip
     plan = OffloadPlan(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,

@@ -200,8 +200,9 @@ def hybrid_prefix_note(model: ModelSpec, deployment: DeploymentSpec, engine: Eng
     )
 
 
-def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
-    """How many requests the pool holds with the prefix's whole blocks held once (``core.cost.prefix_pool``)."""
+def shared_pool_note(case: ServingCase, engine: EnginePlan, prefixes: int = 1) -> str:
+    """How many requests the pool holds with the prefix's whole blocks held once (``core.cost.prefix_pool``), once for
+    each of ``prefixes`` different prefixes (trial 394 #6: the note said one copy where the figure held 64)."""
     size = engine.block_size
     shared = prefix_blocks(case.cached_prefix, size)
     own = own_blocks(case.isl + case.osl, case.cached_prefix, size)
@@ -210,9 +211,14 @@ def shared_pool_note(case: ServingCase, engine: EnginePlan) -> str:
         if engine.name == "sglang"
         else ("block", "vLLM's block pool, ref counts")
     )
-    return (
+    held = (
         f"shared prefix held once: its {shared:,} whole {unit}s of {size} are one copy in the pool that every request"
-        f" references ({how}), each request {own:,} {unit}s of its own ({own * size:,} tokens):"
+        if prefixes == 1
+        else f"{prefixes:,} shared prefixes held once each: each one's {shared:,} whole {unit}s of {size} are one copy"
+        " in the pool that every request carrying it"
+    )
+    return (
+        f"{held} references ({how}), each request {own:,} {unit}s of its own ({own * size:,} tokens):"
         f" {case.admitted_per_replica} request(s) at once per replica, where {engine.admitted_per_replica} hold a"
         " copy each"
     )
@@ -529,7 +535,7 @@ class LayoutPlans:
         if offload is not None:
             offload = priced_offload(offload, prediction, case, self.profile, self.ceiling, self._stepper)
         if case.admitted_per_replica is not None and case.admitted_per_replica > engine.admitted_per_replica:
-            prediction.notes.append(shared_pool_note(case, engine))
+            prediction.notes.append(shared_pool_note(case, engine, 1 if offload is None else offload.shared_prefixes))
         capped = running_cap_note(engine, -(-concurrency // replicas))
         if capped is not None:
             prediction.notes.append(capped)

@@ -1128,8 +1128,8 @@ def _launch_note(
         notes.append(f"replace {HEADS_PLACEHOLDER} with the EAGLE heads' folder or Hugging Face id")
     if "trtllm" in launch and speculative:  # with or without a vllm line
         notes.append("trtllm-serve takes speculative decoding in its --extra_llm_api_options file, not written here")
-    if "trtllm" in launch and pick is not None and pick.offload:  # whether or not a vllm line was written
-        host = pick.offload.host
+    host = pick.offload.host if pick is not None and pick.offload else None  # None: --shared-prefixes, no host
+    if "trtllm" in launch and host is not None:  # whether or not a vllm line was written (trial 394 #1)
         notes.append(f"trtllm-serve takes the host pool in its --extra_llm_api_options file: {host.flags[0]}")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
