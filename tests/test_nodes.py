@@ -305,6 +305,17 @@ def test_an_nvl72_rack_is_launched_tray_by_tray():
     assert "--nnodes" not in one_tray["launch"]["vllm"] and "compute trays" not in (one_tray["launch_note"] or "")
 
 
+def test_two_nvl72_racks_are_launched_tray_by_tray_too(cli):
+    """Trial 394 #2: on ``2x72xgb200`` (two racks, each one NVLink domain of 18 hosts of 4 GPUs) the lines were one
+    server line per 72-GPU "node" (tp 8 x dp 9), which no host can start; they are written tray by tray, as on one
+    rack: a tp 8 server spans 2 trays."""
+    data = cli.json("plan", "llama-3.1-70b", "--target", "2x72xgb200", "--tp", "8", "--concurrency", "8",
+                    "--closed-form")  # fmt: skip
+    head = shlex.split(data["launch"]["vllm"])
+    assert head[head.index("--data-parallel-size") + 1] == "1" and "--headless" in data["launch"]["vllm_workers"]
+    assert "a host of 4 GPUs (NVLink joins each rack's 72 GPUs) and a server spans trays" in data["launch_note"]
+
+
 def test_an_nvl72_racks_disaggregated_and_trtllm_lines_keep_to_trays_of_4():
     """``--disaggregated`` on 8 x GB200 placed a decode worker on GPUs 3 and 4 of one host, and TensorRT-LLM's
     replicas note named CUDA_VISIBLE_DEVICES=4,5 on a 4-GPU tray (found by the review of this change)."""

@@ -800,7 +800,9 @@ def launch_commands(
     from mha_cli.core.links import host_devices
 
     per_host = host_devices(plan.target_id)
-    trays = plan.nodes is None and d.gpus > per_host  # one NVLink domain of several hosts (an NVL72 rack's trays)
+    # NVLink domains of several hosts each (an NVL72 rack's trays), one rack or several (trial 394 #2: two racks' lines
+    # were written for 72-GPU hosts)
+    trays = d.gpus > per_host and (plan.nodes is None or per_host < plan.nodes.devices_per_node)
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
@@ -848,9 +850,10 @@ def launch_commands(
         notes += node_notes
         if trays:
             spans = " and a server spans trays as it spans nodes" if d.tp * d.pp > per_host else ""
+            joined = f"the {d.gpus} GPUs" if plan.nodes is None else f"each rack's {plan.nodes.devices_per_node} GPUs"
             notes.append(
-                f"each node above is one of the rack's compute trays, a host of {per_host} GPUs (NVLink joins the"
-                f" {d.gpus} GPUs){spans}"
+                f"each node above is one of the rack's compute trays, a host of {per_host} GPUs (NVLink joins"
+                f" {joined}){spans}"
             )
     if sglang_stops is not None and "sglang" in lines:  # after the nodes' own reasons (an uneven last node) had theirs
         lines = {name: words for name, words in lines.items() if name.split("_")[0] != "sglang"}
