@@ -540,3 +540,25 @@ def test_a_searched_pick_shows_the_per_token_figure_it_was_judged_on(cli):
     assert f"p99 TPOT {sim['tpot_ms']['p99']:,.1f} ms" in shown and "p99 ITL" not in shown.split("pick (*)")[1]
     plain = cli.json(*args[:-4])
     assert "itl_read_as_tpot" not in plain["candidates"][plain["chosen"]]["simulated"]
+
+
+def test_an_eagle3_head_with_its_own_vocabulary_holds_its_own_lm_head(cli, tmp_path):
+    """Trial 394 #5: EAGLE-3 heads such as yuhuili/EAGLE3-LLaMA3.1-Instruct-8B carry ``draft_vocab_size`` 32,000 and
+    an LM head of those rows (vLLM ``llama_eagle3.py``; ``_maybe_share_lm_head`` shares only a head the checkpoint
+    lacks or that equals the target's); it was priced as shared. 32,000 x 4,096 x 2 B = 262,144,000 B more on one
+    rank, its vocab-parallel half on each of 2; a head without the field shares the target's (the control)."""
+    head = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "num_hidden_layers": 1,
+            "vocab_size": 128256, "max_position_embeddings": 2048, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+            "tie_word_embeddings": False, "hidden_act": "silu"}  # fmt: skip
+    shared, own = tmp_path / "shared.json", tmp_path / "own.json"
+    shared.write_text(json.dumps(head))
+    own.write_text(json.dumps(head | {"draft_vocab_size": 32000}))
+
+    def drafter_bytes(draft: Path, tp: str, target: str) -> int:
+        args = ("plan", "llama-3.1-8b", "--target", target, "--tp", tp, "--concurrency", "16", "--speculative-config",
+                '{"method": "eagle3", "num_speculative_tokens": 3}', "--draft", str(draft), "--closed-form")  # fmt: skip
+        return cli.json(*args)["speculative"]["drafter_weight_bytes_per_device"]
+
+    assert drafter_bytes(own, "1", "h100") - drafter_bytes(shared, "1", "h100") == 32000 * 4096 * 2
+    assert drafter_bytes(own, "2", "2xh100") - drafter_bytes(shared, "2", "2xh100") == 16000 * 4096 * 2

@@ -1247,6 +1247,10 @@ class SpeculativeSpec(_Strict):
     extra_params: Annotated[int, Field(ge=0)] = 0
     """Parameters outside the drafter's decoder layers, whole in bf16 on every rank: MTP's eh_proj (2d x d) and its
     three norms, EAGLE's fc (2d or 3d x d)."""
+    head_rows: Annotated[int, Field(ge=0)] = 0
+    """An EAGLE-3 head's own LM head rows (its config's ``draft_vocab_size``, where it differs from the target's
+    vocabulary), d_model wide in bf16 and split over the tensor-parallel ranks as vLLM's ``ParallelLMHead``; 0: the
+    target's head is shared."""
 
 
 class DeploymentSpec(_Strict):

@@ -232,7 +232,8 @@ def drafter_weight_bytes(
     layers = rank_weight_bytes(more, tp, weight_dtype, experts=layout) - rank_weight_bytes(
         one, tp, weight_dtype, experts=layout
     )
-    return layers + spec.extra_params * EXTRA_DTYPE_BYTES
+    head = -(-spec.head_rows // tp) * drafter.d_model  # vocab-parallel: each rank its share of the rows
+    return layers + (spec.extra_params + head) * EXTRA_DTYPE_BYTES
 
 
 def drafter_kv_bytes_per_token(spec: SpeculativeSpec, tp: int, kv_dtype: str) -> int:
@@ -285,6 +286,29 @@ def drafter_model(draft: str) -> ModelSpec:
         raise BadInputError(f"the draft model (--draft, or --speculative-config's model): {exc.message}") from None
 
 
+def own_head_rows(draft: str, target: ModelSpec) -> int:
+    """The rows of an EAGLE head's own LM head: its config.json's ``draft_vocab_size`` where it differs from the
+    target's vocabulary (trial 394 #5: EAGLE-3 heads such as yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, 32,000 rows, were
+    priced as sharing the target's). vLLM 0.33 ``llama_eagle3.py`` builds ``lm_head`` of ``draft_vocab_size`` rows
+    (the target's vocabulary where unset) and maps its ids with ``d2t``; ``llm_base_proposer.py``
+    ``_maybe_share_lm_head`` shares the target's only where the checkpoint has none or an identical one. 0 where
+    the draft is no config file (a preset) or names no other size."""
+    import json
+
+    from mha_cli.core.sources import load_source
+
+    source = load_source(draft)
+    path = Path(source.origin)
+    if source.kind == "preset" or not (path.is_file() or (path / "config.json").is_file()):
+        return 0
+    try:
+        config = json.loads((path if path.is_file() else path / "config.json").read_text())
+    except (OSError, ValueError):  # our own YAML config file: no draft vocabulary
+        return 0
+    rows = config.get("draft_vocab_size") if isinstance(config, dict) else None
+    return rows if isinstance(rows, int) and 0 < rows != target.embeddings.vocab_size else 0
+
+
 def build_spec(
     target: ModelSpec,
     *,
@@ -298,6 +322,7 @@ def build_spec(
     """The speculative decoding ``plan`` prices: the drafter for ``method`` (see the module docstring), k (default:
     the MTP layers, else 3) and T (given, else ``default_acceptance``), each checked in one line."""
     chosen = resolve_method(method, draft)
+    head_rows = 0
     if chosen == "mtp":
         layers = mtp_layers(target, origin, kind)
         drafter, is_model = decoder_layers(target, layers), False
@@ -317,6 +342,7 @@ def build_spec(
                 )
         is_model = False
         extra = (2 if chosen == "eagle" else 3) * target.d_model * target.d_model
+        head_rows = 0 if draft is None else own_head_rows(draft, target)
         default_k = 3
     else:
         if draft is None:
@@ -340,7 +366,7 @@ def build_spec(
         length, source = acceptance_length, "given (--acceptance-length)"
     return SpeculativeSpec(
         method=chosen, num_speculative_tokens=k, acceptance_length=length, acceptance_source=source,
-        draft_model=draft, drafter=drafter, drafter_is_model=is_model, extra_params=extra,
+        draft_model=draft, drafter=drafter, drafter_is_model=is_model, extra_params=extra, head_rows=head_rows,
     )  # fmt: skip
 
 
@@ -371,7 +397,13 @@ def drafter_memory_note(
         f"draft model {spec.drafter.name} ({spec.drafter.n_layers} layers, bf16, sharded over tp {tp})"
         if spec.drafter_is_model
         else f"{spec.drafter.n_layers} {spec.method.upper()} layer(s) in {weight_dtype} + {spec.extra_params:,}"
-        " bf16 parameters whole on each rank (embedding and LM head shared with the target)"
+        " bf16 parameters whole on each rank ("
+        + (
+            f"its own LM head of {spec.head_rows:,} rows (draft_vocab_size) split over the ranks, the embedding"
+            " shared with the target)"
+            if spec.head_rows
+            else "embedding and LM head shared with the target)"
+        )
     )
     head = f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}): the drafter, {what}"
     if engine is not None and not shares_pool(engine.name):
