@@ -104,6 +104,10 @@ def first_layers(spec: ModelSpec, n: int = 12) -> ModelSpec:
 
 @pytest.mark.parametrize("name", preset_names())
 def test_every_preset_builds_what_the_inventory_lists(name):
+    from mha_cli.nn.model import gemma4_layout_unbuilt
+
+    if gemma4_layout_unbuilt(get_preset(name)):  # Gemma-3n's per-layer embeddings (trial 392 #1): not built
+        pytest.skip("per-layer embeddings are not built: tests/test_zoo_weights.py checks its weights")
     assert check_contract(first_layers(get_preset(name))) == []
 
 
@@ -114,6 +118,10 @@ def test_every_hf_fixture_builds_what_the_inventory_lists(path):
     spec = _fixture_spec(path)
     if spec.recurrent is not None and spec.recurrent.kind not in BUILT_KINDS:  # xLSTM, RWKV: priced, not built
         pytest.skip(f"{spec.recurrent.kind} has no torch mixer: tests/test_attention_free.py checks its weights")
+    from mha_cli.nn.model import gemma4_layout_unbuilt
+
+    if gemma4_layout_unbuilt(spec) and not spec.attention.per_kind_geometry:  # Gemma-3n's per-layer embeddings
+        pytest.skip("per-layer embeddings are not built: tests/test_zoo_weights.py checks its weights")
     if spec.attention.per_kind_geometry:  # Gemma 4: build_model builds one head geometry, so refuses it
         pytest.skip(
             "Gemma 4's per-kind heads are not built: tests/test_gemma4_moe.py and tests/test_gemma4_per_layer.py check"
