@@ -189,7 +189,7 @@ def test_every_field_of_a_registered_family_is_read_or_listed_with_the_value_mha
 
 
 def test_an_uncounted_weight_is_caught_when_the_family_does_not_say_so(monkeypatch):
-    """The control: with Gemma-3n's note on its per-layer embeddings removed, its weights are a silent difference."""
+    """The control: with Gemma-3n's note on its AltUp and LAuReL removed, its weights are a silent difference."""
     import mha_cli.core.families.models.gemma3n as gemma3n
     from mha_cli.core.families import family
 

@@ -718,27 +718,23 @@ def test_vllm_s_data_parallel_size_on_a_dense_model_is_replicas_in_kv_as_in_plan
 
 def test_an_odd_rotary_width_is_warned_and_still_priced(cli, tmp_path):
     """Trial 392 #4: Llama-3.1-8B's config at hidden_size 4,000 gives head_dim 125, priced (32 x 8 x 125 x 2 x 2 B =
-    128,000 B a token) without a word, where transformers refuses it (RoPE turns pairs). Warned; the published
-    config (head_dim 128) is not (the control); a partial rotary width is judged on the values it rotates."""
+    128,000 B a token) without a word, where ``mha check`` fails it (MHA095: RoPE turns pairs). kv warns in MHA095's
+    words; the published config (head_dim 128) is not warned (the control), nor is a model none of whose layers
+    rotates (review 395 #1: Jamba at hidden_size 4,000, whose check then failed MHA095 too)."""
     config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps(config | {"hidden_size": 4000}))
     data = cli.json("kv", str(odd))
     assert data["bytes_per_token"] == 32 * 8 * 125 * 2 * 2
-    assert any(w.startswith("head_dim 125 gives RoPE 125 values to rotate, an odd number") for w in data["warnings"])
-    assert not any("odd number" in w for w in cli.json("kv", "tests/fixtures/hf_configs/llama-3.1-8b.json")["warnings"])
-    from mha_cli.core.deployment import odd_rotary_note
-    from mha_cli.core.presets import get_preset
-
-    llama = get_preset("llama-3.1-8b")
-    partial = llama.model_copy(update={"attention": llama.attention.model_copy(update={
-        "rope": llama.attention.rope.model_copy(update={"partial_rotary_factor": 0.5})
-    })})  # fmt: skip
-    assert odd_rotary_note(partial) is None  # 64 of 128 values: even
-    seven = llama.attention.rope.model_copy(update={"partial_rotary_factor": 7 / 128})  # 7 of 128 values: odd
-    assert "RoPE 7 values" in odd_rotary_note(
-        llama.model_copy(update={"attention": llama.attention.model_copy(update={"rope": seven})})
-    )
+    said = "attention.head_dim 125 rotates 125 values a head: RoPE turns them in pairs"
+    assert any(w.startswith(said) and w.endswith("(`mha check`'s MHA095; the bytes are priced as given)")
+               for w in data["warnings"])  # fmt: skip
+    assert not any("rotates" in w for w in cli.json("kv", "tests/fixtures/hf_configs/llama-3.1-8b.json")["warnings"])
+    jamba = json.loads(Path("tests/fixtures/hf_configs/jamba-mini-1.5.json").read_text())
+    unrotated = tmp_path / "jamba.json"
+    unrotated.write_text(json.dumps(jamba | {"hidden_size": 4000}))
+    assert not any("rotates" in w for w in cli.json("kv", str(unrotated))["warnings"])
+    assert "MHA095" not in cli.run("check", str(unrotated)).output
 
 
 def test_the_state_convention_note_names_kda_only_on_kda(cli):

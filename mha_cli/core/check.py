@@ -296,38 +296,12 @@ def _wider_heads(width: int, kv_heads: int) -> str:
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:
-    """MHA095 (hard): an odd rotated width, which ``mha verify`` and transformers refuse to build: each RoPE the model
-    applies (``rope``, and ``rope_local`` on its local layers) rotates int(width x partial_rotary_factor) values of a
-    head's width (MLA: qk_rope_head_dim, itself even), as ``nn.rope.rotary_dim`` rounds it."""
-    rope, mla = model.rotary, model.attention.mla
-    if rope is None:
-        return
-    if mla is not None and mla.qk_rope_head_dim % 2:
-        trace.fire(
-            "MHA095",
-            f"attention.mla.qk_rope_head_dim {mla.qk_rope_head_dim} is odd: RoPE turns values in pairs, so it must be"
-            " even (DeepSeek-V3's is 64)",
-            width=mla.qk_rope_head_dim,
-        )
-        return
-    base, field = (
-        (mla.qk_rope_head_dim, "attention.mla.qk_rope_head_dim") if mla else (model.attention.head_dim, "attention.head_dim")
-    )  # fmt: skip
-    local = model.attention.rope_local if mla is None and model.n_local_layers else None
-    for name, each in (("rope", rope), ("rope_local", local)):
-        if each is None:
-            continue
-        width = int(base * each.partial_rotary_factor)  # as transformers rounds it (nn.rope.rotary_dim)
-        if width % 2:
-            partial = f" x {name}.partial_rotary_factor {each.partial_rotary_factor}"
-            trace.fire(
-                "MHA095",
-                f"{field} {base}{partial if each.partial_rotary_factor < 1 else ''} rotates {width} values a head:"
-                f" RoPE turns them in pairs, so the width must be even: change {field.rpartition('.')[2]}"
-                + (f" or {name}.partial_rotary_factor" if each.partial_rotary_factor < 1 else ""),
-                width=width,
-            )
-            return
+    """MHA095 (hard): an odd rotated width, which ``mha verify`` refuses to build (``core.rotary_width``)."""
+    from mha_cli.core.rotary_width import odd_rotary_width
+
+    found = odd_rotary_width(model)
+    if found is not None:
+        trace.fire("MHA095", found[0], width=found[1])
 
 
 def _option(options: list[VariantOption], variant: str) -> VariantOption | None:

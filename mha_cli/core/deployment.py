@@ -331,9 +331,14 @@ def for_local_ranks(base: DeploymentSpec | None, tp: int | None) -> DeploymentSp
 
 
 def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
-    """``mha kv``'s warnings: ``deployment_warnings`` and the allocation a fixed state is priced by."""
+    """``mha kv``'s warnings: ``deployment_warnings``, an odd rotated width (``mha check``'s hard rule MHA095, which
+    check reports itself) and the allocation a fixed state is priced by."""
+    from mha_cli.core.rotary_width import odd_rotary_width
+
     convention = state_convention_note(model, deployment)
-    return deployment_warnings(model, deployment) + ([] if convention is None else [convention])
+    odd = odd_rotary_width(model)
+    rotary = [] if odd is None else [f"{odd[0]} (`mha check`'s MHA095; the bytes are priced as given)"]
+    return deployment_warnings(model, deployment) + rotary + ([] if convention is None else [convention])
 
 
 AUTO_FP16_FROM = (0, 10)
@@ -452,31 +457,12 @@ def deployment_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[st
                 )
         else:
             notes += bf16_notes(target, **asked)
-    odd = odd_rotary_note(model)
-    if odd is not None:
-        notes.append(odd)
     if mixer_weights_note(model) is not None:
         notes.append(mixer_weights_note(model))
     uncounted = family_weights_note(model)
     if uncounted is not None:
         notes.append(uncounted)
     return notes
-
-
-def odd_rotary_note(model: ModelSpec) -> str | None:
-    """A warning where RoPE would turn an odd number of a head's values (trial 392 #4: hidden_size 4000 over 32 heads
-    gave head_dim 125, priced without a word): RoPE rotates pairs, transformers refuses the config ("RoPE requires an
-    even rotary dimension"), so a checkpoint of it is a typo more likely than a model; the bytes are still priced."""
-    rope = model.rotary
-    if rope is None or model.attention.mla is not None:  # MLA rotates its own rope width (qk_rope_head_dim)
-        return None
-    rotary = int(model.attention.head_dim * rope.partial_rotary_factor)
-    if rotary % 2 == 0:
-        return None
-    return (
-        f"head_dim {model.attention.head_dim} gives RoPE {rotary} values to rotate, an odd number: RoPE turns pairs, and"
-        " transformers refuses such a config; check hidden_size, num_attention_heads and head_dim"
-    )
 
 
 def state_convention_note(model: ModelSpec, deployment: DeploymentSpec) -> str | None:

@@ -666,9 +666,11 @@ PRESET_DATA: dict[str, dict[str, Any]] = {
         context_length=32768,
         d_model=2048,
         n_layers=35,
-        attention=dict(n_heads=8, n_kv_heads=2, head_dim=256, rope=dict(theta=1e6), rope_local=dict(theta=10000.0)),
+        attention=dict(
+            n_heads=8, n_kv_heads=2, head_dim=256, qk_norm=True, rope=dict(theta=1e6), rope_local=dict(theta=10000.0)
+        ),
         layers=dict(sliding_window=512, pattern=["local"] * 4 + ["global"], n_kv_shared_layers=15),
-        block=dict(d_ff=16384, norm_eps=1e-6, activation="gelu_tanh"),
+        block=dict(d_ff=16384, norm_eps=1e-6, activation="gelu_tanh", n_norms=4),
         embeddings=dict(
             vocab_size=262400, tied=True, final_logit_softcap=30.0, per_layer_inputs=dict(width=256, vocab_size=262144)
         ),

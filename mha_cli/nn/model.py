@@ -593,7 +593,9 @@ def build_model(
         raise ValueError(f"{spec.name}: global layers at their own KV heads or head width (Gemma 4) are not built")
     unbuilt = gemma4_layout_unbuilt(spec)
     if unbuilt:  # (verify.plan refuses it first)
-        raise ValueError(f"{spec.name}: {', '.join(unbuilt)} (Gemma 4's, Gemma-3n's) are not built")
+        raise ValueError(
+            f"{spec.name}: {', '.join(unbuilt)} are not built (this decoder builds no Gemma 4 or Gemma-3n layout)"
+        )
     target = torch.device(device) if device is not None else torch.device("cpu")
     factory: dict[str, Any] = {"dtype": dtype, "device": "meta"}  # allocate once, below, without default init
     rotary = spec.rotary

@@ -79,7 +79,7 @@ def _rotary_dim(model: ModelSpec, rope: RopeSpec, *, vllm: bool) -> int:
     return int(model.attention.head_dim * rope.partial_rotary_factor)
 
 
-def _any_layer_rotates(model: ModelSpec) -> bool:
+def any_layer_rotates(model: ModelSpec) -> bool:
     """Whether any attention layer of ``model`` applies RoPE: none does where the global layers apply none
     (``nope_layers``) and every attention layer is global: Jamba, Nemotron-H, Granite-4.0-H (position_embedding_type
     nope) and Kimi-Linear's MLA layers, for which vLLM builds no rotary embedding (``jamba.py``, ``nemotron_h.py``
@@ -96,7 +96,7 @@ def rope_tables(model: ModelSpec, *, vllm: bool = True, max_model_len: int | Non
     widths; ``max_model_len``: the engine's context, where vLLM caps a table at it, ``MINIMAX_FAMILY``); empty without
     RoPE (or no layer rotating) or a known context length."""
     rope = model.rotary
-    if rope is None or model.context_length is None or not _any_layer_rotates(model):
+    if rope is None or model.context_length is None or not any_layer_rotates(model):
         return []
     if vllm and model.family == MINIMAX_FAMILY:
         positions = min(model.context_length, max_model_len or model.context_length)

@@ -42,6 +42,8 @@ FAMILY = Family(
         "vocab_size_per_layer_input": 262144,
     },
     tied_by_default=True,
+    # four norms a layer and q/k norms, as Gemma 3 (review 395 #3: 161,280 of E4B's norms went uncounted, unsaid)
+    layout={"n_norms_per_layer": 4, "qk_norm": True},
     layer_kinds=_every_fifth_global,
     read_fields=_shared_kv_layers,
     names=("gemma3n", "gemma-3n"),
@@ -53,7 +55,8 @@ FAMILY = Family(
     unbuilt="shared K/V",
     uncounted="weights understated by about 0.5%: Gemma-3n's AltUp (altup_projections and altup_unembed_projections,"
     " 25M in E4B, and each layer's router and coefficients) and LAuReL (each layer's rank-laurel_rank pair, 9M) are"
-    " not counted; its per-layer embeddings are (2.39B in E4B), and the cache is exact",
+    " not counted; its per-layer embeddings are (2.39B in E4B), as are the k/v projections its K/V-sharing layers"
+    " keep in the checkpoint, and the cache is exact",
     left_unread={
         "altup_active_idx": ANY_VALUE,
         "altup_coef_clip": ANY_VALUE,
