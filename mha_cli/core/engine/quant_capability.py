@@ -197,3 +197,25 @@ def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme |
         refusal = trtllm_capability_refusal(weight_dtype, scheme, vendor, capability)
     if refusal is not None:
         raise BadInputError(refusal)
+
+
+def emulated_step_refusal(engine: str, weight_dtype: str, vendor: str, fp4_tflops_dense: float | None) -> str | None:
+    """Why ``mha plan`` prices no step for ``weight_dtype`` on this GPU, where vLLM runs it only by emulation; None
+    otherwise. vLLM's Quark MXFP4 linear layers (``mxfp4-linear``) run natively only where ``supports_mx`` (CDNA4:
+    MI350X, MI355X, whose fp4 rate the target states); elsewhere ``QuarkOCP_MX`` logs "Simulated weight
+    dequantization and activation QDQ ... will be used, with the linear layers computed in high precision" (read in
+    the 0.33.0 wheel, ``quark/schemes/quark_ocp_mx.py``): every weight is dequantised to bf16 each step, slower than
+    bf16 weights, where mha's step would read the 4.25-bit weights alone and come out faster (trial 397 #3). The
+    memory is priced as stored (``mha kv``); the step is refused."""
+    from mha_cli.core.compute_dtype import compute_dtype, fp4_native
+    from mha_cli.core.weight_formats import normalise_weight_format
+
+    if engine != "vllm" or normalise_weight_format(weight_dtype) != "mxfp4-linear":
+        return None
+    if fp4_native(compute_dtype("mxfp4-linear"), vendor, fp4_tflops_dense):
+        return None
+    return (
+        "--weight-dtype mxfp4-linear: vLLM runs Quark's MXFP4 linear layers natively only on CDNA4 (MI350X, MI355X);"
+        " on this GPU it emulates them, dequantising every weight to bf16 each step, a time mha does not price: plan"
+        " on an mi350x or mi355x target, or bf16 or fp8 weights here (`mha kv` prices the MXFP4 memory)"
+    )
