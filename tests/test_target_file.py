@@ -105,6 +105,12 @@ def test_torch_memory_left_out_is_an_estimate_the_plan_flags(cli, tmp_path, monk
     (tmp_path / "x1.yaml").write_text(yaml.safe_dump({k: v for k, v in H100.items() if k != "torch_memory_gib"}))
     target = resolve_target("x1.yaml").target
     assert target.torch_memory_gib == 79.2 and not target.device_memory_measured  # 99% of 80
+    (tmp_path / "amd.yaml").write_text(yaml.safe_dump(
+        {k: v for k, v in H100.items() if k not in ("torch_memory_gib", "compute_capability")}
+        | {"vendor": "AMD", "memory_gb": 192, "name": "AMD part"}
+    ))  # fmt: skip
+    amd = resolve_target("amd.yaml").target  # trial 397 #5: ROCm reads 191.98 of an MI300X's 192 (99% gave 190.08)
+    assert amd.torch_memory_gib == 191.98 and "ROCm reads an AMD part" in amd.torch_memory_source
     notes = cli.json("kv", "llama-3-8b", "--target", "x1.yaml")["memory"]["engine"]["notes"]
     assert any(
         "x1.yaml: its memory as torch reports it is an estimate (not in the target file)" in note for note in notes
