@@ -734,7 +734,8 @@ def test_an_odd_rotary_width_is_warned_and_still_priced(cli, tmp_path):
     unrotated = tmp_path / "jamba.json"
     unrotated.write_text(json.dumps(jamba | {"hidden_size": 4000}))
     assert not any("rotates" in w for w in cli.json("kv", str(unrotated))["warnings"])
-    assert "MHA095" not in cli.run("check", str(unrotated)).output
+    checked = cli.run("check", str(unrotated))
+    assert checked.exit_code in (0, 1) and "MHA095" not in checked.output  # 1: another rule's finding, not a crash
 
 
 def test_the_state_convention_note_names_kda_only_on_kda(cli):

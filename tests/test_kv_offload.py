@@ -445,5 +445,17 @@ def test_trtllm_s_host_tier_holds_each_request_s_own_blocks_too(cli, host_gib, r
     plan = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--tp", "8", "--concurrency", "32", "--isl", "8000",
                     "--osl", "256", "--shared-prefix", "6144", "--shared-prefixes", "400", "--kv-offload-gib", host_gib,
                     "--engine", "trtllm")  # fmt: skip
-    assert plan["offload"]["regime"] == regime
+    assert plan["offload"]["regime"] == regime and plan["offload"]["host_cycle_tokens"] == 3_298_432  # said too
     assert (plan["simulated"]["host_hit_rate"] > 0.4) == (regime == "host")
+
+
+def test_vllm_with_several_kv_groups_judges_its_host_tier_on_the_cycle_too(cli):
+    """Review 396 #2: vLLM with several KV cache groups (Gemma 3's sliding and full layers) holds no prefix once, so
+    its host tier is judged as TensorRT-LLM's: 20 prefixes of 2,048 tokens with each request's own blocks do not fit
+    24 GiB of host (the simulated run finds no host hit: the regime said "host" before)."""
+    plan = cli.json("plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--concurrency", "16", "--isl", "4000",
+                    "--osl", "256", "--shared-prefix", "2048", "--shared-prefixes", "20", "--kv-offload-gib", "24",
+                    "--engine", "vllm")  # fmt: skip
+    offload = plan["offload"]
+    assert offload["regime"] == "recomputed" and offload["host_cycle_tokens"] > offload["host"]["host_tokens"]
+    assert plan["simulated"]["host_hit_rate"] == 0.0

@@ -3,6 +3,9 @@ read says whose flags its line was checked against (``core.cost.search.launch_co
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 V3 = "deepseek-v3"
 DEEPEP_NOTE = "vLLM before 0.11.1 takes DeepEP from the environment"
 
@@ -94,16 +97,24 @@ def test_a_vllm_line_vllm_would_not_start_is_left_out_beside_another_engines_pla
     assert set(longer["launch"]) == {"sglang"} and "(--max-model-len 131072," in longer["launch_note"]
 
 
-def test_online_fp8_says_the_lines_read_the_full_width_checkpoint(cli):
+def test_online_fp8_says_the_lines_read_the_full_width_checkpoint(cli, tmp_path):
     """Trial 390 #6: Qwen3-235B in fp8 from its bf16 checkpoint is priced as vLLM's online quantisation, its lines
     pointing at the bf16 repository, and nothing said a published FP8 checkpoint loads as stored. Said now; not for a
-    checkpoint stored in fp8 (DeepSeek-V3's, the control), which the lines load as it is."""
+    checkpoint stored in fp8 and asked as fp8 (review 396 #7: Llama-3.1-8B's config with an fp8 quantization_config,
+    the control), which the lines load as it is."""
     said = "quantise the checkpoint to fp8 as they load it"
     online = cli.json("plan", "qwen3-235b-a22b-2507", "--weight-dtype", "fp8", "--target", "8xh100", "--tp", "8",
                       "--closed-form")  # fmt: skip
     assert said in online["launch_note"]
-    stored = cli.json("plan", "deepseek-v3", "--target", "8xh200", "--tp", "8", "--closed-form")
-    assert said not in (stored["launch_note"] or "")
+    config = json.loads(Path("tests/fixtures/hf_configs/llama-3.1-8b.json").read_text())
+    checkpoint = tmp_path / "fp8.json"
+    checkpoint.write_text(
+        json.dumps(config | {"quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic"}})
+    )
+    stored = cli.json(
+        "plan", str(checkpoint), "--weight-dtype", "fp8", "--target", "h100", "--tp", "1", "--closed-form"
+    )
+    assert "to fp8 as" not in (stored["launch_note"] or "")
 
 
 def test_trtllm_with_shared_prefixes_and_no_host_pool_plans(cli):

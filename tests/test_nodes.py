@@ -314,6 +314,14 @@ def test_two_nvl72_racks_are_launched_tray_by_tray_too(cli):
     head = shlex.split(data["launch"]["vllm"])
     assert head[head.index("--data-parallel-size") + 1] == "1" and "--headless" in data["launch"]["vllm_workers"]
     assert "a host of 4 GPUs (NVLink joins each rack's 72 GPUs) and a server spans trays" in data["launch_note"]
+    # review 396 #3, #4: tp 16 puts a replica in both racks (no line, as before); H100 nodes have no trays
+    crossing = cli.run("plan", "llama-3.1-70b", "--target", "2x72xgb200", "--tp", "16", "--concurrency", "8",
+                       "--closed-form")  # fmt: skip
+    assert "straddles two nodes unevenly" in " ".join(crossing.output.split())
+    h100 = cli.json(
+        "plan", "llama-3.1-70b", "--target", "2x16xh100", "--tp", "8", "--concurrency", "8", "--closed-form"
+    )
+    assert "compute trays" not in (h100["launch_note"] or "")
 
 
 def test_an_nvl72_racks_disaggregated_and_trtllm_lines_keep_to_trays_of_4():

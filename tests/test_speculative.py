@@ -562,3 +562,6 @@ def test_an_eagle3_head_with_its_own_vocabulary_holds_its_own_lm_head(cli, tmp_p
 
     assert drafter_bytes(own, "1", "h100") - drafter_bytes(shared, "1", "h100") == 32000 * 4096 * 2
     assert drafter_bytes(own, "2", "2xh100") - drafter_bytes(shared, "2", "2xh100") == 16000 * 4096 * 2
+    full = tmp_path / "full.json"  # review 396 #5: a head naming the target's own size is a trained head of its own
+    full.write_text(json.dumps(head | {"draft_vocab_size": 128256}))
+    assert drafter_bytes(full, "1", "h100") - drafter_bytes(shared, "1", "h100") == 128256 * 4096 * 2

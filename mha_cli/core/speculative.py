@@ -287,12 +287,14 @@ def drafter_model(draft: str) -> ModelSpec:
 
 
 def own_head_rows(draft: str, target: ModelSpec) -> int:
-    """The rows of an EAGLE head's own LM head: its config.json's ``draft_vocab_size`` where it differs from the
-    target's vocabulary (trial 394 #5: EAGLE-3 heads such as yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, 32,000 rows, were
-    priced as sharing the target's). vLLM 0.33 ``llama_eagle3.py`` builds ``lm_head`` of ``draft_vocab_size`` rows
-    (the target's vocabulary where unset) and maps its ids with ``d2t``; ``llm_base_proposer.py``
-    ``_maybe_share_lm_head`` shares the target's only where the checkpoint has none or an identical one. 0 where
-    the draft is no config file (a preset) or names no other size."""
+    """The rows of an EAGLE head's own LM head: its config.json's ``draft_vocab_size`` (trial 394 #5: EAGLE-3 heads
+    such as yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, 32,000 rows, were priced as sharing the target's). vLLM 0.33
+    ``llama_eagle3.py`` builds ``lm_head`` of ``draft_vocab_size`` rows (the target's vocabulary where unset) and
+    maps its ids with ``d2t``; ``llm_base_proposer.py`` ``_maybe_share_lm_head`` shares the target's only where the
+    checkpoint has none or one equal to it, so a head that names the field, at any size, is taken as trained and its
+    own (review 396 #5). 0 where the draft is no config file (a preset) or names no ``draft_vocab_size``: the head is
+    taken as shared, as vLLM 0.33 shares a checkpoint without one (vLLM 0.10's EAGLE-3 never shared it: a full head
+    more, not priced)."""
     import json
 
     from mha_cli.core.sources import load_source
@@ -306,7 +308,7 @@ def own_head_rows(draft: str, target: ModelSpec) -> int:
     except (OSError, ValueError):  # our own YAML config file: no draft vocabulary
         return 0
     rows = config.get("draft_vocab_size") if isinstance(config, dict) else None
-    return rows if isinstance(rows, int) and 0 < rows != target.embeddings.vocab_size else 0
+    return rows if isinstance(rows, int) and rows > 0 else 0
 
 
 def build_spec(
@@ -397,12 +399,12 @@ def drafter_memory_note(
         f"draft model {spec.drafter.name} ({spec.drafter.n_layers} layers, bf16, sharded over tp {tp})"
         if spec.drafter_is_model
         else f"{spec.drafter.n_layers} {spec.method.upper()} layer(s) in {weight_dtype} + {spec.extra_params:,}"
-        " bf16 parameters whole on each rank ("
+        " bf16 parameters whole on each rank"
         + (
-            f"its own LM head of {spec.head_rows:,} rows (draft_vocab_size) split over the ranks, the embedding"
-            " shared with the target)"
+            f" + its own LM head, {spec.head_rows:,} rows (draft_vocab_size) x {spec.drafter.d_model:,} in bf16 split"
+            " over the ranks (the embedding shared with the target)"
             if spec.head_rows
-            else "embedding and LM head shared with the target)"
+            else " (embedding and LM head shared with the target)"
         )
     )
     head = f"speculative decoding ({spec.method}, k = {spec.num_speculative_tokens}): the drafter, {what}"

@@ -270,10 +270,16 @@ def format_notes(deployment: DeploymentSpec, engines: list[str]) -> list[str]:
             " (point the lines at one)"
         )
     elif asked == "fp8" and not stored and {"vllm", "sglang"} & set(engines):  # trial 390 #6: said nowhere
+        named = [name for key, name in (("vllm", "vLLM"), ("sglang", "SGLang")) if key in engines]  # those written
+        lines, verbs = (
+            (f"the {named[0]} line", ("quantises", "it loads", "it reads"))
+            if len(named) == 1
+            else ("the vLLM and SGLang lines", ("quantise", "they load", "they read"))
+        )
         notes.append(
-            "the vLLM and SGLang lines quantise the checkpoint to fp8 as they load it (--quantization: a scale per"
-            " tensor), so they read its full-width weights; a published FP8 checkpoint of the model loads as stored,"
-            " with its own scales (point the lines at it where there is one)"
+            f"{lines} {verbs[0]} the checkpoint to fp8 as {verbs[1]} it (--quantization: a scale per tensor), so"
+            f" {verbs[2]} its full-width weights; a published FP8 checkpoint of the model loads as stored, with its own"
+            " scales (point the lines at it where there is one)"
         )
     if asked == "fp32" and "trtllm" in engines and checkpoint != "fp32" and not quantised_otherwise:
         notes.append(

@@ -70,6 +70,10 @@ class OffloadPlan(Record):
     output the other running requests have still to take: the free queue's first in, first out keeps a prefix when
     this less one request's own fits the pool, the host's LRU when this fits the host pool (module docstring); None on
     TensorRT-LLM."""
+    host_cycle_tokens: int | None = None
+    """Where each running request holds its own copy (TensorRT-LLM; vLLM with several KV cache groups): the tokens a
+    cycle through the K prefixes takes on the host, whose tier stores every evicted block (each request's own and its
+    prefix's, less the others' output to come): what the host regime is judged on (review 396 #1); None elsewhere."""
     pool_tokens: int = 0
     """The GPU pool's tokens (vLLM and SGLang: what the cycle is measured against)."""
     linked_throughout: bool = False
@@ -160,6 +164,11 @@ def regime_note(plan: OffloadPlan) -> str:
         return f"prefix cache: {sizes}: every prefix stays on the GPU{tail}"
     if plan.regime == "recomputed":
         where = f" and the host pool's {plan.host.host_tokens:,}" if plan.host is not None else " (no host tier asked)"
+        if plan.host is not None and plan.host_cycle_tokens is not None:
+            where = (
+                f"; on the host a cycle takes {plan.host_cycle_tokens:,} tokens (each request's own blocks beside its"
+                f" prefix's) against the host pool's {plan.host.host_tokens:,}"
+            )
         order = "the free queue's first in, first out" if plan.cycle_tokens is not None else "LRU"
         return (
             f"prefix cache: {sizes}{where}: requests cycling through them find none cached ({order}), every prefix"
@@ -219,8 +228,9 @@ def offload_tiers(
     own = (held if caching else own_blocks(held, prefix, engine.block_size) * engine.block_size) if shared else None
     pool = engine.kv_tokens if caching else 0
     linked = shared and caching and prefixes <= running
-    # each its own copy (TensorRT-LLM): its secondary pool takes every evicted block, a request's own ones too, as
-    # the simulator's host tier does (trial 394 #3: the prefixes alone were counted, "host" where it found no hit)
+    # each its own copy (TensorRT-LLM; vLLM with several KV cache groups, no prefix held once): the host tier takes
+    # every evicted block, a request's own ones too, as the simulator's does (trial 394 #3: the prefixes alone were
+    # counted, "host" where the run found no hit; review 396 #2: Gemma 3 on vLLM moved so too, as its run agrees)
     host_own = own_blocks(isl + osl, prefix, engine.block_size) * engine.block_size if prefix and not shared else None
     to_come = (running - 1) * osl // 2 if shared or host_own is not None else 0
     regime = prefix_regime(
@@ -231,6 +241,7 @@ def offload_tiers(
         host=host, shared_prefixes=prefixes, prefix_tokens=prefix, working_set_tokens=prefixes * prefix,
         gpu_spare_tokens=spare, regime=regime if prefix else "recomputed",
         cycle_tokens=None if own is None else cycle_tokens(prefixes, own, prefix, to_come), pool_tokens=pool,
+        host_cycle_tokens=None if host_own is None or host is None else cycle_tokens(prefixes, host_own, prefix, to_come),
         linked_throughout=linked,
     )  # fmt: skip
     note = regime_note(plan) if prefix else _nothing_cached(model, deployment, engine, prefix_tokens, host is not None)

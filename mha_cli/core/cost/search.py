@@ -797,12 +797,15 @@ def launch_commands(
     if engine.name != "sglang" and "sglang" in lines and "sglang" not in unloadable:
         sglang_stops = _sglang_would_not_start(model, plan, deployment, seqs["sglang"], int(sglang_chunk), context)
     lines = {name: words for name, words in lines.items() if name not in unloadable}
-    from mha_cli.core.links import host_devices
+    from mha_cli.core.links import host_devices, node_devices
 
     per_host = host_devices(plan.target_id)
     # NVLink domains of several hosts each (an NVL72 rack's trays), one rack or several (trial 394 #2: two racks' lines
-    # were written for 72-GPU hosts)
-    trays = d.gpus > per_host and (plan.nodes is None or per_host < plan.nodes.devices_per_node)
+    # were written for 72-GPU hosts), where each replica keeps to one rack (review 396 #3: tp 16 on racks of 72 puts
+    # a replica in both; the node lines below refuse it) and the part is one of trays (396 #4: not 2x16xh100)
+    tray_part = per_host < node_devices(plan.target_id)
+    in_one_rack = plan.nodes is None or plan.nodes.devices_per_node % (d.tp * d.pp) == 0
+    trays = tray_part and d.gpus > per_host and in_one_rack
     if engine.name == "trtllm":  # the engine priced: its server too, one per replica (it has no data-parallel flag)
         trtllm = ["trtllm-serve", model_id, "--tp_size", str(d.tp), "--pp_size", str(d.pp), "--max_seq_len",
                   str(context), "--max_batch_size", str(seqs["trtllm"]), "--kv_cache_free_gpu_memory_fraction",
