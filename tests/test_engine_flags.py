@@ -377,18 +377,23 @@ def test_sglang_attention_ranks_take_the_old_form_before_0_5_22():
     assert any("'--attn-dp-size' is not in 0.5.21" in p for p in line_problems("sglang", release_key("0.5.21"), line))
 
 
-def test_vllm_s_emulated_quark_mxfp4_step_is_refused_off_cdna4(cli):
-    """Trial 397 #3: Quark's MXFP4 linear layers were priced faster than bf16 on an MI300X (11.40 against 13.94 ms)
-    and an H100, where vLLM emulates them (``QuarkOCP_MX``: no ``supports_mx``, every weight dequantised to bf16 each
-    step). The step is refused there, pinned or searched, naming where it runs; on an MI355X it is priced (the
-    control), and `mha kv` still prices the memory on the MI300X."""
-    said = "vLLM runs Quark's MXFP4 linear layers natively only on CDNA4"
-    for target in ("8xmi300x", "8xh100"):
-        for layout in (("--tp", "8"), ()):
-            refused = cli.run("plan", "llama-3.1-70b", "--target", target, *layout, "--weight-dtype", "mxfp4-linear",
-                              "--concurrency", "1", "--closed-form")  # fmt: skip
-            assert refused.exit_code == 2 and said in " ".join(refused.stderr.split())
-    assert cli.run("plan", "llama-3.1-70b", "--target", "8xmi355x", "--tp", "8", "--weight-dtype", "mxfp4-linear",
-                   "--concurrency", "1", "--closed-form").exit_code == 0  # fmt: skip
+def test_vllm_s_emulated_quark_mxfp4_step_is_refused_on_amd_before_cdna4(cli):
+    """Trial 397 #3: Quark's MXFP4 linear layers were priced faster than bf16 on an MI300X (11.40 against 13.94 ms),
+    where vLLM emulates them (no ``supports_mx``: ``EmulationMxfp4LinearKernel``, every weight dequantised to bf16 each
+    step). The step is refused there, pinned or searched, and kv says why it has no latency; on an MI355X (AITER) and
+    on an H100 (vLLM 0.33's Marlin W4A16 kernel, review 398 #1) it is priced, the controls."""
+    said = "emulates them, dequantising every weight to bf16 each step"
+    for layout in (("--tp", "8"), ()):
+        refused = cli.run("plan", "llama-3.1-70b", "--target", "8xmi300x", *layout, "--weight-dtype", "mxfp4-linear",
+                          "--concurrency", "1", "--closed-form")  # fmt: skip
+        assert refused.exit_code == 2 and said in " ".join(refused.stderr.split())
+    for target in ("8xmi355x", "8xh100"):
+        priced = cli.json("plan", "llama-3.1-70b", "--target", target, "--tp", "8", "--weight-dtype", "mxfp4-linear",
+                          "--concurrency", "1", "--closed-form")  # fmt: skip
+        assert priced["itl_ms"] > 0
+    split = cli.run("plan", "llama-3.1-70b", "--target", "16xmi300x", "--disaggregated", "--weight-dtype",
+                    "mxfp4-linear", "--closed-form")  # review 398 #2: once, before its workers  # fmt: skip
+    assert split.exit_code == 2 and "more nodes" not in split.stderr and said in " ".join(split.stderr.split())
     memory_only = cli.json("kv", "llama-3.1-70b", "--target", "8xmi300x", "--weight-dtype", "mxfp4-linear")
-    assert memory_only["memory"]["weights_fit"] and memory_only["latency"] is None  # no step priced there either
+    assert memory_only["memory"]["weights_fit"] and memory_only["latency"] is None
+    assert any(said in warning for warning in memory_only["warnings"])  # review 398 #3: said, not silent

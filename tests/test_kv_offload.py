@@ -452,7 +452,7 @@ def test_trtllm_s_host_tier_holds_each_request_s_own_blocks_too(cli, host_gib, r
 def test_vllm_with_several_kv_groups_judges_its_host_tier_on_the_cycle_too(cli):
     """Review 396 #2: vLLM with several KV cache groups (Gemma 3's sliding and full layers) holds no prefix once, so
     its host tier is judged as TensorRT-LLM's: 20 prefixes of 2,048 tokens with each request's own blocks do not fit
-    24 GiB of host (the simulated run finds no host hit: the regime said "host" before)."""
+    24 GiB of host, as the simulated run finds (no host hit), and the cycle the regime is judged on is said."""
     plan = cli.json("plan", "gemma-3-27b", "--target", "h100", "--tp", "1", "--concurrency", "16", "--isl", "4000",
                     "--osl", "256", "--shared-prefix", "2048", "--shared-prefixes", "20", "--kv-offload-gib", "24",
                     "--engine", "vllm")  # fmt: skip

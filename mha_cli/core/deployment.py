@@ -336,9 +336,25 @@ def context_notes(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
     from mha_cli.core.rotary_width import odd_rotary_width
 
     convention = state_convention_note(model, deployment)
+    emulated = emulated_step_note(deployment)
     odd = odd_rotary_width(model)
     rotary = [] if odd is None else [f"{odd[0]} (`mha check`'s MHA095; the bytes are priced as given)"]
-    return deployment_warnings(model, deployment) + rotary + ([] if convention is None else [convention])
+    notes = deployment_warnings(model, deployment) + rotary + ([] if emulated is None else [emulated])
+    return notes + ([] if convention is None else [convention])
+
+
+def emulated_step_note(deployment: DeploymentSpec) -> str | None:
+    """Why ``mha kv`` shows no step latency where vLLM emulates the weight format on the target
+    (``core.engine.quant_capability.emulated_step_refusal``; review 398 #3: the latency line went missing unsaid)."""
+    if not deployment.target:
+        return None
+    from mha_cli.core.engine.quant_capability import emulated_step_refusal
+
+    device = resolve_target(deployment.target).target
+    refusal = emulated_step_refusal(
+        deployment.engine or "vllm", deployment.weight_dtype, device.vendor, device.fp4_tflops_dense
+    )
+    return None if refusal is None else f"no step latency: {refusal}"
 
 
 AUTO_FP16_FROM = (0, 10)

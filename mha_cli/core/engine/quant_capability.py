@@ -201,21 +201,22 @@ def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme |
 
 def emulated_step_refusal(engine: str, weight_dtype: str, vendor: str, fp4_tflops_dense: float | None) -> str | None:
     """Why ``mha plan`` prices no step for ``weight_dtype`` on this GPU, where vLLM runs it only by emulation; None
-    otherwise. vLLM's Quark MXFP4 linear layers (``mxfp4-linear``) run natively only where ``supports_mx`` (CDNA4:
-    MI350X, MI355X, whose fp4 rate the target states); elsewhere ``QuarkOCP_MX`` logs "Simulated weight
-    dequantization and activation QDQ ... will be used, with the linear layers computed in high precision" (read in
-    the 0.33.0 wheel, ``quark/schemes/quark_ocp_mx.py``): every weight is dequantised to bf16 each step, slower than
-    bf16 weights, where mha's step would read the 4.25-bit weights alone and come out faster (trial 397 #3). The
+    otherwise. vLLM's Quark MXFP4 linear layers (``mxfp4-linear``) on an AMD GPU without ``supports_mx`` (before
+    CDNA4: MI300X, MI325X, MI250X) fall to ``EmulationMxfp4LinearKernel`` (0.33.0 ``kernels/linear/__init__.py``
+    ``init_mxfp4_linear_kernel``; ``quark_ocp_mx.py`` logs "Simulated weight dequantization and activation QDQ"):
+    every weight dequantised to bf16 each step, slower than bf16 weights, where mha's step would read the 4.25-bit
+    weights alone and come out faster (trial 397 #3). On CUDA vLLM 0.33 runs them through Marlin's W4A16 kernel
+    (capability 7.5+) or FlashInfer's fp4 GEMM (Blackwell), as priced (review 398 #1); on CDNA4 through AITER. The
     memory is priced as stored (``mha kv``); the step is refused."""
     from mha_cli.core.compute_dtype import compute_dtype, fp4_native
     from mha_cli.core.weight_formats import normalise_weight_format
 
-    if engine != "vllm" or normalise_weight_format(weight_dtype) != "mxfp4-linear":
+    if engine != "vllm" or vendor != "AMD" or normalise_weight_format(weight_dtype) != "mxfp4-linear":
         return None
     if fp4_native(compute_dtype("mxfp4-linear"), vendor, fp4_tflops_dense):
         return None
     return (
-        "--weight-dtype mxfp4-linear: vLLM runs Quark's MXFP4 linear layers natively only on CDNA4 (MI350X, MI355X);"
-        " on this GPU it emulates them, dequantising every weight to bf16 each step, a time mha does not price: plan"
+        "Quark's MXFP4 linear layers (mxfp4-linear): vLLM runs them natively on CDNA4 (MI350X, MI355X) and, on an AMD"
+        " GPU before it, emulates them, dequantising every weight to bf16 each step, a time mha does not price: plan"
         " on an mi350x or mi355x target, or bf16 or fp8 weights here (`mha kv` prices the MXFP4 memory)"
     )
