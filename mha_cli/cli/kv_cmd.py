@@ -119,12 +119,11 @@ def kv(
         limit_mm_per_prompt=mm_limits(loaded.model, limit_mm_per_prompt, text_only), async_scheduling=async_scheduling,
         prefix_caching=prefix_caching,
     )  # fmt: skip
-    if one_server:  # a config file's dp overridden too, with the expert parallelism it implied (review 393 #1)
-        implied = deployment.dp is not None
-        deployment = deployment.model_copy(update={
-            "dp": None, "separate_servers": loaded.model.block.moe is not None,
-            "expert_parallel": None if implied else deployment.expert_parallel,
-        })  # fmt: skip
+    if one_server:  # a config file's dp overridden too (review 393 #1)
+        from mha_cli.core.dp_attention import without_data_parallel
+
+        one = without_data_parallel(deployment)
+        deployment = one.model_copy(update={"separate_servers": loaded.model.block.moe is not None})
     refuse_plan_flags_without_target(
         deployment, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling,

@@ -518,12 +518,10 @@ def plan(
             f"--enable-dp-attention: DP attention spreads routed experts and {loaded.model.name} has none (a"
             " dense model): leave it out (--dp alone starts replicas)"
         )
-    if dp == 1 and not enable_dp_attention:  # the engines' default, on every line mha prints: one server, no DP
-        dp = None  # attention (trial 390 #1, #4), a config file's dp overridden, with the expert parallelism it
-        implied = deployment.dp is not None  # implied (review 393 #1)
-        deployment = deployment.model_copy(
-            update={"dp": None, "expert_parallel": None if implied else deployment.expert_parallel}
-        )
+    if dp == 1 and not enable_dp_attention:  # one server, no DP attention (trial 390 #1, #4)
+        from mha_cli.core.dp_attention import without_data_parallel
+
+        dp, deployment = None, without_data_parallel(deployment)
         tp, separate = _one_server(tp, pp or 1, resolved.n_devices, loaded.model)
         separate_servers = separate_servers or separate
     tp = _sglang_attention_tp(enable_dp_attention, tp, dp, pp or 1, resolved.n_devices, deployment.engine)

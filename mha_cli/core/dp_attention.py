@@ -48,7 +48,7 @@ them whole on each rank, as vLLM does (DeepSeek-V3: 3 dense layers of 61).
 from math import comb
 
 from mha_cli.core.errors import BadInputError
-from mha_cli.core.schemas import EngineName, GenerationId, ModelSpec, MoeA2aBackend
+from mha_cli.core.schemas import DeploymentSpec, EngineName, GenerationId, ModelSpec, MoeA2aBackend
 from mha_cli.core.tensor_parallel import ExpertLayout, tp_shard_problem
 
 DP_ATTENTION_ENGINES = ("vllm", "sglang")
@@ -65,6 +65,15 @@ def a2a_backend_on(vendor: str) -> MoeA2aBackend:
     """The dispatch a DP-attention layout the search builds is priced with on ``vendor``'s GPUs: DeepEP's on NVIDIA's,
     as the launch lines ask, else the default all-gather."""
     return "deepep" if vendor == DEEPEP_VENDOR else "none"
+
+
+def without_data_parallel(deployment: DeploymentSpec) -> DeploymentSpec:
+    """``deployment`` with ``--data-parallel-size 1`` typed, the engines' default that every launch line writes: no
+    dp, and none of the expert parallelism a config file's ``dp`` implied (trial 390 #1, review 393 #1)."""
+    implied = deployment.dp is not None
+    return deployment.model_copy(
+        update={"dp": None, "expert_parallel": None if implied else deployment.expert_parallel}
+    )
 
 
 def dense_dp_as_replicas(
