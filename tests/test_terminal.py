@@ -58,7 +58,8 @@ def test_targets_without_bf16_are_marked_and_a_bf16_plan_on_them_is_flagged(cli)
     # Volta (V100) and Turing (T4) have fp16 tensor cores but no bf16 (NVIDIA datasheets).
     without = {t.id for t in load_targets().values() if not t.bf16_native}
     assert without == {"v100-16gb", "v100-32gb", "t4"}
-    assert "fp16" in cli.run("targets").output.split("t4", 1)[1].splitlines()[0]
+    t4_row = next(line for line in cli.run("targets").output.splitlines() if line.split()[:1] == ["t4"])
+    assert t4_row.split()[4] == "65*"  # the fp16 figure, starred (the footnote says why)
     # recommend designs a T4 deployment in fp16 (the same bytes), which its --out file says and check passes
     # (review 249: the bf16 it wrote failed `check --strict` on the T4 it was designed for); bf16 asked is warned of
     recommend = cli.json("recommend", "--params", "1B", "--target", "t4")
@@ -142,6 +143,17 @@ def test_targets_in_80_columns_show_every_id_whole_on_one_line(narrow):
     # no name spreads over more than 2 lines: the line after a row's second holds another id or is blank
     rows = [i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in names]
     assert all(b - a <= 2 for a, b in itertools.pairwise(rows))
+
+
+def test_targets_list_fp4_and_the_gpu_link_beside_bf16_and_fp8(narrow):
+    """The hardware evaluator's columns (note 88): fp4 where the chip has fp4 tensor cores, the GPU-to-GPU link
+    where it has one, each from the table's row (B200: 9 PF/s of fp4, NVLink 5 at 1.8 TB/s; H20: no fp4, NVLink 4
+    at 900 GB/s; L40S: PCIe only)."""
+    rows = {line.split()[0]: line.split()[-6:] for line in narrow.run("targets").stdout.splitlines() if line.split()}
+    assert rows["b200"] == ["178", "8000", "2250", "4500", "9000", "1800"]
+    assert rows["h20"][-2:] == ["-", "900"]
+    assert rows["l40s"][-3:] == ["733", "-", "-"]
+    assert rows["a100-80gb"][-3:] == ["-", "-", "600"]  # Ampere: no fp8, no fp4
 
 
 @pytest.mark.parametrize(

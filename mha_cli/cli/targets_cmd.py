@@ -75,31 +75,37 @@ def targets(
 
 
 def render_targets(console: "Console", result: TargetList) -> None:
-    """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor."""
+    """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor, the
+    rates to the unit."""
     from rich import box
     from rich.table import Table
 
-    table = Table(title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    table = Table(
+        title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True
+    )
     table.add_column("id", no_wrap=True, min_width=len(max((t.id for t in result.targets), key=len, default="")) + 2)
     table.add_column("name", ratio=1, min_width=12)
-    for column in ("GiB", "GB/s", "bf16 TF/s", "fp8 TF/s"):
+    for column in ("GiB", "GB/s", "bf16", "fp8", "fp4", "link"):
         table.add_column(column, justify="right", no_wrap=True)
     for t in result.targets:
-        fp8 = f"{t.fp8_tflops_dense:g}" if t.fp8_tflops_dense else "-"
-        bf16 = f"{t.bf16_tflops_dense:g}" + ("" if t.bf16_native else " fp16")
+        bf16 = _figure(t.bf16_tflops_dense) + ("" if t.bf16_native else "*")
         table.add_row(
             t.id + (" !" if t.uncertain else "") + ("" if t.device_memory_measured else " ~"),
             t.name.removeprefix(t.vendor + " "),
             f"{t.torch_memory_gib:.0f}",
-            f"{t.memory_bandwidth_gbs:g}",
+            _figure(t.memory_bandwidth_gbs),
             bf16,
-            fp8,
+            _figure(t.fp8_tflops_dense),
+            _figure(t.fp4_tflops_dense),
+            _figure(t.interconnect_gbs),
         )
     console.print(table)
     console.print(
         "[dim]GiB: memory as torch reports it, what plans use (2^30 bytes; ~: an estimate, no public"
-        " measurement found; the vendor's GB: `mha targets ID`); GB/s: memory bandwidth; TF/s: dense TFLOP/s; fp16: the device has no bf16,"
-        " the figure is fp16's; !: a figure flagged uncertain (`mha targets ID` shows the source and notes).[/dim]"
+        " measurement found; the vendor's GB: `mha targets ID`); GB/s: memory bandwidth; bf16, fp8, fp4: dense TFLOP/s in"
+        " that format (-: no tensor cores for it); link: GPU-to-GPU GB/s both ways (-: PCIe only); *: the"
+        " device has no bf16, the figure is fp16's; !: a figure flagged uncertain (`mha targets ID` shows the source and"
+        " notes).[/dim]"
     )
     aliases = ", ".join(f"{alias}={target}" for alias, target in result.aliases.items())  # no space: wraps whole
     console.print(f"[dim]aliases: {aliases}; prefix a count for several devices: 8xh100[/dim]")
@@ -107,6 +113,12 @@ def render_targets(console: "Console", result: TargetList) -> None:
         "[dim]a device not listed: a YAML file of the same fields, --target my-gpu.yaml (its fields:"
         " `mha targets --schema`)[/dim]"
     )
+
+
+def _figure(value: float | None) -> str:
+    """A rate for the table, to the unit (``mha targets ID`` and the JSON give it whole), ``-`` where the target
+    has none."""
+    return f"{value:.0f}" if value else "-"
 
 
 def render_one(console: "Console", result: TargetList) -> None:
