@@ -478,6 +478,14 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     text = " ".join(cli.run(*args).output.split())
     assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000: the pick meets the targets on its means only" in text
     assert "p99 TPOT" not in text
+    # trial 394 #4: the verdict still read as a plain win; the JSON names the p99 past the target, the verdict and
+    # its headline qualify the win
+    assert data["p99_past_targets"] == [f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000"]
+    assert data["winner"] == "disaggregated"
+    assert f"(on its means only: p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000 in the simulated loop)" in data["verdict"]
+    assert "disaggregated wins on its means:" in text
+    closed = cli.json(*args, "--closed-form")  # no loop: nothing said of a p99
+    assert closed["p99_past_targets"] == [] and "on its means only" not in closed["verdict"]
 
 
 def test_the_verdict_says_it_is_on_means_and_over_the_gpus_the_split_runs_on():
