@@ -602,3 +602,24 @@ def test_gqa_asked_at_a_prime_head_count_is_one_line(cli, d_model):
         cli.run("recommend", "--params", "50M", "--seq", "2048", "--variant", "MQA", "--d-model", d_model).exit_code
         == 0
     )
+
+
+def test_alternatives_capped_by_max_num_seqs_say_what_their_pool_holds(cli):
+    """Trial 400 #2: at 7B and 8,192 tokens on an A100, GQA-2 and MQA both read 256 at once: vLLM's max_num_seqs
+    caps them, though MQA's pool holds twice GQA-2's sequences. The row is marked ``256+`` and the pool's figure is
+    given; a row under the cap is not marked."""
+    args = ("recommend", "--params", "7B", "--seq", "8192", "--target", "a100")
+    rows = {row["label"]: row for row in cli.json(*args)["alternatives"]}
+    assert rows["GQA-4"]["max_sequences"] < 256 and rows["GQA-4"]["pool_sequences"] is None
+    assert rows["MLA"]["pool_sequences"] is None
+    gqa2, mqa = rows["GQA-2"], rows["MQA"]
+    assert gqa2["max_sequences"] == mqa["max_sequences"] == 256
+    assert 256 < gqa2["pool_sequences"] < mqa["pool_sequences"]
+    # MQA caches half GQA-2's bytes a layer at a like depth: about twice the sequences
+    assert mqa["pool_sequences"] == pytest.approx(2 * gqa2["pool_sequences"], rel=0.05)
+    text = " ".join(cli.run(*args).output.split())
+    assert "GQA-2 224.0 MiB 256+" in text and "MQA 112.0 MiB 256+" in text and "GQA-4 448.0 MiB 129 " in text
+    held = f"{gqa2['pool_sequences']:,} (GQA-2), {mqa['pool_sequences']:,} (MQA)"
+    assert f"+: max_num_seqs 256 caps the sequences run at once per replica; the pool holds {held}" in text
+    explained = " ".join(cli.run(*args, "--explain").output.split())
+    assert f"the pool holds {held}" in explained

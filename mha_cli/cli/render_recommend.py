@@ -93,9 +93,10 @@ def render_summary(console: Console, result: RecommendResult) -> None:
     for row in result.alternatives:
         cells = [f"{row.label}{' *' if row.is_recommended else ''}", format_bytes(row.kv_bytes_at_seq)]
         if plan is not None:
-            cells.append(f"{row.max_sequences or 0:,}")
+            cells.append(f"{row.max_sequences or 0:,}{'+' if row.pool_sequences else ''}")
         table.add_row(*cells, row.quality_risk, escape(row.verdict), style="bold" if row.is_recommended else None)
     console.print(table)
+    _say_capped(console, result)
     if plan is not None and not plan.fits:
         console.print(f"[bold red]DOES NOT FIT:[/bold red] {not_fitting(plan)}. Ways out:")
         for way in result.ways_out:
@@ -263,7 +264,7 @@ def alternatives_table(result: RecommendResult) -> Table:
             format_bytes(row.kv_bytes_per_device),
         ]
         if result.memory is not None:
-            cells.append(f"{row.max_sequences:,}")
+            cells.append(f"{row.max_sequences:,}{'+' if row.pool_sequences else ''}")
         cells.append(row.quality_risk)
         table.add_row(*cells, style="bold" if row.is_recommended else None)
         sources.setdefault(row.variant, row.quality_source)
@@ -273,9 +274,27 @@ def alternatives_table(result: RecommendResult) -> Table:
     table.caption = (
         f"* recommended; MLA: latent + RoPE key values, no KV heads; cache / device: one device's share of the"
         f" batch{where}; quality risk from {cited}{footnotes}; each row's depth and verdict are in the trace"
-        " (MHA027)"
+        f" (MHA027){_capped_words(result, '; ')}"
     )
     return table
+
+
+def _capped_words(result: RecommendResult, lead: str) -> str:
+    """``+: max_num_seqs 256 caps ...; the pool holds 258 (GQA-2), 517 (MQA)``, led by ``lead``; empty when no
+    alternative's sequences are capped (trial 400 #2: the capped rows read as equal)."""
+    capped = [row for row in result.alternatives if row.pool_sequences]
+    if not capped or result.memory is None:
+        return ""
+    held = ", ".join(f"{row.pool_sequences:,} ({row.label})" for row in capped)
+    cap = result.memory.engine.max_num_seqs
+    return f"{lead}+: max_num_seqs {cap:,} caps the sequences run at once per replica; the pool holds {held}"
+
+
+def _say_capped(console: Console, result: RecommendResult) -> None:
+    """The alternatives table's ``+`` said under it."""
+    words = _capped_words(result, "")
+    if words:
+        console.print(f"[dim]{escape(words)}[/dim]")
 
 
 def trace_table(result: RecommendResult) -> Table:

@@ -35,7 +35,8 @@ def alternatives(ctx: Context, rows: list[Option]) -> list[Alternative]:
                 n_layers=o.model.n_layers, tp=o.tp, is_recommended=o.verdict == "chosen",
                 bytes_per_token=o.kv.bytes_per_token, bytes_per_sequence=o.kv.bytes_per_sequence,
                 kv_bytes_per_device=o.plan.kv_bytes_per_device if o.plan else o.kv.total_bytes,
-                max_sequences=o.plan.max_sequences if o.plan else None, fits=o.fits,
+                max_sequences=o.plan.max_sequences if o.plan else None, pool_sequences=_capped_pool(o.plan),
+                fits=o.fits,
                 total_params=count_params(o.model).total, quality_risk=o.risk_label,
                 quality_source=QUALITY_SOURCES[o.variant], verdict=o.verdict, note="; ".join(notes),
                 layer_pattern=o.pattern, kv_bytes_at_seq=o.kv.bytes_per_sequence, model=o.model,
@@ -136,3 +137,12 @@ def init_plan(ctx: Context, model: ModelSpec) -> InitPlan:
         **{f"{name}_std": value for name, value in std.items()},
     )
     return InitPlan(scheme="xavier-normal, O scaled by 1/sqrt(2 n_layers)", std=std)
+
+
+def _capped_pool(plan: MemoryPlan | None) -> int | None:
+    """The sequences ``plan``'s pool holds over its replicas where max_num_seqs caps those it runs, else None."""
+    if plan is None or not plan.engine.starts:
+        return None
+    engine = plan.engine
+    held = int(engine.max_concurrency)
+    return held * plan.replicas if engine.admitted_per_replica == engine.max_num_seqs < held else None

@@ -248,6 +248,9 @@ class Alternative(Record):
     target, the whole batch on one device."""
     max_sequences: int | None
     """Sequences of seq_len that fit beside the weights on the target, over all replicas (None without one)."""
+    pool_sequences: int | None = None
+    """Where the engine's max_num_seqs caps ``max_sequences``: the sequences of seq_len its KV pool holds, over all
+    replicas (vLLM's "Maximum concurrency", whole; trial 400 #2: GQA-2 and MQA both read 256); None: no cap."""
     fits: bool | None
     total_params: int
     quality_risk: str
