@@ -25,6 +25,7 @@ from mha_cli.experiments.heads_models import HeadsResult, HeadsSettings
 from mha_cli.experiments.jobs import run_jobs
 from mha_cli.experiments.lm import expected_parameters
 from mha_cli.experiments.seeds import chance_apart, seed_spread
+from tests.conftest import REPO
 from tests.test_experiments import assert_outputs_written, run_quick
 
 
@@ -129,8 +130,10 @@ def test_per_seed_values_and_spreads_agree(heads_result):
             assert (spread["low"], spread["high"]) == (min(spread["values"]), max(spread["values"]))
     assert data["chance_some_worse"] == chance_of_a_worse_call(len(data["points"]), len(seeds))
     floor_high = data["no_attention"]["eval_loss"]["low"]
+    # trial 400 #4: a control above chance on every seed is no floor, and the list says nothing beats it
+    assert data["floor_valid"] == (floor_high <= data["chance_loss"])
     assert data["attention_beats_floor"] == [
-        p["n_heads"] for p in data["points"] if p["eval_loss"]["high"] < floor_high
+        p["n_heads"] for p in data["points"] if data["floor_valid"] and p["eval_loss"]["high"] < floor_high
     ]
 
 
@@ -343,3 +346,7 @@ def test_a_control_worse_than_chance_is_no_floor(heads_result):
     assert "the control has not reached chance, so it is no floor here" in floor_sentence(above)
     below = result.model_copy(update={"chance_loss": floor.low + 0.0001})
     assert "no floor" not in floor_sentence(below)
+    # trial 400 #4: the smoke run's JSON said [1, 2, 4, 8, 16] beat the control its report called no floor
+    assert (result.floor_valid, data["attention_beats_floor"]) == (False, [])
+    committed = HeadsResult.model_validate_json((REPO / "outputs/experiments/heads/results.json").read_text())
+    assert committed.floor_valid and committed.attention_beats_floor == [1, 2, 4, 8, 16]

@@ -255,20 +255,22 @@ def run_heads(
     floor = summarise_floor(settings, runs)
     n_tuples = settings.n_symbols**settings.streams
     chance = chance_of_a_worse_call(len(settings.head_counts), len(settings.seeds))
+    chance_loss = settings.streams * math.log(settings.n_symbols)
+    is_floor = floor.eval_loss.low <= chance_loss  # HeadsResult.floor_valid: beating no floor shows nothing
     result = HeadsResult(
         command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
         quick=quick,
         environment=environment,
         settings=settings,
         seeds=settings.seeds,
-        chance_loss=settings.streams * math.log(settings.n_symbols),
+        chance_loss=chance_loss,
         chance_accuracy=1 / n_tuples,
         chance_some_worse=chance,
         runs=runs,
         points=points,
         no_attention=floor,
         judgement=judge_head_counts([p.n_heads for p in points], [p.eval_loss for p in points], chance=chance),
-        attention_beats_floor=[p.n_heads for p in points if clearly_below(p.eval_loss, floor.eval_loss)],
+        attention_beats_floor=[p.n_heads for p in points if is_floor and clearly_below(p.eval_loss, floor.eval_loss)],
         files=outputs.files,
     )
     outputs.write(heads_report(result), heads_figure(result), result)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from mha_cli.core.record import Record
 from mha_cli.experiments.common import Environment
@@ -123,5 +123,13 @@ class HeadsResult(Record):
     judgement: HeadsJudgement
     """On the held-out loss after training."""
     attention_beats_floor: list[int]
-    """Head counts whose seed range lies wholly below the no-attention control's."""
+    """Head counts whose seed range lies wholly below the no-attention control's; empty where the control is no
+    floor (``floor_valid``)."""
     files: OutputFiles
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def floor_valid(self) -> bool:
+        """The no-attention control is a floor: a seed of it reached chance's loss (trial 327 #3; a smoke run's
+        control above chance on every seed is none, and beating it shows nothing: trial 400 #4)."""
+        return self.no_attention.eval_loss.low <= self.chance_loss

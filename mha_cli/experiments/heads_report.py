@@ -158,7 +158,7 @@ def floor_sentence(result: HeadsResult) -> str:
         f"the no-attention control scores {floor.mean:.4f} nats ({floor.low:.4f} - {floor.high:.4f}), chance is"
         f" {result.chance_loss:.4f}"
     )
-    if floor.low > result.chance_loss:  # every seed worse than guessing: no floor (trial 327 #3, a smoke run's)
+    if not result.floor_valid:  # every seed worse than guessing: no floor (trial 327 #3, a smoke run's)
         return (
             f"{control}; the control has not reached chance, so it is no floor here: beating it shows nothing about"
             " attention (train longer)."
