@@ -76,21 +76,27 @@ def test_an_mla_head_below_32_names_its_field_and_keeps_the_head_count(tmp_path,
 
 
 @pytest.mark.parametrize(
-    ("width", "kv_heads", "advice"),
-    [(224, 1, "use fewer, wider heads (e.g. 7 heads of 32, the same 224 wide)"),
-     (48, 1, "use fewer, wider heads (e.g. 1 head of 48, the same 48 wide)"),
-     (224, 2, "use fewer, wider heads (e.g. 4 heads of 56 over the 2 KV heads, the same 224 wide)"),
-     (224, 5, "use fewer, wider heads (e.g. 7 heads of 32, with KV heads that divide 7, the same 224 wide)"),
-     (16, 1, "the attention is 16 wide in all, under one head of 32: widen its heads (head_dim, or d_model where"
-             " head_dim follows from it)")],
+    ("width", "kv_heads", "n_heads", "advice"),
+    [(224, 1, 14, "use fewer, wider heads (e.g. 7 heads of 32, the same 224 wide; the KV cache 2x: 1 KV head of 32)"),
+     (48, 1, 1, "use fewer, wider heads (e.g. 1 head of 48, the same 48 wide)"),
+     (224, 2, 14, "use fewer, wider heads (e.g. 4 heads of 56 over the 2 KV heads, the same 224 wide; the KV cache"
+                  " 3.5x: 2 KV heads of 56)"),
+     (224, 5, 14, "use fewer, wider heads (e.g. 7 heads of 32, with KV heads that divide 7, the same 224 wide)"),
+     (16, 1, 1, "the attention is 16 wide in all, under one head of 32: widen its heads (head_dim, or d_model where"
+                " head_dim follows from it)"),
+     # trial 400 #3: 8 heads of 16 over 2 KV heads were told 2 heads of 64 (an MHA, 4x the cache, unsaid)
+     (128, 2, 8, "use fewer, wider heads (e.g. 4 heads of 32 over the 2 KV heads, the same 128 wide; the KV cache 2x:"
+                 " 2 KV heads of 32)"),
+     (128, 4, 8, "use fewer, wider heads (e.g. 4 heads of 32 over the 4 KV heads, the same 128 wide; the KV cache 2x:"
+                 " 4 KV heads of 32)")],
 )  # fmt: skip
-def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, kv_heads, advice):
+def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, kv_heads, n_heads, advice):
     """Trial 303 #1: width 48 (3 heads of 16) was told "0 heads of 64", width 224 (14 of 16) "3 heads of 64";
     review 305 #6: 14 heads over 2 KV heads were told 7 heads (2 KV heads cannot serve 7), and one head of 16 in a
     4096-wide model "widen d_model"."""
     from mha_cli.core.check import _wider_heads
 
-    assert _wider_heads(width, kv_heads) == advice
+    assert _wider_heads(width, kv_heads, n_heads, width // n_heads) == advice
 
 
 def test_small_mla_stated_in_a_file_is_a_warning(tmp_path):

@@ -264,7 +264,7 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         trace.fire(
             "MHA090",
             f"head_dim {smallest} < {C.HEAD_DIM_FLOOR}: "
-            f"{_wider_heads(model.attention.width, model.attention.n_kv_heads)}",
+            f"{_wider_heads(model.attention.width, model.attention.n_kv_heads, model.attention.n_heads, smallest)}",
             head_dim=smallest,
         )
     elif model.attention.mla is None and (smallest not in USUAL_HEAD_DIMS or smallest > C.HEAD_DIM_CEILING):
@@ -273,12 +273,13 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
         trace.fire("MHA061", f"head_dim {smallest} is not 64, 128 or 256", head_dim=smallest)
 
 
-def _wider_heads(width: int, kv_heads: int) -> str:
-    """MHA090's advice for an attention ``width`` (n_heads x head_dim) read by ``kv_heads`` KV heads: heads at least
-    ``HEAD_DIM_FLOOR`` wide that keep the width, of 64, 128 or 32 where one divides it, else of the narrowest even,
-    else any, divisor above the floor; a count the KV heads divide first (trial 303 #1: 48 wide was told "0 heads of
-    64", 224 wide "3 heads of 64", 192 wide; review 305 #6: 7 heads over 2 KV heads, and "widen d_model" to a model
-    whose head_dim the config sets)."""
+def _wider_heads(width: int, kv_heads: int, n_heads: int, head_dim: int) -> str:
+    """MHA090's advice for an attention ``width`` (``n_heads`` x ``head_dim``) read by ``kv_heads`` KV heads: heads
+    at least ``HEAD_DIM_FLOOR`` wide that keep the width, of 64, 128 or 32 where one divides it, else of the narrowest
+    even, else any, divisor above the floor; a count the KV heads divide first, and of a grouped design one that
+    keeps a group, with what the wider KV heads cost (trial 303 #1: 48 wide was told "0 heads of 64", 224 wide "3
+    heads of 64"; review 305 #6: 7 heads over 2 KV heads, and "widen d_model" to a model whose head_dim the config
+    sets; trial 400 #3: 8 heads of 16 over 2 KV heads were told 2 heads of 64, an MHA of 4x the cache, unsaid)."""
     divisors = [d for d in range(C.HEAD_DIM_FLOOR, width + 1) if width % d == 0]
     if not divisors:  # narrower than the floor: no head of that width can hold it
         return (
@@ -287,12 +288,17 @@ def _wider_heads(width: int, kv_heads: int) -> str:
         )
     ordered = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if d in divisors] + [d for d in divisors if d % 2 == 0] + divisors
     shared = [d for d in ordered if (width // d) % kv_heads == 0]  # RoPE rotates an even width (MHA095): even first
+    grouped = kv_heads < n_heads
+    if grouped:  # GQA stays GQA where a width allows: more query heads than KV heads
+        shared = [d for d in shared if width // d > kv_heads] + [d for d in shared if width // d <= kv_heads]
     dim = (shared or ordered)[0]
     heads = width // dim
     kv = f" over the {kv_heads} KV heads" if shared and kv_heads > 1 else f", with KV heads that divide {heads}"
     if shared and kv_heads == 1:
         kv = ""
-    return f"use fewer, wider heads (e.g. {heads} head{'s' if heads > 1 else ''} of {dim}{kv}, the same {width} wide)"
+    owned = f"{kv_heads} KV head{'s' if kv_heads > 1 else ''} of {dim}"
+    cost = f"; the KV cache {dim / head_dim:.3g}x: {owned}" if shared and grouped else ""
+    return f"use fewer, wider heads (e.g. {heads} head{'s' if heads > 1 else ''} of {dim}{kv}, the same {width} wide{cost})"
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:
