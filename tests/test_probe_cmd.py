@@ -38,15 +38,34 @@ def test_json_gives_tokens_and_one_causal_softmax_matrix_per_head() -> None:
     assert not torch.allclose(heads[0], heads[1])  # heads sharing K/V still differ by their queries
 
 
-def test_the_matrices_are_the_layers_weights_for_the_same_seed() -> None:
+def test_the_matrices_are_the_seeded_layers_by_hand_with_rope() -> None:
+    """The same seed's projections, attention computed here: q and k rotated by RoPE (theta 10,000, rotate-half over
+    the whole head), scaled by 1/sqrt(head_dim), causal softmax. Every variant rotates (trial 400 #1: MHA, GQA and MQA
+    had no RoPE while MLA's key had one, so the variants' maps differed by more than their caches)."""
     data = probe_json("--heads", "2", "--d-model", "16", "--seed", "3")
     torch.manual_seed(3)
     layer = Attention(16, 2, 2, 8)
     with torch.no_grad():
         for param in layer.parameters():
             param.normal_(0.0, 16**-0.5)
-        _, weights = layer.forward_with_weights(embed(tokenize(SENTENCE), 16, 3))
-    torch.testing.assert_close(torch.tensor(data["heads"]), weights[0], atol=1e-6, rtol=0)
+        x = embed(tokenize(SENTENCE), 16, 3)[0]  # (N, 16)
+        n = x.shape[0]
+        q = (x @ layer.q_proj.weight.T).view(n, 2, 8).transpose(0, 1)  # (h, N, 8)
+        k = (x @ layer.k_proj.weight.T).view(n, 2, 8).transpose(0, 1)
+        inv_freq = 10_000.0 ** (-torch.arange(0, 8, 2, dtype=torch.float32) / 8)  # (4,)
+        angles = torch.arange(n, dtype=torch.float32)[:, None] * inv_freq  # (N, 4)
+        cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)  # (N, 8): halves share a frequency
+
+        def rotated(t: torch.Tensor) -> torch.Tensor:
+            first, second = t[..., :4], t[..., 4:]
+            return t * cos + torch.cat([-second, first], dim=-1) * sin
+
+        scores = rotated(q) @ rotated(k).transpose(-1, -2) / math.sqrt(8)  # (h, N, N)
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        by_hand = scores.softmax(-1)
+    torch.testing.assert_close(torch.tensor(data["heads"]), by_hand, atol=1e-5, rtol=0)
+    unrotated = (q @ k.transpose(-1, -2) / math.sqrt(8)).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), -1e9)
+    assert not torch.allclose(torch.tensor(data["heads"]), unrotated.softmax(-1), atol=1e-3)  # the control: no RoPE
 
 
 @pytest.mark.parametrize(("variant", "n_kv"), [("MQA", 1), ("MLA", None), ("GQA", 2)])  # MLA: no KV heads

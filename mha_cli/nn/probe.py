@@ -2,8 +2,10 @@
 
 Offline and deterministic: lower-cased word/punctuation tokens; each distinct token gets a seeded
 random embedding (the same word always gets the same vector), plus sinusoidal positions so heads
-can tell tokens apart by place; the layer's weights are seeded normals (std 1/sqrt(d_model)). The
-weights come from the reference path, so they are the exact softmax rows, causal.
+can tell tokens apart by place, and RoPE (theta 10,000) in the layer on every variant: MHA, GQA and MQA
+rotate their whole heads (rotate-half, as Llama), MLA its decoupled key (interleaved, as DeepSeek), so
+a comparison of variants sees the same positions. The layer's weights are seeded normals (std
+1/sqrt(d_model)). The weights come from the reference path, so they are the exact softmax rows, causal.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def run_probe(
     tokens = tokenize(sentence)
     spec = probe_spec(n_heads, n_kv_heads, variant, d_model, vocab=len(set(tokens)), kv_lora_rank=kv_lora_rank)
     torch.manual_seed(seed)
-    layer = build_attention(spec)
+    layer = build_attention(spec, with_rope=True)  # every variant rotates, as MLA's key does (trial 400 #1)
     with torch.no_grad():
         for param in layer.parameters():
             if param.ndim == 2:  # projections; norms keep their ones
