@@ -505,8 +505,9 @@ def plan(
                 "--kv-offload-gib: a CPU target's KV cache is in host memory already, and vLLM's offload runs on"
                 " CUDA and XPU GPUs only: leave it out"
             )
-    # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no --engine: the default constants
-    generation = deployment.engine_generation if engine is not None else None
+    # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no engine named (by --engine, the config
+    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): the default constants, as kv's
+    generation = deployment.engine_generation if deployment.engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
     if speculative is not None:
         from mha_cli.core.speculative import refuse_method_missing

@@ -113,7 +113,9 @@ class MemoryPlan(Record):
     """The engine starts and admits every sequence of the replica at once (engine.fits)."""
     max_sequences: int
     """Sequences of seq_len tokens the engine runs at once, over all replicas (whole requests, at most max_num_seqs
-    per replica; engine.admitted_per_replica x replicas)."""
+    per replica; engine.admitted_per_replica x replicas), each with blocks of its own: requests sharing a prefix's
+    blocks (``plan --shared-prefix``) run more at once, which the plan's ``running_per_replica`` counts (trial 399
+    #5)."""
     max_tokens_per_device: int
     """Tokens (of every layer) the engine's KV pool on one device holds (engine.kv_tokens)."""
     expert_ranks: int | None = None
