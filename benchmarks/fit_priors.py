@@ -69,6 +69,7 @@ from mha_cli.core.cost.priors import (
     ATTENTION_HALF_ROWS,
     FP4_EFFICIENCY,
     datasheet_profile,
+    fitted_generation_for,
     fp4_share_applies,
     prior_profile,
 )
@@ -749,10 +750,12 @@ def refit_prefill_launch(rows: list[GenerationRow], generations: dict[str, dict[
 
 
 def constants_for(row: GenerationRow, generations: dict[str, dict[str, Any]], default: dict[str, float]) -> dict:
-    """The constants ``generations`` price ``row`` with (``core.cost.priors.generation_prior``'s choice)."""
-    entry = generations.get(row.generation)
-    if entry is None or row.target.vendor.lower() not in entry["fitted_vendors"]:
+    """The constants ``generations`` price ``row`` with (``core.cost.priors.generation_prior``'s choice: the row's
+    generation's fit for its vendor, else the nearest earlier one's of its engine, else ``default``)."""
+    priced_by = fitted_generation_for(row.generation, row.target.vendor, generations)
+    if priced_by is None:
         return default
+    entry = generations[priced_by]
     family = entry.get("vendors", {}).get(row.target.vendor.lower())
     return family["constants"] if family else entry["constants"]
 

@@ -481,6 +481,7 @@ def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them
     # no 2025 measurement of SGLang 0.4: the default constants, and the profile says so
     old = prior_profile(TARGETS["h200"], generation="sglang-0.4")
     assert old.step_overhead_s == default["step_overhead_s"] and "no published measurement" in old.source
+    assert "nor of an earlier generation of its engine" in old.source
     assert prior_profile(TARGETS["h200"]).name == "h200-prior"  # no generation named: today's profile
     # trial 367 #2: an MI355X takes the AMD set fitted on MI300X rows alone, and says so (the MI300X does not)
     mi355x = prior_profile(TARGETS["mi355x"], generation="sglang-0.5")
@@ -505,12 +506,14 @@ def test_plan_prices_with_the_named_engines_generation(cli):
     expected = prior_profile(TARGETS["b200"], generation="sglang-0.5")
     assert expected.step_overhead_s == nvidia["step_overhead_s"]
     assert sglang["itl_ms"] != pytest.approx(plain["itl_ms"], rel=0.05)  # the fit moved it
-    # no fit of vllm-0.21: today's figure. 0.28.0 is the first release with the 160 GiB step tier the plain plan (the
-    # newest rules) prices on a B200 (settings.VLLM_160_GIB_TIER); vllm@0.21 takes 8,192 tokens a step, not 16,384
+    # no fit of vllm-0.21: V1's constants (its nearest earlier fit). 0.28.0 is the first release with the 160 GiB step
+    # tier the newest rules price on a B200 (settings.VLLM_160_GIB_TIER); vllm@0.21 takes 8,192 tokens a step, not
+    # 16,384
+    newest = cli.json(*common, "--concurrency", "16", "--engine", "vllm")
     latest = cli.json(*common, "--concurrency", "16", "--engine", "vllm@0.28")
-    assert latest["itl_ms"] == pytest.approx(plain["itl_ms"]) and latest["profile"]["name"] == "b200-prior@vllm-0.21"
+    assert latest["itl_ms"] == pytest.approx(newest["itl_ms"]) and latest["profile"]["name"] == "b200-prior@vllm-0.21"
     first = cli.json(*common, "--concurrency", "16", "--engine", "vllm@0.21")
-    assert first["profile"]["name"] == "b200-prior@vllm-0.21" and first["itl_ms"] != pytest.approx(plain["itl_ms"])
+    assert first["profile"]["name"] == "b200-prior@vllm-0.21" and first["itl_ms"] != pytest.approx(newest["itl_ms"])
 
 
 def test_plan_refuses_an_engine_version_it_cannot_read_in_one_line(cli):
@@ -519,3 +522,22 @@ def test_plan_refuses_an_engine_version_it_cannot_read_in_one_line(cli):
     assert result.output.strip().splitlines() == [
         "error: engine version 'newest' is not a release number: write it as 0.10 or 0.11.0"
     ]
+
+
+@pytest.mark.parametrize("target", ["h100-sxm", "mi300x", "b200"])
+def test_vllm_0_21_is_priced_by_v1_s_constants_its_nearest_earlier_fit(target):
+    """Trials 397 #1, 399 #2, 402 #1: vLLM 0.21 and later had no fit, so the default constants (2023-24 engines)
+    priced them: an MI300X was 2x slower than an H100 under vllm@0.20 and faster under vllm@0.21, and the held-out
+    2025-26 measurements put the default constants 2-3x further off than V1's own fit (ITL median 30% against 12%).
+    A generation without a fit takes the nearest earlier one's of its engine, on the same vendor's set; vLLM V0, before
+    any fitted vLLM, keeps the default ones (the control)."""
+    device = TARGETS[target]
+    v1, latest = prior_profile(device, generation="vllm-v1"), prior_profile(device, generation="vllm-0.21")
+    carried = {name: value for name, value in latest.constants.items() if name != "request_overhead_s"}
+    assert carried == {name: value for name, value in v1.constants.items() if name != "request_overhead_s"}
+    assert latest.relative_error == v1.relative_error
+    assert latest.step_overhead_s == v1.step_overhead_s and latest.request_overhead_s == v1.request_overhead_s
+    assert latest.source.endswith(f"no published measurement of vllm-0.21 fitted on {device.vendor} GPUs: vllm-v1's"
+                                  f" constants, the nearest earlier generation of its engine fitted ({v1.source.split(' datasheet x ', 1)[1]})")  # fmt: skip
+    default = fitted_constants()["constants"]
+    assert prior_profile(device, generation="vllm-v0").step_overhead_s == default["step_overhead_s"]

@@ -28,9 +28,13 @@ before SGLang's prefill was priced with its kernels launched from the host (``co
 before the step constants were refitted with whole prompts in the prompt steps (``core.cost.serving.others_prompts``)."""
 
 
+CARRIED = {"vllm-0.21": "vllm-v1"}
+"""A generation without its own measurement takes the nearest earlier one's of its engine (trial 399 #2)."""
+
+
 @pytest.mark.parametrize("generation", [g.id for g in GENERATIONS])
 def test_each_generation_prices_its_front_end_in_its_prior(generation):
-    expected = float(f"{SHIPPED_S.get(generation, 0.0):.2g}")
+    expected = float(f"{SHIPPED_S.get(CARRIED.get(generation, generation), 0.0):.2g}")
     assert front_end(generation).seconds == expected
     profile = prior_profile(load_targets()["h100-sxm"], "bf16", generation=generation)
     assert profile.request_overhead_s == expected
@@ -44,6 +48,15 @@ def test_only_generations_with_evidence_have_one_and_each_says_where_it_comes_fr
     assert FRONT_ENDS["sglang-0.5"].source.endswith("https://github.com/tenstorrent/tt-inference-server/issues/3560")
     assert all(entry.source.startswith("cited: ") for entry in FRONT_ENDS.values())  # none fitted
     assert prior_profile(load_targets()["h100-sxm"], "bf16").request_overhead_s == 0.0  # the default constants
+
+
+def test_vllm_0_21_carries_v1_s_front_end_and_says_so():
+    """Trial 399 #2: vllm@0.21 had no front end where vllm@0.20 had V1's 45 ms, so its TTFT fell 2.5x by the data's
+    absence; the carried value names whose it is. SGLang 0.4, before any measured SGLang, keeps none (the control)."""
+    carried = front_end("vllm-0.21")
+    assert carried.seconds == FRONT_ENDS["vllm-v1"].seconds == 0.045
+    assert carried.source.startswith("vllm-v1's, carried: no published measurement of vllm-0.21's front end found")
+    assert front_end("sglang-0.4").seconds == 0.0 and front_end("vllm-v0").seconds == 0.0
 
 
 class FixedSteps:
@@ -142,11 +155,14 @@ def test_plan_prints_and_reports_the_front_end_of_the_named_engines_generation(c
 
 
 def test_a_generation_without_a_front_end_says_its_ttft_leaves_it_out(cli):
-    """vLLM 0.21's TTFT read as 2.4x faster than 0.20's at 64 users, the 45 ms front end 0.20 has and 0.21 lacks (no
-    measurement found) unsaid (trial 359 #4): a prior without one says so; the control, 0.20, prices it silently."""
+    """vLLM 0.21's TTFT read as 2.4x faster than 0.20's at 64 users, the 45 ms front end 0.20 has and 0.21 lacked (no
+    measurement found) unsaid (trial 359 #4): a prior without one says so; the control, a generation with one, prices
+    it silently. vLLM 0.21 now carries V1's (trial 399 #2); SGLang 0.4, before any measured SGLang, has none."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "64", "--closed-form")
     newer = cli.json(*args, "--engine", "vllm@0.21.0")
     older = cli.json(*args, "--engine", "vllm@0.20.2")
-    assert newer["front_end_ms"] == 0 and older["front_end_ms"] == 45.0
-    assert any("the front end (API server" in note and "not in this TTFT" in note for note in newer["notes"])
-    assert not any("the front end (API server" in note for note in older["notes"])
+    assert newer["front_end_ms"] == older["front_end_ms"] == 45.0
+    without = cli.json(*args, "--engine", "sglang@0.4.9")
+    assert without["front_end_ms"] == 0
+    assert any("the front end (API server" in note and "not in this TTFT" in note for note in without["notes"])
+    assert not any("the front end (API server" in note for note in newer["notes"] + older["notes"])

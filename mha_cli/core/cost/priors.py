@@ -85,23 +85,58 @@ class GenerationPrior(NamedTuple):
     """The relative band: the 80th percentile of the generation's held-out errors (the GPU's default band without)."""
 
 
+def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str, Any]]) -> str | None:
+    """The generation whose fitted constants price ``generation``'s steps on ``vendor``'s GPUs (``fits``:
+    ``generation_fits()``): its own where fitted for that vendor, else the nearest earlier generation of the same
+    engine fitted for it (vLLM 0.21 and later: vLLM V1's, whose release followed; trials 397 #1, 399 #2, 402 #1:
+    the default constants, fitted on 2023-24 engines, priced them, and the held-out 2025-26 measurements put those
+    2-3x further off than a generation's own fit), else None: the default constants (a generation before any fitted
+    one is of their era)."""
+    from mha_cli.core.engine.generations import GENERATIONS
+
+    def fitted_for(candidate: str) -> bool:
+        entry = fits.get(candidate)
+        return entry is not None and vendor.lower() in entry["fitted_vendors"]
+
+    if fitted_for(generation):
+        return generation
+    engine = next(g.engine for g in GENERATIONS if g.id == generation)
+    earlier = [g for g in GENERATIONS if g.engine == engine]
+    earlier = earlier[: [g.id for g in earlier].index(generation)]
+    return next((g.id for g in reversed(earlier) if fitted_for(g.id)), None)
+
+
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
     """The constants of engine ``generation`` (an id of ``core.engine.generations``) on ``target``'s vendor: its
-    vendor's own where the fit had both vendors, the generation's where it had this one, else the default ones."""
-    fitted = generation_fits().get(generation)
-    if fitted is None:
+    vendor's own where the fit had both vendors, the generation's where it had this one; a generation without a fit
+    for the vendor takes the nearest earlier one's (``fitted_generation_for``), else the default ones."""
+    fits = generation_fits()
+    priced_by = fitted_generation_for(generation, target.vendor, fits)
+    if priced_by is None:
+        fitted = fits.get(generation)
+        why = (
+            f"no published measurement of {generation} fitted"
+            if fitted is None
+            else f"{generation} was fitted on {', '.join(fitted['gpus'])} only"
+        )
         return GenerationPrior(
             fitted_constants()["constants"],
-            f"no published measurement of {generation} fitted: the default constants (cost_priors.json)",
+            f"{why}, nor of an earlier generation of its engine: the default constants price {target.vendor} GPUs"
+            " (cost_priors.json)",
             band(target.id),
         )
-    if target.vendor.lower() not in fitted["fitted_vendors"]:
-        return GenerationPrior(
-            fitted_constants()["constants"],
-            f"{generation} was fitted on {', '.join(fitted['gpus'])} only: the default constants price"
-            f" {target.vendor} GPUs (cost_priors.json)",
-            band(target.id),
-        )
+    own = _fitted_prior(priced_by, fits[priced_by], target)
+    if priced_by == generation:
+        return own
+    carried = (
+        f"no published measurement of {generation} fitted on {target.vendor} GPUs: {priced_by}'s constants, the"
+        f" nearest earlier generation of its engine fitted ({own.source})"
+    )
+    return GenerationPrior(own.constants, carried, own.band)
+
+
+def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> GenerationPrior:
+    """``generation``'s own fitted constants on ``target``'s vendor (fitted for it)."""
     family = fitted.get("vendors", {}).get(target.vendor.lower())
     constants = family["constants"] if family else fitted["constants"]
     gpus = ", ".join(family["gpus"] if family else fitted["gpus"])

@@ -9,10 +9,12 @@ fixed time a request, added to every TTFT (``DeviceProfile.request_overhead_s`` 
 
 Each value is cited from a public measurement of a lone request's TTFT beyond its step time (its URL): SGLang's on
 a mock device (the front end alone), vLLM V1's above its prefill kernels (front end and the CPU dispatch of the
-prefill, which that source puts at about 1.4 ms a layer); a generation without one has none (0), vLLM 0.21 and later
-included: no measurement of them was found, so ``vllm@0.20`` and ``vllm@0.21`` differ by this term. None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's
-one-user fit rows would give, a diagnostic only, since such a fit absorbs whatever the step model misprices in those
-rows' prefill (``outputs/serving/priors_2025.md``). Pure Python.
+prefill, which that source puts at about 1.4 ms a layer); a generation without one takes the nearest earlier
+generation's of its engine, as its step constants are (vLLM 0.21 and later: V1's, no measurement of them being
+found; without it ``vllm@0.20`` and ``vllm@0.21`` differed by 45 ms in every TTFT: trial 399 #2), else none (0).
+None is fitted: ``benchmarks/fit_priors.py --set 2025 --front-end`` prints what a fit on a generation's one-user fit
+rows would give, a diagnostic only, since such a fit absorbs whatever the step model misprices in those rows'
+prefill (``outputs/serving/priors_2025.md``). Pure Python.
 """
 
 from typing import NamedTuple
@@ -52,8 +54,24 @@ FRONT_ENDS: dict[GenerationId, FrontEnd] = {
 
 
 def front_end(generation: str | None) -> FrontEnd:
-    """The front-end time of ``generation`` (an id of ``core.engine.generations``); None or a generation without
-    evidence: 0 seconds, and why."""
+    """The front-end time of ``generation`` (an id of ``core.engine.generations``): its own measurement, else the
+    nearest earlier generation's of the same engine, carried as its step constants are
+    (``core.cost.priors.fitted_generation_for``: vLLM 0.21's is V1's, trial 399 #2); None or a generation with no
+    evidence before it: 0 seconds, and why."""
     if generation is None:
         return FrontEnd(0.0, "no engine generation: the default constants, fitted with TTFT in their loss, carry it")
-    return FRONT_ENDS.get(generation, FrontEnd(0.0, NO_MEASUREMENT))  # type: ignore[call-overload]
+    own = FRONT_ENDS.get(generation)  # type: ignore[call-overload]
+    if own is not None:
+        return own
+    from mha_cli.core.engine.generations import GENERATIONS
+
+    engine = next(g.engine for g in GENERATIONS if g.id == generation)
+    ids = [g.id for g in GENERATIONS if g.engine == engine]
+    for earlier in reversed(ids[: ids.index(generation)]):
+        if earlier in FRONT_ENDS:
+            measured = FRONT_ENDS[earlier]  # type: ignore[index]
+            return FrontEnd(
+                measured.seconds,
+                f"{earlier}'s, carried: no published measurement of {generation}'s front end found; {measured.source}",
+            )
+    return FrontEnd(0.0, NO_MEASUREMENT)
