@@ -80,15 +80,19 @@ def test_an_mla_head_below_32_names_its_field_and_keeps_the_head_count(tmp_path,
     [(224, 1, 14, "use fewer, wider heads (e.g. 7 heads of 32, the same 224 wide; the KV cache 2x: 1 KV head of 32)"),
      (48, 1, 1, "use fewer, wider heads (e.g. 1 head of 48, the same 48 wide)"),
      (224, 2, 14, "use fewer, wider heads (e.g. 4 heads of 56 over the 2 KV heads, the same 224 wide; the KV cache"
-                  " 3.5x: 2 KV heads of 56)"),
+                  " 3.5x: 2 KV heads of 56; or 7 heads of 32 over 1 KV head, which keeps the cache)"),
      (224, 5, 14, "use fewer, wider heads (e.g. 7 heads of 32, with KV heads that divide 7, the same 224 wide)"),
      (16, 1, 1, "the attention is 16 wide in all, under one head of 32: widen its heads (head_dim, or d_model where"
                 " head_dim follows from it)"),
      # trial 400 #3: 8 heads of 16 over 2 KV heads were told 2 heads of 64 (an MHA, 4x the cache, unsaid)
      (128, 2, 8, "use fewer, wider heads (e.g. 4 heads of 32 over the 2 KV heads, the same 128 wide; the KV cache 2x:"
-                 " 2 KV heads of 32)"),
+                 " 2 KV heads of 32; or 4 heads of 32 over 1 KV head, which keeps the cache)"),
+     # review 401 #4: an MHA said as one, with the grouped design that keeps the cache; MQA's narrowest head
      (128, 4, 8, "use fewer, wider heads (e.g. 4 heads of 32 over the 4 KV heads, the same 128 wide; the KV cache 2x:"
-                 " 4 KV heads of 32)")],
+                 " 4 KV heads of 32, an MHA; or 4 heads of 32 over 2 KV heads, which keeps the cache)"),
+     (192, 4, 12, "use fewer, wider heads (e.g. 4 heads of 48 over the 4 KV heads, the same 192 wide; the KV cache 3x:"
+                  " 4 KV heads of 48, an MHA; or 6 heads of 32 over 2 KV heads, which keeps the cache)"),
+     (128, 1, 8, "use fewer, wider heads (e.g. 4 heads of 32, the same 128 wide; the KV cache 2x: 1 KV head of 32)")],
 )  # fmt: skip
 def test_the_head_dim_floor_advises_heads_that_keep_the_width(width, kv_heads, n_heads, advice):
     """Trial 303 #1: width 48 (3 heads of 16) was told "0 heads of 64", width 224 (14 of 16) "3 heads of 64";

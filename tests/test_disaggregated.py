@@ -484,6 +484,10 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     assert data["winner"] == "disaggregated"
     assert f"(on its means only: p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000 in the simulated loop)" in data["verdict"]
     assert "disaggregated wins on its means:" in text
+    # review 401 #2: a TPOT p99 of 28.47 ms past --itl-ms 28.4 read "28 ms > 28.4"; said to 0.1 ms, as simulated
+    tight = cli.json(*args[:-4], "--ttft-ms", "6000", "--itl-ms", "28.4")
+    tpot = tight["simulated"]["tpot_ms"]["p99"]
+    assert tpot > 28.4 and f"p99 TPOT {tpot:.1f} ms > --itl-ms 28.4" in tight["p99_past_targets"]
     closed = cli.json(*args, "--closed-form")  # no loop: nothing said of a p99
     assert closed["p99_past_targets"] == [] and "on its means only" not in closed["verdict"]
 

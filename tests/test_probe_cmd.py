@@ -68,6 +68,18 @@ def test_the_matrices_are_the_seeded_layers_by_hand_with_rope() -> None:
     assert not torch.allclose(torch.tensor(data["heads"]), unrotated.softmax(-1), atol=1e-3)  # the control: no RoPE
 
 
+def test_an_odd_head_width_runs_unrotated_and_the_json_says_what_rotates() -> None:
+    """Review 401 #5: with RoPE in every variant, 2 heads of 9 were refused, naming fields probe has none of; RoPE
+    pairs its dimensions, so an odd head runs unrotated and says so. The JSON names the rotated width and theta."""
+    odd = runner.invoke(app, ["probe", SENTENCE, "--heads", "2", "--d-model", "18"])
+    assert odd.exit_code == 0 and "head width 9, no RoPE (an odd head width)" in " ".join(odd.stdout.split())
+    assert probe_json("--heads", "2", "--d-model", "18")["rope_width"] is None
+    even = probe_json("--heads", "4")
+    assert (even["rope_width"], even["rope_theta"]) == (16, 10_000.0)
+    mla = probe_json("--heads", "4", "--variant", "MLA")
+    assert mla["rope_width"] == mla["mla_rope_dim"] and mla["rope_theta"] == 10_000.0
+
+
 @pytest.mark.parametrize(("variant", "n_kv"), [("MQA", 1), ("MLA", None), ("GQA", 2)])  # MLA: no KV heads
 def test_variants_run(variant: str, n_kv: int) -> None:
     data = probe_json("--heads", "4", "--variant", variant)

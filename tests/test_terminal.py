@@ -156,6 +156,22 @@ def test_targets_list_fp4_and_the_gpu_link_beside_bf16_and_fp8(narrow):
     assert rows["a100-80gb"][-3:] == ["-", "-", "600"]  # Ampere: no fp8, no fp4
 
 
+@pytest.mark.parametrize("columns", ["60", "68"])
+def test_targets_under_70_columns_leave_fp4_and_link_out_rather_than_cut_digits(narrow, monkeypatch, columns):
+    """Review 401 #3: at 60 columns the fp4 and link columns were cut, GB200's 10,000 fp4 read "1"; narrower than the
+    table, they are left out whole and the footnote says where to find them."""
+    from mha_cli.cli import output
+
+    monkeypatch.setenv("COLUMNS", columns)
+    output.stdout_console.cache_clear()
+    text = narrow.run("targets").stdout
+    rows = {line.split()[0]: line.split() for line in text.splitlines() if line.split()}
+    assert rows["gb200"][-4:] == ["184", "8000", "2500", "5000"] and rows["v100-16gb"][-2:] == ["125*", "-"]
+    assert "fp4" not in rows["id"] and "link" not in rows["id"]
+    assert "fp4 and the link: a wider terminal, `mha targets ID` or --json" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= int(columns)
+
+
 @pytest.mark.parametrize(
     "args",
     [

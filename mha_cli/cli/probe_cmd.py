@@ -199,7 +199,8 @@ def shape_line(result: ProbeResult) -> str:
             f"{heads} reading one shared latent of rank {result.mla_kv_lora_rank} + RoPE key width"
             f" {result.mla_rope_dim} (q/k head width {result.head_dim})"
         )
-    return f"{heads}, {plural(result.n_kv_heads or 0, 'KV head')}, head width {result.head_dim}"
+    rope = "RoPE over the whole head" if result.rope_width else "no RoPE (an odd head width)"
+    return f"{heads}, {plural(result.n_kv_heads or 0, 'KV head')}, head width {result.head_dim}, {rope}"
 
 
 def render_probe(console: Console, result: ProbeResult) -> None:

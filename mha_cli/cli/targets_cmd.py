@@ -13,6 +13,7 @@ from mha_cli.core.targets import ALIASES, ResolvedTarget, Target, load_targets, 
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from mha_cli.cli.app import CommandRegistry
 
@@ -77,33 +78,21 @@ def targets(
 def render_targets(console: "Console", result: TargetList) -> None:
     """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor, the
     rates to the unit."""
-    from rich import box
-    from rich.table import Table
-
-    table = Table(
-        title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True
-    )
-    table.add_column("id", no_wrap=True, min_width=len(max((t.id for t in result.targets), key=len, default="")) + 2)
-    table.add_column("name", ratio=1, min_width=12)
-    for column in ("GiB", "GB/s", "bf16", "fp8", "fp4", "link"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for t in result.targets:
-        bf16 = _figure(t.bf16_tflops_dense) + ("" if t.bf16_native else "*")
-        table.add_row(
-            t.id + (" !" if t.uncertain else "") + ("" if t.device_memory_measured else " ~"),
-            t.name.removeprefix(t.vendor + " "),
-            f"{t.torch_memory_gib:.0f}",
-            _figure(t.memory_bandwidth_gbs),
-            bf16,
-            _figure(t.fp8_tflops_dense),
-            _figure(t.fp4_tflops_dense),
-            _figure(t.interconnect_gbs),
-        )
+    table = _targets_table(result, wide=True)
+    wide = table.__rich_measure__(console, console.options).minimum <= console.width
+    if not wide:  # under ~70 columns fp4 and link go, rather than cut digits (review 401 #3)
+        table = _targets_table(result, wide=False)
     console.print(table)
+    rates = (
+        "bf16, fp8, fp4: dense TFLOP/s in that format (-: none stated); link: device-to-device GB/s both ways"
+        " (NVLink, Infinity Fabric, TPU ICI; -: none beyond PCIe, or one device)"
+        if wide
+        else "bf16, fp8: dense TFLOP/s in that format (-: none stated; fp4 and the link: a wider terminal, `mha"
+        " targets ID` or --json)"
+    )
     console.print(
         "[dim]GiB: memory as torch reports it, what plans use (2^30 bytes; ~: an estimate, no public"
-        " measurement found; the vendor's GB: `mha targets ID`); GB/s: memory bandwidth; bf16, fp8, fp4: dense TFLOP/s in"
-        " that format (-: no tensor cores for it); link: GPU-to-GPU GB/s both ways (-: PCIe only); *: the"
+        f" measurement found; the vendor's GB: `mha targets ID`); GB/s: memory bandwidth; {rates}; *: the"
         " device has no bf16, the figure is fp16's; !: a figure flagged uncertain (`mha targets ID` shows the source and"
         " notes).[/dim]"
     )
@@ -113,6 +102,31 @@ def render_targets(console: "Console", result: TargetList) -> None:
         "[dim]a device not listed: a YAML file of the same fields, --target my-gpu.yaml (its fields:"
         " `mha targets --schema`)[/dim]"
     )
+
+
+def _targets_table(result: TargetList, *, wide: bool) -> "Table":
+    """The table of ``render_targets``; ``wide``: with the fp4 and link columns."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(
+        title="Deployment targets", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1), collapse_padding=True
+    )
+    table.add_column("id", no_wrap=True, min_width=len(max((t.id for t in result.targets), key=len, default="")) + 2)
+    table.add_column("name", ratio=1, min_width=12)
+    for column in ("GiB", "GB/s", "bf16", "fp8", *(("fp4", "link") if wide else ())):
+        table.add_column(column, justify="right", no_wrap=True)
+    for t in result.targets:
+        cells = [
+            t.id + (" !" if t.uncertain else "") + ("" if t.device_memory_measured else " ~"),
+            t.name.removeprefix(t.vendor + " "),
+            f"{t.torch_memory_gib:.0f}",
+            _figure(t.memory_bandwidth_gbs),
+            _figure(t.bf16_tflops_dense) + ("" if t.bf16_native else "*"),
+            _figure(t.fp8_tflops_dense),
+        ]
+        table.add_row(*cells, *((_figure(t.fp4_tflops_dense), _figure(t.interconnect_gbs)) if wide else ()))
+    return table
 
 
 def _figure(value: float | None) -> str:

@@ -275,30 +275,51 @@ def _check_head_dim(trace: Trace, model: ModelSpec) -> None:
 
 def _wider_heads(width: int, kv_heads: int, n_heads: int, head_dim: int) -> str:
     """MHA090's advice for an attention ``width`` (``n_heads`` x ``head_dim``) read by ``kv_heads`` KV heads: heads
-    at least ``HEAD_DIM_FLOOR`` wide that keep the width, of 64, 128 or 32 where one divides it, else of the narrowest
-    even, else any, divisor above the floor; a count the KV heads divide first, and of a grouped design one that
-    keeps a group, with what the wider KV heads cost (trial 303 #1: 48 wide was told "0 heads of 64", 224 wide "3
-    heads of 64"; review 305 #6: 7 heads over 2 KV heads, and "widen d_model" to a model whose head_dim the config
-    sets; trial 400 #3: 8 heads of 16 over 2 KV heads were told 2 heads of 64, an MHA of 4x the cache, unsaid)."""
+    at least ``HEAD_DIM_FLOOR`` wide that keep the width, a count the KV heads divide first. Without a group (MHA)
+    the cache stays, so 64, 128 or 32 first where one divides the width, else the narrowest even, else any, divisor
+    above the floor; a grouped design (GQA, MQA) keeps a group where a width allows, at the narrowest head (the
+    cheapest cache), says what its wider KV heads cost and, where fewer KV heads hold the cache as it is, offers
+    that too (trial 303 #1: 48 wide was told "0 heads of 64", 224 wide "3 heads of 64"; review 305 #6: 7 heads over 2
+    KV heads, and "widen d_model" to a model whose head_dim the config sets; trial 400 #3 and review 401 #4: 8 heads
+    of 16 over 2 KV heads were told 2 heads of 64, an MHA of 4x the cache, unsaid)."""
     divisors = [d for d in range(C.HEAD_DIM_FLOOR, width + 1) if width % d == 0]
     if not divisors:  # narrower than the floor: no head of that width can hold it
         return (
             f"the attention is {width} wide in all, under one head of {C.HEAD_DIM_FLOOR}: widen its heads (head_dim, or"
             " d_model where head_dim follows from it)"
         )
-    ordered = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if d in divisors] + [d for d in divisors if d % 2 == 0] + divisors
-    shared = [d for d in ordered if (width // d) % kv_heads == 0]  # RoPE rotates an even width (MHA095): even first
     grouped = kv_heads < n_heads
-    if grouped:  # GQA stays GQA where a width allows: more query heads than KV heads
+    if grouped:  # the cache grows with the head: the narrowest even first, keeping a group where a width allows
+        ordered = sorted(divisors, key=lambda d: (d % 2, d))
+        shared = [d for d in ordered if (width // d) % kv_heads == 0]
         shared = [d for d in shared if width // d > kv_heads] + [d for d in shared if width // d <= kv_heads]
+    else:  # RoPE rotates an even width (MHA095): even first
+        ordered = [d for d in (64, 128, C.HEAD_DIM_FLOOR) if d in divisors]
+        ordered += [d for d in divisors if d % 2 == 0] + divisors
+        shared = [d for d in ordered if (width // d) % kv_heads == 0]
     dim = (shared or ordered)[0]
     heads = width // dim
     kv = f" over the {kv_heads} KV heads" if shared and kv_heads > 1 else f", with KV heads that divide {heads}"
     if shared and kv_heads == 1:
         kv = ""
-    owned = f"{kv_heads} KV head{'s' if kv_heads > 1 else ''} of {dim}"
-    cost = f"; the KV cache {dim / head_dim:.3g}x: {owned}" if shared and grouped else ""
-    return f"use fewer, wider heads (e.g. {heads} head{'s' if heads > 1 else ''} of {dim}{kv}, the same {width} wide{cost})"
+    advice = f"e.g. {heads} head{'s' if heads > 1 else ''} of {dim}{kv}, the same {width} wide"
+    if shared and grouped:
+        owned = f"{kv_heads} KV head{'s' if kv_heads > 1 else ''} of {dim}"
+        advice += f"; the KV cache {dim / head_dim:.3g}x: {owned}{', an MHA' if heads == kv_heads else ''}"
+        advice += _same_cache(width, kv_heads * head_dim, ordered, (dim, kv_heads))
+    return f"use fewer, wider heads ({advice})"
+
+
+def _same_cache(width: int, kv_width: int, ordered: list[int], given: tuple[int, int]) -> str:
+    """``; or 6 heads of 32 over 2 KV heads, which keeps the cache``: the first head width of ``ordered`` whose
+    fewer KV heads (``kv_width`` / it) keep the KV width and a group, unless that is ``given`` (head width, KV
+    heads); empty when none does."""
+    for dim in ordered:
+        kv, heads = kv_width // dim, width // dim
+        if kv >= 1 and kv * dim == kv_width and heads % kv == 0 and heads > kv and (dim, kv) != given:
+            over = f"{kv} KV head{'s' if kv > 1 else ''}"
+            return f"; or {heads} heads of {dim} over {over}, which keeps the cache"
+    return ""
 
 
 def _check_rotary_width(trace: Trace, model: ModelSpec) -> None:

@@ -45,6 +45,7 @@ from mha_cli.experiments.heads_models import (
     HeadsSettings,
     NoAttentionFloor,
     Verdict,
+    control_is_floor,
 )
 from mha_cli.experiments.heads_plot import heads_figure
 from mha_cli.experiments.heads_report import heads_report
@@ -256,7 +257,7 @@ def run_heads(
     n_tuples = settings.n_symbols**settings.streams
     chance = chance_of_a_worse_call(len(settings.head_counts), len(settings.seeds))
     chance_loss = settings.streams * math.log(settings.n_symbols)
-    is_floor = floor.eval_loss.low <= chance_loss  # HeadsResult.floor_valid: beating no floor shows nothing
+    is_floor = control_is_floor(floor, chance_loss)  # HeadsResult.floor_valid: beating no floor shows nothing
     result = HeadsResult(
         command=command_line("heads", quick=quick, seed=seed, device=device, out_dir=out_dir, force=force),
         quick=quick,

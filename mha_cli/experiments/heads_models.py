@@ -132,4 +132,9 @@ class HeadsResult(Record):
     def floor_valid(self) -> bool:
         """The no-attention control is a floor: a seed of it reached chance's loss (trial 327 #3; a smoke run's
         control above chance on every seed is none, and beating it shows nothing: trial 400 #4)."""
-        return self.no_attention.eval_loss.low <= self.chance_loss
+        return control_is_floor(self.no_attention, self.chance_loss)
+
+
+def control_is_floor(no_attention: NoAttentionFloor, chance_loss: float) -> bool:
+    """A seed of the no-attention control reached ``chance_loss`` (nats): it is a floor at all."""
+    return no_attention.eval_loss.low <= chance_loss

@@ -3,8 +3,8 @@
 Offline and deterministic: lower-cased word/punctuation tokens; each distinct token gets a seeded
 random embedding (the same word always gets the same vector), plus sinusoidal positions so heads
 can tell tokens apart by place, and RoPE (theta 10,000) in the layer on every variant: MHA, GQA and MQA
-rotate their whole heads (rotate-half, as Llama), MLA its decoupled key (interleaved, as DeepSeek), so
-a comparison of variants sees the same positions. The layer's weights are seeded normals (std
+rotate their whole heads (rotate-half, as Llama; an odd head width, which RoPE cannot pair, none), MLA
+its decoupled key (interleaved, as DeepSeek), so a comparison of variants sees the same positions. The layer's weights are seeded normals (std
 1/sqrt(d_model)). The weights come from the reference path, so they are the exact softmax rows, causal.
 """
 
@@ -63,6 +63,11 @@ class ProbeResult(BaseModel):
     """MLA: width of the one latent all heads' K and V are decompressed from (None for other variants)."""
     mla_rope_dim: int | None = None
     """MLA: width of the decoupled RoPE key, shared by all heads (None for other variants)."""
+    rope_width: int | None = None
+    """The width RoPE rotates in each query/key head: MHA, GQA and MQA their whole head (rotate-half), MLA its
+    decoupled key (interleaved); None where nothing rotates (an odd head width: RoPE turns pairs; review 401 #5)."""
+    rope_theta: float | None = None
+    """RoPE's base wavelength (10,000) where it rotates."""
     seed: int
     heads: list[list[list[float]]]
     """heads[h][i][j]: how much token i attends to token j in head h (rows sum to 1, j <= i)."""
@@ -136,7 +141,9 @@ def run_probe(
     tokens = tokenize(sentence)
     spec = probe_spec(n_heads, n_kv_heads, variant, d_model, vocab=len(set(tokens)), kv_lora_rank=kv_lora_rank)
     torch.manual_seed(seed)
-    layer = build_attention(spec, with_rope=True)  # every variant rotates, as MLA's key does (trial 400 #1)
+    # every variant rotates, as MLA's key does (trial 400 #1); RoPE turns pairs, so an odd head is left unrotated
+    rotated = spec.attention.mla is not None or spec.attention.head_dim % 2 == 0
+    layer = build_attention(spec, with_rope=rotated)
     with torch.no_grad():
         for param in layer.parameters():
             if param.ndim == 2:  # projections; norms keep their ones
@@ -154,6 +161,8 @@ def run_probe(
         head_dim=spec.attention.head_dim,
         mla_kv_lora_rank=None if mla is None else mla.kv_lora_rank,
         mla_rope_dim=None if mla is None else mla.qk_rope_head_dim,
+        rope_width=(spec.attention.head_dim if mla is None else mla.qk_rope_head_dim) if rotated else None,
+        rope_theta=spec.rotary.theta if rotated and spec.rotary is not None else None,
         seed=seed,
         heads=[[[round(float(w), 6) for w in row] for row in head] for head in weights],
         summaries=[

@@ -197,9 +197,9 @@ class DisaggregatedPlan(Record):
     simulated: SimulatedSplit | None = None
     """The pick at its load in the simulated loop (``core.serve.disaggregated``): TTFT and TPOT percentiles."""
     p99_past_targets: list[str] = Field(default_factory=empty_list)
-    """The pick's simulated p99s past --ttft-ms / --itl-ms (``p99 TTFT 812 ms > --ttft-ms 500 ms``): the split is
-    judged on its means, so it meets the targets on its means only (trial 394 #4); empty when none is, or no loop
-    ran."""
+    """The pick's simulated p99s past --ttft-ms / --itl-ms (``p99 TTFT 812 ms > --ttft-ms 500``, TPOT to 0.1 ms):
+    the split is judged on its means, so it meets the targets on its means only (trial 394 #4), whichever side wins;
+    empty when none is, or no loop ran."""
     launch: dict[str, str] = Field(default_factory=dict)
     """The pick's launch lines: ``vllm`` (every worker and the proxy) and ``sglang`` (every worker and the router)."""
     launch_note: str | None = None
@@ -472,15 +472,16 @@ def plan_disaggregated(
 
 
 def p99_past_targets(simulated: SimulatedSplit | None, *, ttft_ms: float | None, itl_ms: float | None) -> list[str]:
-    """The simulated pick's p99 TTFT and TPOT past the targets, as ``p99 TTFT 812 ms > --ttft-ms 500 ms``."""
+    """The simulated pick's p99 TTFT and TPOT past the targets, as ``p99 TTFT 812 ms > --ttft-ms 500``, each as the
+    simulated line prints it (TPOT to 0.1 ms: review 401 #2, "p99 TPOT 28 ms > --itl-ms 28.4" for a p99 of 28.5)."""
     if simulated is None:
         return []
     measured = (
-        ("TTFT", simulated.ttft_ms.p99, "--ttft-ms", ttft_ms),
-        ("TPOT", simulated.tpot_ms.p99, "--itl-ms", itl_ms),
+        ("TTFT", simulated.ttft_ms.p99, "--ttft-ms", ttft_ms, 0),
+        ("TPOT", simulated.tpot_ms.p99, "--itl-ms", itl_ms, 1),
     )
-    return [f"p99 {name} {p99:,.0f} ms > {flag} {format_ms(target)}"
-            for name, p99, flag, target in measured if target is not None and p99 > target]  # fmt: skip
+    return [f"p99 {name} {p99:,.{digits}f} ms > {flag} {format_ms(target)}"
+            for name, p99, flag, target, digits in measured if target is not None and p99 > target]  # fmt: skip
 
 
 def _priced(
@@ -640,8 +641,8 @@ def _verdict(
         f" their means ({disagg / agg:.2f}x{unused}); ITL {pick.itl_ms:.1f} ms against {aggregated.itl_ms:.1f} ms, TTFT"
         f" {pick.ttft_ms:,.0f} ms (KV transfer {transfer:.2f} ms of it) against {aggregated.ttft_ms:,.0f} ms"
     )
-    if abs(disagg - agg) <= TIE * agg:
-        return "tie", f"{figures}: the same GPUs serve the load either way (within {TIE:.0%})"
+    if abs(disagg - agg) <= TIE * agg:  # a split past its p99 is the riskier side of a tie (review 401 #6)
+        return "tie", f"{figures}{means_only}: the same GPUs serve the load either way (within {TIE:.0%})"
     less_in_all = (  # trial 372 #2: the headline read as a win for a target whose GPUs would then serve less
         f"; per GPU only: on all {total_gpus} GPUs aggregated serves more tokens/s in all"
         if unused and disagg * pick.gpus < in_all

@@ -296,6 +296,10 @@ class EnginePlan(Record):
     part of the JSON output."""
     admitted_per_replica: int
     """Requests of max_model_len one replica runs at once: whole requests the pool holds, at most max_num_seqs."""
+    pool_running: int = Field(default=0, exclude=True)
+    """Requests of max_model_len the pool would run at once without max_num_seqs: the logged concurrency, whole, or
+    what a windowed pool's scheduler runs (``_windowed_running``); 0 where the engine does not start. Not part of the
+    JSON output."""
     fits: bool
     """The engine starts and runs the replica's share of the batch at once (the rest would queue)."""
     budget: list[BudgetLine]
@@ -1661,11 +1665,13 @@ def plan_engine(
             requests = pool.state_running_cap
             running_note += f"; the state pool's {requests:,} below it (max_mamba_cache_size // its slots a request)"
         settings = settings.model_copy(update={"max_num_seqs": requests})
-    admitted = min(int(pool.concurrency), settings.max_num_seqs) if pool.starts else 0
+    pool_running = int(pool.concurrency) if pool.starts else 0
+    admitted = min(pool_running, settings.max_num_seqs)
     notes = [settings.defaults_note, *([block_note] if block_note else []), *pool.notes]
     windowed = _windowed_running(settings, pool, kv.seq_len)
     running_kv_bytes = None
     if windowed is not None:
+        pool_running = windowed.running
         admitted = min(windowed.running, settings.max_num_seqs)
         if windowed.note:
             notes = [*_logged_only(notes, pool.concurrency), windowed.note]
@@ -1729,6 +1735,7 @@ def plan_engine(
         counts_lookups_at_admission=settings.engine == "vllm" and counts_lookups_at_admission(settings.release),
         lookahead_at_admission=settings.engine == "vllm" and lookahead_at_admission(settings.release),
         admission_watermark=admission_watermark(settings.release) if settings.engine == "vllm" else 0.0,
-        admitted_per_replica=admitted, fits=_fits(pool.starts, admitted, sequences_per_replica), budget=pool.budget,
+        admitted_per_replica=admitted, pool_running=pool_running, fits=_fits(pool.starts, admitted, sequences_per_replica),
+        budget=pool.budget,
         log_lines=pool.log_lines, notes=notes,
     )  # fmt: skip

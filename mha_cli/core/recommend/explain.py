@@ -140,9 +140,11 @@ def init_plan(ctx: Context, model: ModelSpec) -> InitPlan:
 
 
 def _capped_pool(plan: MemoryPlan | None) -> int | None:
-    """The sequences ``plan``'s pool holds over its replicas where max_num_seqs caps those it runs, else None."""
-    if plan is None or not plan.engine.starts:
+    """The sequences ``plan``'s pool would run over its replicas where vLLM's max_num_seqs caps those it runs, else
+    None (SGLang's and TensorRT-LLM's caps are their own: review 401 #7). A windowed pool's is what its scheduler
+    runs, not the logged concurrency (review 401 #1)."""
+    if plan is None or not plan.engine.starts or plan.engine.name != "vllm":
         return None
     engine = plan.engine
-    held = int(engine.max_concurrency)
-    return held * plan.replicas if engine.admitted_per_replica == engine.max_num_seqs < held else None
+    capped = engine.admitted_per_replica == engine.max_num_seqs < engine.pool_running
+    return engine.pool_running * plan.replicas if capped else None
