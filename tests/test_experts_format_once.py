@@ -28,3 +28,13 @@ def test_an_experts_only_format_on_a_dense_model_is_one_refusal(cli, args):
     result = cli.run(*args, "--quantization", "mxfp4", "--json")
     assert result.exit_code == EXIT_BAD_INPUT and result.stdout == ""
     assert result.stderr == ONE_LINE
+
+
+@pytest.mark.parametrize("command", [["plan", "--tp", "8", "--closed-form"], ["kv"]])
+def test_the_way_out_on_an_amd_target_names_no_nvidia_format(cli, command):
+    """Trial 402 #8: on an MI355X the refusal offered NVIDIA's NVFP4 among the ways out."""
+    result = cli.run(command[0], "llama-3.1-8b", "--target", "8xmi355x", *command[1:], "--quantization", "mxfp4")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr.strip().endswith(
+        "use mxfp4-linear for MXFP4 on every linear layer (AMD Quark), or fp8, int4 or awq"
+    )

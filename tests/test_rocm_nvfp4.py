@@ -104,3 +104,25 @@ def test_a_mixed_precision_export_of_one_module_is_still_mixed_precision():
     refusal = rocm_modelopt_refusal(scheme, "0.19.1")
     assert refusal is not None and "ModelOpt MIXED_PRECISION" in refusal
     assert rocm_modelopt_refusal(scheme, "0.21.0") is None
+
+
+@pytest.mark.parametrize(
+    ("model", "engine", "refused"),
+    [("llama-3.3-70b-instruct", "vllm@0.10.0", "does not run NVFP4 on ROCm"),
+     ("deepseek-v3", "vllm@0.11.0", "the fp4 experts of this MoE do not load"),
+     ("llama-3.3-70b-instruct", "vllm@0.11.0", None),  # petit_nvfp4: a dense model's linear layers, W4A16
+     ("deepseek-v3", "vllm@0.20.0", None),  # emulated from 0.20
+     ("deepseek-v3", "vllm", None)],
+)  # fmt: skip
+def test_nvfp4_typed_as_a_format_on_amd_is_read_as_modelopt_s_by_release(cli, model, engine, refused):
+    """Trial 402 #4: --weight-dtype nvfp4 on an MI300X was priced and launched under vLLM 0.10, which lists no
+    ModelOpt method on ROCm and builds no Marlin kernel there; a typed format now meets the rules a ModelOpt NVFP4
+    checkpoint meets (the control: an NVIDIA target is never refused)."""
+    args = ("kv", model, "--target", "8xmi300x", "--tp", "8", "--weight-dtype", "nvfp4", "--engine", engine)
+    result = cli.run(*args)
+    if refused is None:
+        assert result.exit_code == 0, result.output
+    else:
+        assert result.exit_code == 2 and refused in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    nvidia = ("kv", model, "--target", "8xh200", "--tp", "8", "--weight-dtype", "nvfp4", "--engine", engine)
+    assert cli.run(*nvidia).exit_code == 0

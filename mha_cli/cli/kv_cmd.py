@@ -133,6 +133,11 @@ def kv(
     refuse_release_without_model(
         deployment.engine, deployment.engine_version, loaded.model, out, generation_id=deployment.engine_generation
     )
+    if deployment.target is not None:  # the way out names the target's vendor's formats (trial 402 #8)
+        from mha_cli.core.weight_bytes import refuse_format_without_experts
+
+        vendor = resolve_target(deployment.target).target.vendor
+        refuse_format_without_experts(loaded.model, deployment.weight_dtype or "bf16", vendor)
     report = build_kv_report(loaded, deployment)
     if profile is not None:
         report = with_profile(report, report.model, report.deployment, profile)

@@ -494,7 +494,7 @@ def plan(
     priced_by = generation(deployment.engine_generation, deployment.engine)
     generation_id = priced_by.id
     refuse_per_kind_pages(loaded.model, generation_id)  # one line, not one per layout
-    refuse_format_without_experts(loaded.model, deployment.weight_dtype)  # likewise
+    refuse_format_without_experts(loaded.model, deployment.weight_dtype, resolved.target.vendor)  # likewise
     if offload_bytes is not None:  # a generation without KV offload: one line before anything is priced
         from mha_cli.core.engine.offload import offload_rule, refuse_offload_flag_missing
 

@@ -124,14 +124,16 @@ def rank_weight_bytes(
     return _rank_bytes(model, tp, _FormatPricing(weight_format(weight_dtype)), vocab_padding, experts, sides=sides)
 
 
-def refuse_format_without_experts(model: ModelSpec, weight_dtype: str) -> None:
+def refuse_format_without_experts(model: ModelSpec, weight_dtype: str, vendor: str | None = None) -> None:
     """Refuse in one line a format that quantises only routed experts (``mxfp4``) for a model without them: a
-    property of the model, so ``mha plan`` asks it once before its search, not once per layout."""
+    property of the model, so ``mha plan`` asks it once before its search, not once per layout. ``vendor``: the
+    target's, whose formats the way out names (NVIDIA's NVFP4 not offered on AMD: trial 402 #8)."""
     fmt = weight_format(weight_dtype)
     if fmt.scope == "experts" and model.block.moe is None:
+        others = "fp8, int4 or awq" if vendor == "AMD" else "fp8, nvfp4, int4 or awq"
         raise BadInputError(
             f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
-            " on every linear layer (AMD Quark), or fp8, nvfp4, int4 or awq"
+            f" on every linear layer (AMD Quark), or {others}"
         )
 
 

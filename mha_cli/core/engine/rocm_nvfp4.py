@@ -30,6 +30,9 @@ compressed-tensors NVFP4 (W4A4 and W4A16): before 0.20.0 its linear layers run M
 compiles the Marlin sources only inside ``if(VLLM_GPU_LANG STREQUAL "CUDA")`` (read at vllm-project/vllm 000a1ee):
 the ROCm build has no Marlin kernel, so the checkpoint does not run. From 0.20.0 both take the emulation kernels
 above.
+
+NVFP4 typed as a format (``--weight-dtype nvfp4``, no checkpoint read) is read as a ModelOpt NVFP4 checkpoint, the
+format's own (``typed_nvfp4_refusal``).
 """
 
 from mha_cli.core.engine.release_numbers import release_key
@@ -97,8 +100,15 @@ def refuse_rocm_nvfp4(
 ) -> None:  # fmt: skip
     """Raises ``BadInputError`` (``rocm_nvfp4_refusal``) when vLLM ``release`` cannot serve the checkpoint's NVFP4
     scheme on a GPU of ``vendor`` (AMD only)."""
+    if engine != "vllm" or vendor != "AMD":
+        return
     scheme = stored_scheme(deployment, weight_dtype)
-    if engine != "vllm" or vendor != "AMD" or scheme is None:
+    if scheme is None and weight_dtype in NVFP4_FORMATS:  # a format typed: read as ModelOpt's, NVFP4's own checkpoint
+        refusal = typed_nvfp4_refusal(model.block.moe is not None, release)
+        if refusal is not None:
+            raise BadInputError(refusal)
+        return
+    if scheme is None:
         return
     refusal = rocm_modelopt_refusal(scheme, release)
     if refusal is not None:
@@ -108,3 +118,24 @@ def refuse_rocm_nvfp4(
     refusal = rocm_nvfp4_refusal(scheme, experts, release)
     if refusal is not None:
         raise BadInputError(refusal)
+
+
+def typed_nvfp4_refusal(moe: bool, release: str | None) -> str | None:
+    """Why vLLM ``release`` (None: the latest) cannot serve NVFP4 weights typed as a format (``--weight-dtype
+    nvfp4``, no checkpoint read) on ROCm, read as a ModelOpt NVFP4 checkpoint (the format's own; a compressed-tensors
+    one fares no better before 0.20: Marlin, not in the ROCm build); ``moe``: the model's experts are NVFP4 too.
+    Trial 402 #4: vllm@0.10 on an MI300X priced and launched them without a word."""
+    if release is None or release_key(release) >= EMULATION_FROM:
+        return None
+    fix = "use vLLM 0.20 or later (--engine vllm@0.20.0: NVFP4 emulated in bf16) or bf16, fp8 or mxfp4 weights"
+    if release_key(release) < PETIT_FROM:
+        return (
+            f"vLLM {release} does not run NVFP4 on ROCm (RocmPlatform.supported_quantization lists no ModelOpt method,"
+            f" and its ROCm build has no Marlin kernel): {fix}"
+        )
+    if moe:
+        return (
+            f"vLLM {release} serves NVFP4 on ROCm as petit_nvfp4, which quantises linear layers only: the fp4 experts"
+            f" of this MoE do not load (UnquantizedFusedMoEMethod): {fix}"
+        )
+    return None
