@@ -738,6 +738,14 @@ def fit_generations(rows: list[GenerationRow], default: dict[str, float]) -> dic
     return fitted
 
 
+def measured_figures(rows: list[GenerationRow], generation: str, vendor: str | None = None) -> list[str]:
+    """The figures ``generation``'s fit rows measured (on ``vendor``'s GPUs), of ``FIT_FIGURES`` and TTFT: a set
+    fitted on throughput alone says so where it prices a latency (trial 402 #2: AMD's vLLM V1 rows)."""
+    fit_rows = [row for row in rows if row.generation == generation and row.split == "fit"]
+    mine = [row for row in fit_rows if vendor is None or row.target.vendor.lower() == vendor]
+    return sorted({key for row in mine for key in row.judged})
+
+
 def refit_prefill_launch(rows: list[GenerationRow], generations: dict[str, dict[str, Any]]) -> None:
     """``--prefill``: in place, each graphless-prefill generation's ``prefill_dispatch_overhead_s`` (and each vendor's
     where fitted apart) fitted on its fit rows' TTFT (``fit_prefill_launch``), its shipped step constants kept."""
@@ -807,9 +815,11 @@ def report_of_errors(
                     "default_constants": summary([e for e in control if e[1] == key]), "per_gpu": per_gpu,
                 }  # fmt: skip
             judged = [e for e in part if e[1] in FIT_FIGURES]
+            per_gpu = {gpu: summary([e for e in judged if e[0].target.id == gpu])
+                       for gpu in sorted({e[0].target.id for e in judged})}  # fmt: skip
             result[generation][split] = summary(judged) | {
                 "rows": len({e[0].index for e in part}), "sources": sorted({e[0].source for e in part}),
-                "per_figure": figures,
+                "per_figure": figures, "per_gpu": per_gpu,
             }  # fmt: skip
             timed = [e[0] for e in part if e[1] == "ttft_ms"]
             _print_generation(generation, split, result[generation][split], part if show_rows else [], timed)
@@ -943,8 +953,11 @@ def main_2025(args: argparse.Namespace) -> None:
     result = generation_report(rows, generations, default, show_rows=args.rows)
     if args.write:
         for generation, entry in generations.items():
-            entry["fit"] = {k: v for k, v in result[generation]["fit"].items() if k != "per_figure"}
+            entry["fit"] = {k: v for k, v in result[generation]["fit"].items() if k not in ("per_figure", "per_gpu")}
             entry["holdout"] = result[generation].get("holdout", {"figures": 0})
+            entry["figures"] = measured_figures(rows, generation)
+            for vendor, family in entry.get("vendors", {}).items():
+                family["figures"] = measured_figures(rows, generation, vendor)
         data = {
             "fitted_on": "tests/fixtures/serving_benchmarks_2025.yaml: each generation's `fit` sources (fitted_on),"
             " reported on its `holdout` sources (held_out), from the default constants of cost_priors.json;"

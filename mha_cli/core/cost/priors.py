@@ -32,7 +32,7 @@ from pydantic_core import from_json
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype, fp4_native
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
-from mha_cli.core.cost.profile import UNMEASURED_GPU, CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.cost.profile import OWN_GPU_BAND, UNMEASURED_GPU, CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.eager_launch import measured_launch
 from mha_cli.core.engine.front_end import front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -143,9 +143,16 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
     held_out = fitted["holdout"]
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
     source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
+    measured = set(family.get("figures", []) if family else fitted.get("figures", []))
+    if measured and not measured & {"itl_ms", "ttft_ms"}:  # trial 402 #2: AMD's vLLM V1 rows are throughput tables
+        source += "; fitted on tokens/s alone: no latency was measured on them, its ITL and TTFT extrapolate that fit"
     if target.id not in (family["gpus"] if family else fitted["gpus"]):  # trial 367 #2: MI355X on MI300X's set
         whose = f"{target.vendor}'s set" if family else "the generation's constants"  # review 370 #11
         source += f"{UNMEASURED_GPU}{whose}, measured on other GPUs)"
+    own = held_out.get("per_gpu", {}).get(target.id)
+    if own is not None and own["figures"] >= MIN_GPU_FIGURES:  # trial 402 #3: as the default constants' band
+        error = own["p80_abs_error"]
+        source += f"{OWN_GPU_BAND}{own['figures']} held-out figures)"
     return GenerationPrior(constants, source, error)
 
 

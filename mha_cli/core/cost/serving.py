@@ -42,7 +42,7 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 
 from pydantic import Field, computed_field
 
-from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, UNMEASURED_GPU, DeviceProfile
+from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, OWN_GPU_BAND, UNMEASURED_GPU, DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
@@ -448,6 +448,8 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
     if GENERATION_PRIORS in profile.source:  # an engine generation's fitted constants
         elsewhere = " (none on this GPU: its vendor's constants)" if UNMEASURED_GPU in profile.source else ""
+        if OWN_GPU_BAND in profile.source:
+            elsewhere = " on this GPU"
         return (
             f"+/- {profile.relative_error:.0%}: 4 in 5 of this engine generation's held-out published measurements"
             f"{elsewhere} fell within it (cost_priors_generations.json); `mha calibrate` on the device narrows it"
