@@ -392,6 +392,7 @@ def plan(
 
     Times come from the cost model on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
+    from mha_cli.core.cost.latency import priced_generation
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.store import load_profile, profile_stand_in
@@ -506,7 +507,8 @@ def plan(
                 " CUDA and XPU GPUs only: leave it out"
             )
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no engine named (by --engine, the config
-    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): the default constants, as kv's
+    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): vLLM's, as its memory is (the prior);
+    # a profile named by --profile without an engine is read as named (h100-sxm-prior: the default constants)
     generation = deployment.engine_generation if deployment.engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
     if speculative is not None:
@@ -580,7 +582,9 @@ def plan(
         chosen = (
             load_profile(profile, weights, release=deployment.engine_version, generation=generation)
             if profile is not None
-            else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
+            else prior_profile(
+                device, weights, generation=priced_generation(deployment), release=deployment.engine_version
+            )
         )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = profile_stand_in(chosen, device.id, device.name)
