@@ -186,13 +186,14 @@ def plan(
         str | None,
         typer.Option(
             "--engine",
-            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (where fitted on"
-            " 2025-26 measurements; else the default ones) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
+            help="Serving engine: its memory rules size the KV pool, its generation's step-cost constants (fitted on"
+            " 2025-26 measurements; a generation without its own, the nearest earlier one's of its engine; else the"
+            " default ones) price the times. vllm, sglang, trtllm (the latest generation), engine@version"
             " (sglang@0.4, vllm==0.11), an image (vllm/vllm-openai:v0.11.0, lmsysorg/sglang:v0.5.6-cu129) or a"
             " generation (vllm-v1, trtllm-cpp); an exact release (vllm@0.10.2) writes"
             " the launch line in its flags (else the generation's latest); a release newer than the newest read, of"
             " any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is priced as that newest one, with a"
-            " notice. Default: vLLM's rules, the default constants.",
+            " notice. Default: vLLM's latest, rules and constants alike (--profile ID-prior: the default constants).",
             show_default=False,
         ),
     ] = None,

@@ -3,7 +3,7 @@
 One decode step of the batch each replica serves at the full context, and the prefill of one sequence's prompt in
 the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound). An
 ``--engine`` prices with its generation's constants, as ``mha plan`` does (``cli.plan_cmd.plan``:
-``prior_profile(device, weights, generation=..., release=...)``); without one, the default constants.
+``prior_profile(device, weights, generation=..., release=...)``); without one, vLLM's latest (``priced_generation``).
 ``mha plan`` gives the served figures (TTFT, ITL under load, throughput); this is the same model at the
 deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
 """
