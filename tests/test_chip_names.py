@@ -259,3 +259,15 @@ def test_a_name_two_listed_chips_share_offers_both_and_reads_as_neither(cli):
     assert result.exit_code == 2
     assert result.output.strip() == "error: unknown target 'tpu-v5': two chips go by it, did you mean tpu-v5e, tpu-v5p?"
     assert resolve_target("tpu-v5e").target.memory_gb == 16 and resolve_target("tpu-v5p").target.memory_gb == 95
+
+
+def test_the_shipped_data_users_read_names_no_internal_trial_or_review():
+    """Trial 402 #9: `mha targets mi325x` printed "(trial 365 #7: ...)", a note of the project's own reviews, in a
+    row's source; the sources users read cite public pages only."""
+    import re
+    from importlib import resources
+
+    data = resources.files("mha_cli").joinpath("data")
+    for name in ("hardware_targets.csv", "engine_architectures.json"):
+        text = data.joinpath(name).read_text(encoding="utf-8")
+        assert not re.search(r"\b(trial|review) \d+ #\d+", text), name
