@@ -42,6 +42,14 @@ def test_a_tag_that_names_no_release_is_refused_in_one_line_with_its_engines_rel
         generation_of(image)
 
 
+@pytest.mark.parametrize("image", ["rocm/vllm:latest", "rocm/vllm", "docker.io/rocm/vllm:latest"])
+def test_amd_s_latest_vllm_image_names_no_release_and_is_refused(image):
+    """Trial 402 #6: rocm/vllm:latest was priced as vLLM's newest read (0.33), where AMD's builds trail vLLM's
+    releases; the control, vllm/vllm-openai:latest, is vLLM's latest (above)."""
+    with pytest.raises(BadInputError, match="AMD's rocm/vllm 'latest' follows vLLM's releases weeks behind"):
+        generation_of(image)
+
+
 def test_plan_prices_an_image_as_its_release(cli):
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--closed-form")
     by_image = cli.json(*args, "--engine", "vllm/vllm-openai:v0.11.0")

@@ -3,8 +3,9 @@
 Users deploy from the engines' published images and paste the image they run. Each repository below is one engine's
 official image; its tag carries the release, with a build suffix after ``-`` (``lmsysorg/sglang:v0.5.6-cu129``,
 ``v0.5.6.post1-rocm700-mi35x``) or, in AMD's ROCm image of vLLM, between ``_vllm_`` and ``_``
-(``rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006``). ``latest`` (or no tag) is the engine alone, the latest modelled. A tag
-that names no release (``nightly``, a commit) is refused in one line: what it runs cannot be dated. Pure Python.
+(``rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006``). ``latest`` (or no tag) is the engine alone, the latest modelled, except AMD's
+``rocm/vllm``, whose builds trail vLLM's releases: its ``latest`` is refused as a tag that names no release
+(``nightly``, a commit) is, in one line: what it runs cannot be dated. Pure Python.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def engine_of_image(text: str) -> str:
     engine = IMAGE_REPOSITORIES.get(repository)
     if engine is None:
         return text
+    if (not colon or tag in ("", "latest")) and repository == "rocm/vllm":  # trial 402 #6: AMD's build lags vLLM's
+        raise BadInputError(
+            f"image {text.strip()!r}: AMD's rocm/vllm 'latest' follows vLLM's releases weeks behind, so it names no"
+            " release to price; give the one its tag states (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006 runs 0.10.2), as"
+            " --engine vllm@0.10.2"
+        )
     if not colon or tag in ("", "latest"):
         return engine
     match = (_ROCM_VLLM_RELEASE if repository == "rocm/vllm" else _TAG_RELEASE).fullmatch(tag)
