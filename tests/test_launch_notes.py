@@ -128,3 +128,15 @@ def test_trtllm_with_shared_prefixes_and_no_host_pool_plans(cli):
     assert "takes the host pool" not in (plain["launch_note"] or "")
     hosted = cli.json(*args, "--kv-offload-gib", "100")
     assert "trtllm-serve takes the host pool in its --extra_llm_api_options file" in hosted["launch_note"]
+
+
+def test_a_vllm_line_on_an_amd_gpu_says_aiter_is_off_as_written(cli):
+    """Trial 402 #5: no AMD plan said that its vLLM line leaves AITER off (vLLM's default, unlike AMD's recipes),
+    nor that the step costs model no AITER kernel. On an MI300X the note says both; on an H100 it is absent (the
+    control)."""
+    from mha_cli.core.cost.search import AITER_OFF
+
+    args = ("plan", "llama-3.1-8b", "--tp", "1", "--closed-form", "--concurrency", "8")
+    amd = cli.json(*args, "--target", "mi300x")
+    assert "VLLM_ROCM_USE_AITER" not in amd["launch"]["vllm"] and AITER_OFF in amd["launch_note"]
+    assert "VLLM_ROCM_USE_AITER is" not in (cli.json(*args, "--target", "h100")["launch_note"] or "")

@@ -1143,8 +1143,26 @@ def _launch_note(
         notes.append(f"trtllm-serve takes the host pool in its --extra_llm_api_options file: {host.flags[0]}")
     if served.revision is not None and "trtllm" in launch:
         notes.append(f"trtllm-serve has no --revision: it loads {served.model}'s default branch, not {served.revision}")
+    if "vllm" in launch and pick is not None and _vendor(pick.target_id) == "AMD":
+        notes.append(AITER_OFF)
     notes += node_notes or []
     return "; ".join(notes) or None
+
+
+AITER_OFF = (
+    "the vllm line leaves VLLM_ROCM_USE_AITER unset, so AITER's kernels are off (vLLM's envs.py, read in 0.10.0,"
+    " 0.11.0, 0.22.0 and 0.33.0); AMD's recipes set it to 1. The step costs model no AITER kernel: their AMD"
+    " constants were fitted on AMD's published vLLM results, whose setting those do not state"
+)
+"""The launch note of a vLLM line on an AMD GPU (trial 402 #5: AMD users compare with AITER-on measurements)."""
+
+
+def _vendor(target_id: str) -> str | None:
+    """The vendor of ``target_id`` (None: a target file's or this machine's, not in the table)."""
+    from mha_cli.core.targets import load_targets
+
+    row = load_targets().get(target_id)
+    return None if row is None else row.vendor
 
 
 def _context_notes(model: ModelSpec, tokens: int, launch: dict[str, str], deployment: DeploymentSpec) -> list[str]:
