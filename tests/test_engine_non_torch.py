@@ -30,6 +30,9 @@ def test_pcie_ada_at_tp_2_pays_the_one_rank_quarter_gib():
     assert non_torch_bytes(8, _target("l40s")) == 268_435_456
     assert non_torch_bytes(2, _target("a100-80gb")) == 268_435_456
     assert "no all-reduce fusion" in non_torch_how(2, _target("l4"))
+    # trial 402 #7: an MI300X's line named NVLS and NCCL; it says the figure is NVIDIA's and RCCL's is not measured
+    amd = non_torch_how(8, _target("mi300x"))
+    assert non_torch_bytes(8, _target("mi300x")) == 268_435_456 and "NVLS" not in amd and "RCCL" in amd
 
 
 def test_one_rank_is_the_same_everywhere():

@@ -88,4 +88,9 @@ def non_torch_how(tp: int, target: Target, release: Version | None = None) -> st
             f"vLLM {release[0]}.{release[1]} leaves the all-reduce fusion off on {target.id} (a default from 0.17,"
             " 0.19 for B300): the one-rank figure"
         )
+    if target.vendor == "AMD":  # trial 402 #7: ROCm's RCCL and vLLM's quick all-reduce buffers, not NVIDIA's
+        return (
+            f"{target.id}: no all-reduce fusion at tp > 1 (vLLM's is NVIDIA's): the one-rank figure, measured on NVIDIA"
+            " GPUs; RCCL's and vLLM's ROCm all-reduce buffers are not measured"
+        )
     return f"{target.id}: no all-reduce fusion or NVLS at tp > 1 (vLLM, NCCL source): the one-rank figure"
