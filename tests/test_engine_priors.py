@@ -475,7 +475,7 @@ def test_a_generations_profile_uses_its_vendors_constants_where_the_fit_had_them
     assert mi300x.step_overhead_s == sglang["amd"]["constants"]["step_overhead_s"] != b200.step_overhead_s
     # trtllm-pytorch was fitted on NVIDIA GPUs only: an MI300X keeps the default constants, an H200 gets the fitted ones
     mi300x_trt = prior_profile(TARGETS["mi300x"], generation="trtllm-pytorch")
-    assert mi300x_trt.step_overhead_s == default["step_overhead_s"] and "only" in mi300x_trt.source
+    assert mi300x_trt.step_overhead_s == default["step_overhead_s"] and "fitted on AMD GPUs" in mi300x_trt.source
     fitted = generations["trtllm-pytorch"]["constants"]
     assert prior_profile(TARGETS["h200"], generation="trtllm-pytorch").step_overhead_s == fitted["step_overhead_s"]
     # no 2025 measurement of SGLang 0.4: the default constants, and the profile says so
@@ -570,3 +570,47 @@ def test_a_generation_fitted_on_throughput_alone_says_its_latency_extrapolates()
     )
     a100 = fits["holdout"]["per_gpu"]["a100-80gb"]  # 8 figures: its own band too
     assert prior_profile(TARGETS["a100-80gb"], generation="vllm-v1").relative_error == a100["p80_abs_error"]
+
+
+def test_the_default_constants_add_no_front_end_beside_them():
+    """Review 403 #2: on a Gaudi 3 (no vLLM fit for Intel) vllm@0.20 and later took the default constants for their
+    steps and V1's 45 ms front end on top, which the default constants' fit already carries in its TTFT. The default
+    constants add none; a fitted generation's steps keep their front end (the control)."""
+    gaudi = prior_profile(TARGETS["gaudi3"], generation="vllm-0.21")
+    assert gaudi.request_overhead_s == 0.0 and "the default constants price them" in gaudi.source
+    assert "Intel devices" in gaudi.source and "GPUs" not in gaudi.source.split(" x ", 1)[1]
+    assert prior_profile(TARGETS["h100-sxm"], generation="vllm-0.21").request_overhead_s == 0.045
+
+
+def test_an_unknown_generation_is_priced_by_the_default_constants_not_a_crash():
+    """Review 403 #9: a generation id no engine has (a hand-named profile file's) raised StopIteration."""
+    from mha_cli.core.cost.priors import fitted_generation_for
+
+    assert fitted_generation_for("vllm-v9", "NVIDIA", generation_fits()) is None
+    assert fitted_generation_for("vllm-v1", "NVIDIA", generation_fits()) == "vllm-v1"
+
+
+def test_the_band_says_whose_measurements_it_is_read_on(cli):
+    """Review 403 #4, #5 and trial 404 #7: vllm-0.21's band is vLLM V1's measurements', said so; an MI355X (none of
+    its own) takes MI300X's band, where its vendor's set was measured (44%), not the pooled one (29%), mostly H100s'."""
+    args = ("plan", "llama-3.1-8b", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm")
+    h100 = cli.json(*args, "--target", "h100")["uncertainty"]
+    assert h100["how"].startswith(f"+/- {h100['relative']:.0%}: 4 in 5 of the held-out published measurements of"
+                                  " vllm-v1, whose constants it takes, on this GPU fell within it")  # fmt: skip
+    mi355x = cli.json(*args, "--target", "mi355x")["uncertainty"]
+    mi300x = generation_fits()["vllm-v1"]["holdout"]["per_gpu"]["mi300x"]
+    assert mi355x["relative"] == mi300x["p80_abs_error"] > generation_fits()["vllm-v1"]["holdout"]["p80_abs_error"]
+    assert "on mi300x, where its vendor's constants were measured, fell within it" in mi355x["how"]
+
+
+def test_a_plan_without_an_engine_says_what_engine_vllm_would_price(cli):
+    """Review 403: no --engine prices the default constants (2023-24 engines), --engine vllm vLLM 0.21 with V1's
+    (2025-26): the plan says so, with the held-out evidence; not where no vLLM generation was fitted on the vendor."""
+    args = ("plan", "llama-3.1-8b", "--tp", "1", "--concurrency", "8", "--closed-form")
+    itl = generation_fits()["vllm-v1"]["holdout"]["per_figure"]["itl_ms"]
+    said = (f"no --engine: the default constants, fitted on 2023-24 engines, price these steps; --engine vllm prices"
+            f" vllm-0.21 with vllm-v1's constants, fitted on 2025-26 measurements: its held-out ITL median error"
+            f" {itl['median_abs_error']:.0%} against the default constants' {itl['default_constants']['median_abs_error']:.0%}")  # fmt: skip
+    assert any(note.startswith(said) for note in cli.json(*args, "--target", "h100")["notes"])
+    assert not any("no --engine" in note for note in cli.json(*args, "--target", "h100", "--engine", "vllm")["notes"])
+    assert not any("no --engine" in note for note in cli.json(*args, "--target", "gaudi3")["notes"])

@@ -38,3 +38,13 @@ def test_the_way_out_on_an_amd_target_names_no_nvidia_format(cli, command):
     assert result.stderr.strip().endswith(
         "use mxfp4-linear for MXFP4 on every linear layer (AMD Quark), or fp8, int4 or awq"
     )
+
+
+def test_recommend_s_dense_design_is_named_and_its_way_out_is_the_target_s(cli):
+    """Review 403 #7: recommend said "recommended has none" and offered NVFP4 on an MI300X."""
+    result = cli.run("recommend", "--params", "8b", "--seq", "8k", "--target", "mi300x", "--weight-dtype", "mxfp4")
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.stderr.strip() == (
+        "error: --weight-dtype mxfp4 quantises routed experts and the dense design (--active-params makes an MoE) has"
+        " none: use mxfp4-linear for MXFP4 on every linear layer (AMD Quark), or fp8, int4 or awq"
+    )

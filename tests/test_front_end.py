@@ -157,12 +157,15 @@ def test_plan_prints_and_reports_the_front_end_of_the_named_engines_generation(c
 def test_a_generation_without_a_front_end_says_its_ttft_leaves_it_out(cli):
     """vLLM 0.21's TTFT read as 2.4x faster than 0.20's at 64 users, the 45 ms front end 0.20 has and 0.21 lacked (no
     measurement found) unsaid (trial 359 #4): a prior without one says so; the control, a generation with one, prices
-    it silently. vLLM 0.21 now carries V1's (trial 399 #2); SGLang 0.4, before any measured SGLang, has none."""
+    it silently. vLLM 0.21 now carries V1's (trial 399 #2); TensorRT-LLM's PyTorch backend, fitted without one, has
+    none; SGLang 0.4, priced by the default constants whose fit carries it, adds none and says nothing (review 403 #2)."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "64", "--closed-form")
     newer = cli.json(*args, "--engine", "vllm@0.21.0")
     older = cli.json(*args, "--engine", "vllm@0.20.2")
     assert newer["front_end_ms"] == older["front_end_ms"] == 45.0
-    without = cli.json(*args, "--engine", "sglang@0.4.9")
+    without = cli.json(*args, "--engine", "trtllm")
     assert without["front_end_ms"] == 0
+    carried = cli.json(*args, "--engine", "sglang@0.4.9")
+    assert carried["front_end_ms"] == 0 and not any("the front end (API server" in note for note in carried["notes"])
     assert any("the front end (API server" in note and "not in this TTFT" in note for note in without["notes"])
     assert not any("the front end (API server" in note for note in newer["notes"] + older["notes"])

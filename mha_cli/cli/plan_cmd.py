@@ -193,7 +193,7 @@ def plan(
             " generation (vllm-v1, trtllm-cpp); an exact release (vllm@0.10.2) writes"
             " the launch line in its flags (else the generation's latest); a release newer than the newest read, of"
             " any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is priced as that newest one, with a"
-            " notice. Default: vLLM's latest, rules and constants alike (--profile ID-prior: the default constants).",
+            " notice. Default: vLLM's rules, the default constants.",
             show_default=False,
         ),
     ] = None,
@@ -393,7 +393,6 @@ def plan(
 
     Times come from the cost model on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
-    from mha_cli.core.cost.latency import priced_generation
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.store import load_profile, profile_stand_in
@@ -508,8 +507,7 @@ def plan(
                 " CUDA and XPU GPUs only: leave it out"
             )
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no engine named (by --engine, the config
-    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): vLLM's, as its memory is (the prior);
-    # a profile named by --profile without an engine is read as named (h100-sxm-prior: the default constants)
+    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): the default constants, as kv's
     generation = deployment.engine_generation if deployment.engine is not None else None
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
     if speculative is not None:
@@ -583,9 +581,7 @@ def plan(
         chosen = (
             load_profile(profile, weights, release=deployment.engine_version, generation=generation)
             if profile is not None
-            else prior_profile(
-                device, weights, generation=priced_generation(deployment), release=deployment.engine_version
-            )
+            else prior_profile(device, weights, generation=generation, release=deployment.engine_version)
         )
         ceiling = datasheet_profile(device, deployment.weight_dtype)
     stand_in = profile_stand_in(chosen, device.id, device.name)
@@ -692,6 +688,12 @@ def plan(
         result.notes.append(resolved.node_note)
     if stand_in:
         result.notes.append(stand_in)
+    if deployment.engine is None and profile is None and device.id != "cpu":
+        from mha_cli.core.cost.priors import default_constants_note
+
+        default_steps = default_constants_note(device)
+        if default_steps:
+            result.notes.append(default_steps)
     if long_requests:
         result.notes.append(long_requests)
     if speculative is not None:

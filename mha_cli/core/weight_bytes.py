@@ -128,11 +128,18 @@ def refuse_format_without_experts(model: ModelSpec, weight_dtype: str, vendor: s
     """Refuse in one line a format that quantises only routed experts (``mxfp4``) for a model without them: a
     property of the model, so ``mha plan`` asks it once before its search, not once per layout. ``vendor``: the
     target's, whose formats the way out names (NVIDIA's NVFP4 not offered on AMD: trial 402 #8)."""
+    if model.block.moe is None:
+        refuse_experts_only_format(model.name, weight_dtype, vendor)
+
+
+def refuse_experts_only_format(name: str, weight_dtype: str, vendor: str | None = None) -> None:
+    """Refuse ``weight_dtype`` in one line where it quantises routed experts only (``mxfp4``) and the model ``name``
+    (dense) has none; the way out names ``vendor``'s formats."""
     fmt = weight_format(weight_dtype)
-    if fmt.scope == "experts" and model.block.moe is None:
+    if fmt.scope == "experts":
         others = "fp8, int4 or awq" if vendor == "AMD" else "fp8, nvfp4, int4 or awq"
         raise BadInputError(
-            f"--weight-dtype {fmt.name} quantises routed experts and {model.name} has none: use mxfp4-linear for MXFP4"
+            f"--weight-dtype {fmt.name} quantises routed experts and {name} has none: use mxfp4-linear for MXFP4"
             f" on every linear layer (AMD Quark), or {others}"
         )
 

@@ -3,7 +3,7 @@
 One decode step of the batch each replica serves at the full context, and the prefill of one sequence's prompt in
 the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound). An
 ``--engine`` prices with its generation's constants, as ``mha plan`` does (``cli.plan_cmd.plan``:
-``prior_profile(device, weights, generation=..., release=...)``); without one, vLLM's latest (``priced_generation``).
+``prior_profile(device, weights, generation=..., release=...)``); without one, the default constants.
 ``mha plan`` gives the served figures (TTFT, ITL under load, throughput); this is the same model at the
 deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
 """
@@ -107,20 +107,9 @@ def predict_latency(
 
 
 def engine_prior(target: "Target", deployment: "DeploymentSpec") -> "DeviceProfile":
-    """``target``'s shipped prior with the constants of ``deployment``'s engine generation and release
-    (``priced_generation``): ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
+    """``target``'s shipped prior with the constants of ``deployment``'s engine generation and release where an
+    engine is named (``--engine sglang@0.5``), else the default ones: ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
     from mha_cli.core.cost.priors import prior_profile
 
-    return prior_profile(
-        target, deployment.weight_dtype, generation=priced_generation(deployment), release=deployment.engine_version
-    )
-
-
-def priced_generation(deployment: "DeploymentSpec") -> str:
-    """The engine generation whose prior prices ``deployment``'s steps: the one named (``--engine sglang@0.5``, a
-    config file's engine, a share's spelling), else the default engine's latest, vLLM's, whose rules price its memory
-    too (no --engine priced vLLM's memory beside the 2023-24 default constants' steps, so ``--engine vllm`` changed the
-    figures: trial 399 #2)."""
-    from mha_cli.core.engine.generations import generation
-
-    return generation(deployment.engine_generation, deployment.engine).id
+    generation = deployment.engine_generation if deployment.engine is not None else None
+    return prior_profile(target, deployment.weight_dtype, generation=generation, release=deployment.engine_version)

@@ -18,7 +18,9 @@ recorded beside them (``holdout``), and the public measurement each starting val
 Engines move the answer more than GPUs do, so ``cost_priors_generations.json`` holds constants per engine generation
 (vllm-v1, sglang-0.5, trtllm-pytorch, ...), fitted on 2025-26 measurements of that generation
 (``tests/fixtures/serving_benchmarks_2025.yaml``), per GPU vendor where the fit had both. A profile built for a
-generation uses them; without a generation, or for one no measurement was fitted on, the default constants price it.
+generation uses them, or those of the nearest earlier generation of its engine fitted for the GPU's vendor
+(``fitted_generation_for``); without a generation, or for one before any fitted one, the default constants price it,
+with no front end added (their fit carried it).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
 from mha_cli.core.cost.profile import OWN_GPU_BAND, UNMEASURED_GPU, CollectiveCost, Curve, DeviceProfile
 from mha_cli.core.engine.eager_launch import measured_launch
-from mha_cli.core.engine.front_end import front_end
+from mha_cli.core.engine.front_end import CARRIED_BY_DEFAULTS, FrontEnd, front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
 from mha_cli.core.targets import Target
 
@@ -82,7 +84,16 @@ class GenerationPrior(NamedTuple):
     constants: dict[str, float]
     source: str
     band: float
-    """The relative band: the 80th percentile of the generation's held-out errors (the GPU's default band without)."""
+    """The relative band: the 80th percentile of the held-out errors of the fit that priced it (its GPU's own where it
+    has 5 or more figures; the GPU's default band where the default constants price it)."""
+    fitted: str | None
+    """The generation whose fit priced it (itself, or the nearest earlier one of its engine); None: the default
+    constants, whose fit carried the front end in its TTFT, so none is added (review 403 #2)."""
+
+
+CARRIED = ", the nearest earlier generation of its engine fitted ("
+"""How a generation's prior says in its ``source`` that another generation's fit prices it (``core.cost.serving``
+then names that one's held-out measurements, not this generation's: review 403 #5)."""
 
 
 def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str, Any]]) -> str | None:
@@ -91,7 +102,7 @@ def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str
     engine fitted for it (vLLM 0.21 and later: vLLM V1's, whose release followed; trials 397 #1, 399 #2, 402 #1:
     the default constants, fitted on 2023-24 engines, priced them, and the held-out 2025-26 measurements put those
     2-3x further off than a generation's own fit), else None: the default constants (a generation before any fitted
-    one is of their era)."""
+    one is of their era; an id no generation has, as well)."""
     from mha_cli.core.engine.generations import GENERATIONS
 
     def fitted_for(candidate: str) -> bool:
@@ -100,10 +111,34 @@ def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str
 
     if fitted_for(generation):
         return generation
-    engine = next(g.engine for g in GENERATIONS if g.id == generation)
-    earlier = [g for g in GENERATIONS if g.engine == engine]
-    earlier = earlier[: [g.id for g in earlier].index(generation)]
-    return next((g.id for g in reversed(earlier) if fitted_for(g.id)), None)
+    same = [g.id for g in GENERATIONS if g.engine == next((h.engine for h in GENERATIONS if h.id == generation), None)]
+    earlier = same[: same.index(generation)] if generation in same else []
+    return next((g for g in reversed(earlier) if fitted_for(g)), None)
+
+
+def default_constants_note(target: Target) -> str | None:
+    """What a plan without ``--engine`` says of its steps on ``target``: the default constants (2023-24 engines) price
+    them, where ``--engine vllm`` prices vLLM's latest with the constants of its nearest fitted generation for the
+    vendor, which the held-out 2025-26 measurements favour (review 403: the two differ); None where no vLLM
+    generation was fitted on the vendor's GPUs (the engine's prior is then the default constants too)."""
+    from mha_cli.core.engine.generations import LATEST
+
+    latest = LATEST["vllm"].id
+    fits = generation_fits()
+    priced_by = fitted_generation_for(latest, target.vendor, fits)
+    if priced_by is None:
+        return None
+    itl = fits[priced_by]["holdout"].get("per_figure", {}).get("itl_ms")
+    evidence = (
+        f": its held-out ITL median error {itl['median_abs_error']:.0%} against the default constants'"
+        f" {itl['default_constants']['median_abs_error']:.0%}"
+        if itl
+        else ""
+    )
+    return (
+        "no --engine: the default constants, fitted on 2023-24 engines, price these steps; --engine vllm prices"
+        f" {latest} with {priced_by}'s constants, fitted on 2025-26 measurements{evidence}, and its front end in TTFT"
+    )
 
 
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
@@ -112,48 +147,54 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
     for the vendor takes the nearest earlier one's (``fitted_generation_for``), else the default ones."""
     fits = generation_fits()
     priced_by = fitted_generation_for(generation, target.vendor, fits)
+    devices = f"{target.vendor} {'GPUs' if target.vendor in ('NVIDIA', 'AMD') else 'devices'}"
     if priced_by is None:
-        fitted = fits.get(generation)
-        why = (
-            f"no published measurement of {generation} fitted"
-            if fitted is None
-            else f"{generation} was fitted on {', '.join(fitted['gpus'])} only"
-        )
         return GenerationPrior(
             fitted_constants()["constants"],
-            f"{why}, nor of an earlier generation of its engine: the default constants price {target.vendor} GPUs"
-            " (cost_priors.json)",
+            f"no published measurement of {generation}, nor of an earlier generation of its engine, fitted on"
+            f" {devices}: the default constants price them (cost_priors.json)",
             band(target.id),
+            None,
         )
     own = _fitted_prior(priced_by, fits[priced_by], target)
     if priced_by == generation:
         return own
     carried = (
-        f"no published measurement of {generation} fitted on {target.vendor} GPUs: {priced_by}'s constants, the"
-        f" nearest earlier generation of its engine fitted ({own.source})"
+        f"no published measurement of {generation} fitted on {devices}: {priced_by}'s constants{CARRIED}{own.source})"
     )
-    return GenerationPrior(own.constants, carried, own.band)
+    return GenerationPrior(own.constants, carried, own.band, priced_by)
 
 
 def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> GenerationPrior:
-    """``generation``'s own fitted constants on ``target``'s vendor (fitted for it)."""
+    """``generation``'s own fitted constants on ``target``'s vendor (fitted for it). Its band: the held-out figures'
+    80th percentile on this GPU where it has 5 or more, else on the GPUs its vendor's set was measured on where one
+    has (MI355X: MI300X's, not the pooled one mostly of H100s: review 403 #4), else on every GPU."""
     family = fitted.get("vendors", {}).get(target.vendor.lower())
     constants = family["constants"] if family else fitted["constants"]
-    gpus = ", ".join(family["gpus"] if family else fitted["gpus"])
+    measured_on = family["gpus"] if family else fitted["gpus"]
     held_out = fitted["holdout"]
     error = held_out["p80_abs_error"] if held_out.get("figures") else band(target.id)
-    source = f"constants fitted for {generation} on published measurements on {gpus} (cost_priors_generations.json)"
+    source = (
+        f"constants fitted for {generation} on published measurements on {', '.join(measured_on)}"
+        " (cost_priors_generations.json)"
+    )
     measured = set(family.get("figures", []) if family else fitted.get("figures", []))
     if measured and not measured & {"itl_ms", "ttft_ms"}:  # trial 402 #2: AMD's vLLM V1 rows are throughput tables
         source += "; fitted on tokens/s alone: no latency was measured on them, its ITL and TTFT extrapolate that fit"
-    if target.id not in (family["gpus"] if family else fitted["gpus"]):  # trial 367 #2: MI355X on MI300X's set
+    if target.id not in measured_on:  # trial 367 #2: MI355X on MI300X's set
         whose = f"{target.vendor}'s set" if family else "the generation's constants"  # review 370 #11
         source += f"{UNMEASURED_GPU}{whose}, measured on other GPUs)"
-    own = held_out.get("per_gpu", {}).get(target.id)
+    per_gpu = held_out.get("per_gpu", {})
+    own = per_gpu.get(target.id)
     if own is not None and own["figures"] >= MIN_GPU_FIGURES:  # trial 402 #3: as the default constants' band
-        error = own["p80_abs_error"]
-        source += f"{OWN_GPU_BAND}{own['figures']} held-out figures)"
-    return GenerationPrior(constants, source, error)
+        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}this GPU's {own['figures']} held-out figures",
+                               own["p80_abs_error"], generation)  # fmt: skip
+    kin = [(gpu, per_gpu[gpu]) for gpu in measured_on if per_gpu.get(gpu, {}).get("figures", 0) >= MIN_GPU_FIGURES]
+    if family and kin:  # the widest of its vendor's measured GPUs' bands
+        gpu, widest = max(kin, key=lambda pair: pair[1]["p80_abs_error"])
+        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}{gpu}'s {widest['figures']} held-out figures",
+                               widest["p80_abs_error"], generation)  # fmt: skip
+    return GenerationPrior(constants, source, error, generation)
 
 
 def _link(target: Target) -> tuple[str, float]:
@@ -257,6 +298,9 @@ def prior_profile(
     CUDA graphs, ``core.engine.prefill_graphs``; None: the latest read)."""
     chosen = generation_prior(generation, target) if constants is None and generation is not None else None
     c = constants or (chosen.constants if chosen else fitted_constants()["constants"])
+    ended = front_end(generation)  # the default constants carry a front end in their fit: none added beside them
+    if chosen is not None and chosen.fitted is None:
+        ended = FrontEnd(0.0, CARRIED_BY_DEFAULTS)
     bandwidth = target.bandwidth_bytes_per_s * c["bandwidth_efficiency"]
     # flat: the rows pad to ``matmul_tile``; fp4 GEMMs at their own fitted share where the generation has one
     matmuls = dtype_matmul_curves(target, c["matmul_efficiency"], 0.0, c.get(FP4_EFFICIENCY))
@@ -284,12 +328,13 @@ def prior_profile(
         ),
         decode_attention=decode_attention(target, _engine_of(generation), generation, c["attention_efficiency"]),
         kernel_overhead_s=c["kernel_overhead_s"], dispatch_overhead_s=c["dispatch_overhead_s"],
-        step_overhead_s=c["step_overhead_s"], request_overhead_s=front_end(generation).seconds,
+        step_overhead_s=c["step_overhead_s"], request_overhead_s=ended.seconds,
         prefill_dispatch_overhead_s=prefill_launch_s(generation, c, target.vendor),
         prefill_graphs=graphed_release(generation, release, target.vendor),
         collective=CollectiveCost(latency_s=latency, bandwidth_bytes_per_s=link_bandwidth * c["link_efficiency"],
                                   link=link),
-        constants={name: f"{value:g}" for name, value in c.items()} | _front_end_constant(generation)
+        constants={name: f"{value:g}" for name, value in c.items()}
+        | ({} if generation is None else {"request_overhead_s": f"{ended.seconds:g} ({ended.source})"})
         | _measured_launch_constant(generation, target.vendor),
         relative_error=error,
     )  # fmt: skip
@@ -298,14 +343,6 @@ def prior_profile(
 def _engine_of(generation: str | None) -> str:
     """The engine of ``generation`` (``vllm-v1`` -> ``vllm``); vLLM, the default engine, without one."""
     return "vllm" if generation is None else generation.partition("-")[0]
-
-
-def _front_end_constant(generation: str | None) -> dict[str, str]:
-    """The generation's front end as a profile constant, with its source; none without a generation."""
-    if generation is None:
-        return {}
-    chosen = front_end(generation)
-    return {"request_overhead_s": f"{chosen.seconds:g} ({chosen.source})"}
 
 
 def _measured_launch_constant(generation: str | None, vendor: str) -> dict[str, str]:

@@ -42,9 +42,10 @@ UNMEASURED_GPU = "; none on this GPU ("
 """How an engine generation's prior (``core.cost.priors.generation_prior``) says in its ``source`` that its GPU had
 no measurement fitted (its vendor's constants stand in): the band, from the generation's held-out measurements, then
 says none was on this GPU (``core.cost.serving``)."""
-OWN_GPU_BAND = "; its band from this GPU's "
-"""How an engine generation's prior says in its ``source`` that its band is the 80th percentile of the held-out
-measurements on its own GPU (5 or more), not of the generation's on every GPU (trial 402 #3)."""
+OWN_GPU_BAND = "; its band from "
+"""How an engine generation's prior says in its ``source`` whose held-out measurements its band is the 80th
+percentile of: ``this GPU's 14 held-out figures`` (5 or more on its own GPU: trial 402 #3), or a GPU its vendor's
+set was measured on (``mi300x's 24 held-out figures``: review 403 #4); absent: the generation's on every GPU."""
 FITTED_SOURCE = "calibrated from "
 """How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""

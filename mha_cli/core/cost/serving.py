@@ -42,11 +42,13 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 
 from pydantic import Field, computed_field
 
+from mha_cli.core.cost.priors import CARRIED
 from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, OWN_GPU_BAND, UNMEASURED_GPU, DeviceProfile
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
 from mha_cli.core.cost.work import StepShape, prefill_shape
+from mha_cli.core.engine.front_end import CARRIED_BY_DEFAULTS
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import MoeA2aBackend
@@ -380,7 +382,8 @@ def predict_serving(
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
     notes += prefill_graph_notes(stepper)
-    if case.batching != "static" and profile.request_overhead_s == 0 and profile.kind == "prior":
+    carried = CARRIED_BY_DEFAULTS in profile.constants.get("request_overhead_s", "")
+    if case.batching != "static" and profile.request_overhead_s == 0 and profile.kind == "prior" and not carried:
         notes.append(  # trial 359 #4: vLLM 0.21+'s TTFT read as 2.4x 0.20's, a term no source measured
             "the front end (API server, process hops, the first token's way back) is not in this TTFT: no published"
             " measurement of this engine generation's was found (core.engine.front_end); a generation that has one"
@@ -447,12 +450,17 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
     if profile.kind == "calibrated":
         return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
     if GENERATION_PRIORS in profile.source:  # an engine generation's fitted constants
-        elsewhere = " (none on this GPU: its vendor's constants)" if UNMEASURED_GPU in profile.source else ""
-        if OWN_GPU_BAND in profile.source:
-            elsewhere = " on this GPU"
+        measurements = "this engine generation's held-out published measurements"
+        if CARRIED in profile.source:  # review 403 #5: vllm-0.21 has none of its own, they are vllm-v1's
+            carried = profile.source.split(CARRIED)[0].rpartition(": ")[2].removesuffix("'s constants")
+            measurements = f"the held-out published measurements of {carried}, whose constants it takes,"
+        where = " (none on this GPU: its vendor's constants)" if UNMEASURED_GPU in profile.source else ""
+        if OWN_GPU_BAND in profile.source:  # "this GPU's 14 held-out figures" or "mi300x's 24 held-out figures"
+            gpu = profile.source.rpartition(OWN_GPU_BAND)[2].partition("'s ")[0]
+            where = " on this GPU" if gpu == "this GPU" else f" on {gpu}, where its vendor's constants were measured,"
         return (
-            f"+/- {profile.relative_error:.0%}: 4 in 5 of this engine generation's held-out published measurements"
-            f"{elsewhere} fell within it (cost_priors_generations.json); `mha calibrate` on the device narrows it"
+            f"+/- {profile.relative_error:.0%}: 4 in 5 of {measurements}{where} fell within it"
+            " (cost_priors_generations.json); `mha calibrate` on the device narrows it"
         )
     return (
         f"+/- {profile.relative_error:.0%}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"

@@ -32,6 +32,9 @@ class FrontEnd(NamedTuple):
 
 
 NO_MEASUREMENT = "no published measurement of this generation's front end cited: none priced"
+CARRIED_BY_DEFAULTS = "the default constants price these steps, fitted with TTFT in their loss: they carry it"
+"""Why no front end is added where the default constants price a generation's steps (review 403 #2: vLLM V1's 45
+ms on a Gaudi 3 priced by them was counted twice)."""
 
 FRONT_ENDS: dict[GenerationId, FrontEnd] = {
     "vllm-v1": FrontEnd(
@@ -59,7 +62,7 @@ def front_end(generation: str | None) -> FrontEnd:
     (``core.cost.priors.fitted_generation_for``: vLLM 0.21's is V1's, trial 399 #2); None or a generation with no
     evidence before it: 0 seconds, and why."""
     if generation is None:
-        return FrontEnd(0.0, "no engine generation: the default constants, fitted with TTFT in their loss, carry it")
+        return FrontEnd(0.0, f"no engine generation: {CARRIED_BY_DEFAULTS}")
     own = FRONT_ENDS.get(generation)  # type: ignore[call-overload]
     if own is not None:
         return own

@@ -195,6 +195,11 @@ def recommend(request: RecommendRequest, *, config_path: str | None = None, pric
     request = _sixteen_bits_for_the_target(request)
     ctx = _context(request)
     moe = MoeBudget.of(request)
+    if moe is None and request.weight_dtype is not None:  # review 403 #7: named "recommended", NVIDIA's way out
+        from mha_cli.core.weight_bytes import refuse_experts_only_format
+
+        vendor = None if ctx.target is None else ctx.target.target.vendor
+        refuse_experts_only_format("the dense design (--active-params makes an MoE)", request.weight_dtype, vendor)
     vocab, tied = vocab_for(moe.total if moe else request.params, request.vocab_size)
 
     shape = choose_shape(ctx, vocab, tied, moe)
