@@ -478,6 +478,8 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     text = " ".join(cli.run(*args).output.split())
     assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000: the pick meets the targets on its means only" in text
     assert "p99 TPOT" not in text
+    # trial 404 #5: the aggregated rows' "meets" is the closed form's, said beside the table
+    assert "aggregated meets: the closed form's verdict on its means" in text
     # trial 394 #4: the verdict still read as a plain win; the JSON names the p99 past the target, the verdict and
     # its headline qualify the win
     assert data["p99_past_targets"] == [f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000"]

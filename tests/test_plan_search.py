@@ -576,3 +576,11 @@ def test_too_many_users_to_simulate_points_at_the_users_not_the_prompt_count(cli
     result = cli.run("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--concurrency", "1000000")
     assert result.exit_code == 2
     assert "engine steps: give fewer users (--concurrency) or --closed-form" in result.output
+
+
+def test_a_search_prints_the_band_of_its_figures(cli):
+    """Trial 404 #2: a pinned plan printed its profile and band, a search none at all."""
+    text = " ".join(cli.run("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form").output.split())
+    data = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form")
+    pick = data["candidates"][data["chosen"]]
+    assert f"profile {pick['profile']['name']} (prior): {pick['uncertainty']['how']}; read on the closed form's" in text

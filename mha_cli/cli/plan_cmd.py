@@ -1364,6 +1364,12 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
             console.print(f"  nearest: {d.describe()} {load_words(c)} misses {escape('; '.join(c.misses))}")
         for way in result.ways_out:  # each searched again: a pick (fits), or the none: line
             console.print(f"  - {escape(way.text)}" + (f": {escape(way.figure)}" if way.fits else ""))
+    if result.candidates:  # trial 404 #2: the search printed no band at all
+        shown = result.candidates[result.chosen if result.chosen is not None else 0]
+        console.print(
+            f"[dim]profile {escape(shown.profile.name)} ({shown.profile.kind}): {escape(shown.uncertainty.how)}; read on"
+            " the closed form's TTFT and ITL, the simulated percentiles are as uncertain[/dim]"
+        )
 
 
 def register(registry: CommandRegistry) -> None:

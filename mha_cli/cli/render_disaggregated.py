@@ -90,6 +90,9 @@ def render_disaggregated(console: Console, plan: DisaggregatedPlan) -> None:
                            f"{a.itl_ms:,.1f}", f"{a.output_tokens_per_s_per_gpu:,.0f}",
                            "yes" if a.meets_targets else "no: rate" if a.saturated else "no")  # fmt: skip
     console.print(aggregated)
+    if plan.aggregated:  # trial 404 #5: read beside the plain search's simulated verdict on the same layouts
+        console.print("aggregated meets: the closed form's verdict on its means (`mha plan` without --disaggregated"
+                      " runs the loop, whose p99 may rule a layout out at the same load)")  # fmt: skip
     console.print(f"[bold]{_headline(plan)}[/bold]: {escape(plan.verdict)}")
     for engine, lines in plan.launch.items():
         console.print(f"  {engine}:")
