@@ -600,7 +600,12 @@ def test_the_band_says_whose_measurements_it_is_read_on(cli):
     mi355x = cli.json(*args, "--target", "mi355x")["uncertainty"]
     mi300x = generation_fits()["vllm-v1"]["holdout"]["per_gpu"]["mi300x"]
     assert mi355x["relative"] == mi300x["p80_abs_error"] > generation_fits()["vllm-v1"]["holdout"]["p80_abs_error"]
-    assert "on mi300x, where its vendor's constants were measured, fell within it" in mi355x["how"]
+    assert (
+        "on mi300x (none on this GPU; the widest band of the GPUs the constants were measured on) fell" in mi355x["how"]
+    )
+    # review 405 #5: never narrower than every GPU's: SGLang's MI355X keeps the generation's 49%, not MI300X's 39%
+    sglang = cli.json(*args[:-2], "--engine", "sglang", "--target", "mi355x")["uncertainty"]
+    assert sglang["relative"] == generation_fits()["sglang-0.5"]["holdout"]["p80_abs_error"]
 
 
 def test_a_plan_without_an_engine_says_what_engine_vllm_would_price(cli):
@@ -614,3 +619,31 @@ def test_a_plan_without_an_engine_says_what_engine_vllm_would_price(cli):
     assert any(note.startswith(said) for note in cli.json(*args, "--target", "h100")["notes"])
     assert not any("no --engine" in note for note in cli.json(*args, "--target", "h100", "--engine", "vllm")["notes"])
     assert not any("no --engine" in note for note in cli.json(*args, "--target", "gaudi3")["notes"])
+
+
+def test_a_config_file_naming_its_engine_alone_prices_that_engine_s_steps(cli, tmp_path):
+    """Review 405 #1: a config file whose deployment names the engine alone (engine: sglang) priced SGLang's memory
+    and the default constants' steps, with no note; it is the engine's latest generation's prior now, as --engine."""
+    import json
+
+    out = tmp_path / "cfg.json"
+    cli.run("recommend", "--params", "8b", "--seq", "8k", "--target", "h100", "--out", str(out))
+    config = json.loads(out.read_text())
+    config["deployment"]["engine"] = "sglang"
+    out.write_text(json.dumps(config))
+    filed = cli.json("plan", str(out), "--tp", "1", "--closed-form")
+    assert filed["profile"]["name"] == "h100-sxm-prior@sglang-0.5" and filed["front_end_ms"] == 6.9
+
+
+def test_every_plan_without_an_engine_says_so_once_and_no_stray_front_end_note(cli):
+    """Review 405 #2, #6: a pinned plan without --engine also said the front end lacked a measurement (the default
+    constants carry it), and the search, --disaggregated and kv said nothing of the default constants."""
+    pinned = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--closed-form")
+    assert not any("the front end (API server" in note for note in pinned["notes"])
+    assert sum(note.startswith("no --engine: the default constants") for note in pinned["notes"]) == 1
+    search = cli.json("plan", "llama-3-8b", "--target", "2xh100", "--closed-form")
+    assert any(line.startswith("no --engine: the default constants") for line in search["layouts"])
+    kv = cli.json("kv", "llama-3-8b", "--target", "h100")
+    assert any(line.startswith("no --engine: the default constants") for line in kv["assumptions"])
+    assert not any("no --engine" in line for line in cli.json("kv", "llama-3-8b", "--target", "h100", "--engine",
+                                                                "vllm")["assumptions"])  # fmt: skip

@@ -111,5 +111,17 @@ def engine_prior(target: "Target", deployment: "DeploymentSpec") -> "DeviceProfi
     engine is named (``--engine sglang@0.5``), else the default ones: ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
     from mha_cli.core.cost.priors import prior_profile
 
-    generation = deployment.engine_generation if deployment.engine is not None else None
-    return prior_profile(target, deployment.weight_dtype, generation=generation, release=deployment.engine_version)
+    return prior_profile(
+        target, deployment.weight_dtype, generation=named_generation(deployment), release=deployment.engine_version
+    )
+
+
+def named_generation(deployment: "DeploymentSpec") -> str | None:
+    """The engine generation ``deployment`` names (``--engine``, a share's spelling, or a config file's engine, whose
+    file may name the engine alone: its latest generation, review 405 #1); None where no engine is named (the
+    default constants price the steps)."""
+    if deployment.engine is None:
+        return None
+    from mha_cli.core.engine.generations import generation
+
+    return generation(deployment.engine_generation, deployment.engine).id

@@ -128,11 +128,16 @@ def default_constants_note(target: Target) -> str | None:
     priced_by = fitted_generation_for(latest, target.vendor, fits)
     if priced_by is None:
         return None
-    itl = fits[priced_by]["holdout"].get("per_figure", {}).get("itl_ms")
-    evidence = (
+    entry = fits[priced_by]
+    family = entry.get("vendors", {}).get(target.vendor.lower())
+    measured = set(family.get("figures", []) if family else entry.get("figures", []))
+    itl = entry["holdout"].get("per_figure", {}).get("itl_ms")
+    evidence = (  # the ITL evidence is the latency-measured sets' (review 405 #3: AMD's was fitted on tokens/s)
         f": its held-out ITL median error {itl['median_abs_error']:.0%} against the default constants'"
         f" {itl['default_constants']['median_abs_error']:.0%}"
-        if itl
+        if itl and "itl_ms" in measured
+        else f" ({target.vendor}'s set on tokens/s alone)"
+        if measured and "itl_ms" not in measured
         else ""
     )
     return (
@@ -167,8 +172,9 @@ def generation_prior(generation: str, target: Target) -> GenerationPrior:
 
 def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> GenerationPrior:
     """``generation``'s own fitted constants on ``target``'s vendor (fitted for it). Its band: the held-out figures'
-    80th percentile on this GPU where it has 5 or more, else on the GPUs its vendor's set was measured on where one
-    has (MI355X: MI300X's, not the pooled one mostly of H100s: review 403 #4), else on every GPU."""
+    80th percentile on this GPU where it has 5 or more; else the wider of every GPU's and the widest of the GPUs its
+    constants were measured on with 5 or more (MI355X: MI300X's 44%, not the 29% of every GPU, mostly H100s': review
+    403 #4; never narrower than every GPU's: review 405 #5)."""
     family = fitted.get("vendors", {}).get(target.vendor.lower())
     constants = family["constants"] if family else fitted["constants"]
     measured_on = family["gpus"] if family else fitted["gpus"]
@@ -190,10 +196,11 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
         return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}this GPU's {own['figures']} held-out figures",
                                own["p80_abs_error"], generation)  # fmt: skip
     kin = [(gpu, per_gpu[gpu]) for gpu in measured_on if per_gpu.get(gpu, {}).get("figures", 0) >= MIN_GPU_FIGURES]
-    if family and kin:  # the widest of its vendor's measured GPUs' bands
-        gpu, widest = max(kin, key=lambda pair: pair[1]["p80_abs_error"])
-        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}{gpu}'s {widest['figures']} held-out figures",
-                               widest["p80_abs_error"], generation)  # fmt: skip
+    widest = max(kin, key=lambda pair: pair[1]["p80_abs_error"], default=None)
+    if widest is not None and widest[1]["p80_abs_error"] > error:  # never narrower than every GPU's (review 405 #5)
+        gpu, figures = widest
+        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}{gpu}'s {figures['figures']} held-out figures",
+                               figures["p80_abs_error"], generation)  # fmt: skip
     return GenerationPrior(constants, source, error, generation)
 
 

@@ -1151,8 +1151,7 @@ def _launch_note(
 
 AITER_OFF = (
     "the vllm line leaves VLLM_ROCM_USE_AITER unset, so AITER's kernels are off (vLLM's envs.py, read in 0.10.0,"
-    " 0.11.0, 0.22.0 and 0.33.0); AMD's recipes set it to 1. The step costs model no AITER kernel: their AMD"
-    " constants were fitted on AMD's published vLLM results, whose setting those do not state"
+    " 0.11.0, 0.22.0 and 0.33.0); AMD's recipes set it to 1, whose kernels the step costs do not model"
 )
 """The launch note of a vLLM line on an AMD GPU (trial 402 #5: AMD users compare with AITER-on measurements)."""
 

@@ -382,7 +382,8 @@ def predict_serving(
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
     notes += prefill_graph_notes(stepper)
-    carried = CARRIED_BY_DEFAULTS in profile.constants.get("request_overhead_s", "")
+    # the default constants' fit carried it: no generation named (the plan's note says so), or one they price
+    carried = "@" not in profile.name or CARRIED_BY_DEFAULTS in profile.constants.get("request_overhead_s", "")
     if case.batching != "static" and profile.request_overhead_s == 0 and profile.kind == "prior" and not carried:
         notes.append(  # trial 359 #4: vLLM 0.21+'s TTFT read as 2.4x 0.20's, a term no source measured
             "the front end (API server, process hops, the first token's way back) is not in this TTFT: no published"
@@ -457,7 +458,11 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
         where = " (none on this GPU: its vendor's constants)" if UNMEASURED_GPU in profile.source else ""
         if OWN_GPU_BAND in profile.source:  # "this GPU's 14 held-out figures" or "mi300x's 24 held-out figures"
             gpu = profile.source.rpartition(OWN_GPU_BAND)[2].partition("'s ")[0]
-            where = " on this GPU" if gpu == "this GPU" else f" on {gpu}, where its vendor's constants were measured,"
+            where = (
+                " on this GPU"
+                if gpu == "this GPU"
+                else f" on {gpu} (none on this GPU; the widest band of the GPUs the constants were measured on)"
+            )
         return (
             f"+/- {profile.relative_error:.0%}: 4 in 5 of {measurements}{where} fell within it"
             " (cost_priors_generations.json); `mha calibrate` on the device narrows it"

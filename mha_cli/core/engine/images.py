@@ -37,8 +37,8 @@ def engine_of_image(text: str) -> str:
     if (not colon or tag in ("", "latest")) and repository == "rocm/vllm":  # trial 402 #6: AMD's build lags vLLM's
         raise BadInputError(
             f"image {text.strip()!r}: AMD's rocm/vllm 'latest' follows vLLM's releases weeks behind, so it names no"
-            " release to price; give the one its tag states (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006 runs 0.10.2), as"
-            " --engine vllm@0.10.2"
+            " release to price; pin a dated tag, which states its release (rocm/vllm:rocm7.0.0_vllm_0.10.2_20251006"
+            " runs 0.10.2), or give --engine vllm@0.10.2"
         )
     if not colon or tag in ("", "latest"):
         return engine

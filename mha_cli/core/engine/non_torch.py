@@ -79,6 +79,8 @@ def non_torch_bytes(tp: int, target: Target, release: Version | None = None) -> 
 
 def non_torch_how(tp: int, target: Target, release: Version | None = None) -> str:
     """Where ``non_torch_bytes`` comes from, for the budget's line."""
+    if tp == 1 and target.vendor == "AMD":  # review 405 #10
+        return "measured in vLLM's logs on NVIDIA GPUs, tp 1 (CUDA context, cuBLAS); ROCm's HIP context unmeasured"
     if tp == 1:
         return "measured in vLLM's logs, tp 1 (CUDA context, cuBLAS)"
     if fused_allreduce_part(target, release):

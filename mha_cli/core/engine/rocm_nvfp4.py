@@ -127,8 +127,8 @@ def typed_nvfp4_refusal(moe: bool, release: str | None) -> str | None:
     Trial 402 #4: vllm@0.10 on an MI300X priced and launched them without a word."""
     if release is None or release_key(release) >= EMULATION_FROM:
         return None
-    mxfp4 = "mxfp4" if moe else "mxfp4-linear"  # review 403 #8: mxfp4 is the experts' alone, refused on a dense model
-    fix = f"use vLLM 0.20 or later (--engine vllm@0.20.0: NVFP4 emulated in bf16) or bf16, fp8 or {mxfp4} weights"
+    # review 403 #8, 405 #7: no MXFP4 offered (the experts' alone on a dense model; emulated off CDNA4, refused)
+    fix = "use vLLM 0.20 or later (--engine vllm@0.20.0: NVFP4 emulated in bf16) or bf16 or fp8 weights"
     if release_key(release) < PETIT_FROM:
         return (
             f"vLLM {release} does not run NVFP4 on ROCm (RocmPlatform.supported_quantization lists no ModelOpt method,"
