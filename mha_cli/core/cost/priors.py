@@ -103,17 +103,13 @@ def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str
     the default constants, fitted on 2023-24 engines, priced them, and the held-out 2025-26 measurements put those
     2-3x further off than a generation's own fit), else None: the default constants (a generation before any fitted
     one is of their era; an id no generation has, as well)."""
-    from mha_cli.core.engine.generations import GENERATIONS
+    from mha_cli.core.engine.generations import earlier_generations
 
     def fitted_for(candidate: str) -> bool:
         entry = fits.get(candidate)
         return entry is not None and vendor.lower() in entry["fitted_vendors"]
 
-    if fitted_for(generation):
-        return generation
-    same = [g.id for g in GENERATIONS if g.engine == next((h.engine for h in GENERATIONS if h.id == generation), None)]
-    earlier = same[: same.index(generation)] if generation in same else []
-    return next((g for g in reversed(earlier) if fitted_for(g)), None)
+    return next((g for g in [generation, *earlier_generations(generation)] if fitted_for(g)), None)
 
 
 def default_constants_note(target: Target) -> str | None:

@@ -66,11 +66,9 @@ def front_end(generation: str | None) -> FrontEnd:
     own = FRONT_ENDS.get(generation)  # type: ignore[call-overload]
     if own is not None:
         return own
-    from mha_cli.core.engine.generations import GENERATIONS
+    from mha_cli.core.engine.generations import earlier_generations
 
-    engine = next(g.engine for g in GENERATIONS if g.id == generation)
-    ids = [g.id for g in GENERATIONS if g.engine == engine]
-    for earlier in reversed(ids[: ids.index(generation)]):
+    for earlier in earlier_generations(generation):
         if earlier in FRONT_ENDS:
             measured = FRONT_ENDS[earlier]  # type: ignore[index]
             return FrontEnd(

@@ -274,6 +274,15 @@ def typed_release(engine_text: str | None) -> str | None:
     return None if match is None else match.group(1).lower()
 
 
+def earlier_generations(generation_id: str) -> list[str]:
+    """The generations of ``generation_id``'s engine released before it, nearest first; none for an id no generation
+    has (the priors and front ends of a generation without its own take the nearest of these that has one)."""
+    same = [
+        g.id for g in GENERATIONS if g.engine == next((h.engine for h in GENERATIONS if h.id == generation_id), None)
+    ]
+    return list(reversed(same[: same.index(generation_id)])) if generation_id in same else []
+
+
 def generation(generation_id: GenerationId | None, engine: EngineName | None = None) -> Generation:
     """The generation of that id; None: ``engine``'s latest (vLLM's without an engine)."""
     if generation_id is not None:
