@@ -133,18 +133,18 @@ def kv(
     refuse_release_without_model(
         deployment.engine, deployment.engine_version, loaded.model, out, generation_id=deployment.engine_generation
     )
-    if deployment.target is not None:  # the way out names the target's vendor's formats (trial 402 #8)
+    device = None if deployment.target is None else resolve_target(deployment.target).target
+    if device is not None:  # the way out names the target's vendor's formats (trial 402 #8)
         from mha_cli.core.weight_bytes import refuse_format_without_experts
 
-        vendor = resolve_target(deployment.target).target.vendor
-        refuse_format_without_experts(loaded.model, deployment.weight_dtype or "bf16", vendor)
+        refuse_format_without_experts(loaded.model, deployment.weight_dtype or "bf16", device.vendor)
     report = build_kv_report(loaded, deployment)
     if profile is not None:
         report = with_profile(report, report.model, report.deployment, profile)
-    elif report.latency is not None and deployment.engine is None and deployment.target is not None:
+    elif report.latency is not None and deployment.engine is None and device is not None:
         from mha_cli.core.cost.priors import default_constants_note  # as plan says it (review 405 #6)
 
-        default_steps = default_constants_note(resolve_target(deployment.target).target)
+        default_steps = default_constants_note(device)
         if default_steps:
             report.assumptions.append(default_steps)
     if plot is not None:

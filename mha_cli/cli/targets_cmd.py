@@ -79,6 +79,7 @@ def render_targets(console: "Console", result: TargetList) -> None:
     """One row per target, in 80 columns: the id whole (it is what users type), the name without its vendor, the
     rates to the unit."""
     table = _targets_table(result, wide=True)
+    # the table's own measure: rich's Measurement.get clamps it to the console's width, which hides the overflow
     wide = table.__rich_measure__(console, console.options).minimum <= console.width
     if not wide:  # under ~70 columns fp4 and link go, rather than cut digits (review 401 #3)
         table = _targets_table(result, wide=False)

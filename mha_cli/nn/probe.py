@@ -4,8 +4,9 @@ Offline and deterministic: lower-cased word/punctuation tokens; each distinct to
 random embedding (the same word always gets the same vector), plus sinusoidal positions so heads
 can tell tokens apart by place, and RoPE (theta 10,000) in the layer on every variant: MHA, GQA and MQA
 rotate their whole heads (rotate-half, as Llama; an odd head width, which RoPE cannot pair, none), MLA
-its decoupled key (interleaved, as DeepSeek), so a comparison of variants sees the same positions. The layer's weights are seeded normals (std
-1/sqrt(d_model)). The weights come from the reference path, so they are the exact softmax rows, causal.
+its decoupled key (interleaved, as DeepSeek), so a comparison of variants sees the same positions. The
+layer's weights are seeded normals (std 1/sqrt(d_model)). The weights come from the reference path, so
+they are the exact softmax rows, causal.
 """
 
 from __future__ import annotations
