@@ -469,12 +469,13 @@ def test_a_split_the_rate_overloads_shows_what_it_serves(cli):
 
 def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_means(cli):
     """The split search reads --ttft-ms against its means: Llama-3.1-70B at 8,192 in showed "meets yes" with a
-    simulated p99 TTFT of 5,294 ms against --ttft-ms 2000, and no word of it (found by newuser trial 236)."""
+    simulated p99 TTFT of 5,294 ms against --ttft-ms 2000, and no word of it (found by newuser trial 236). ITL 25 ms
+    since vLLM V1's constants price a plan without --engine (2026-12-08; at 30 ms aggregated wins there)."""
     args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--disaggregated", "--isl", "8192", "--osl", "512",
-            "--ttft-ms", "2000", "--itl-ms", "30")  # fmt: skip
+            "--ttft-ms", "2000", "--itl-ms", "25")  # fmt: skip
     data = cli.json(*args)
     p99 = data["simulated"]["ttft_ms"]["p99"]
-    assert p99 > 2000 and data["simulated"]["tpot_ms"]["p99"] < 30
+    assert p99 > 2000 and data["simulated"]["tpot_ms"]["p99"] < 25
     text = " ".join(cli.run(*args).output.split())
     assert f"p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000: the pick meets the targets on its means only" in text
     assert "p99 TPOT" not in text
@@ -487,9 +488,10 @@ def test_a_simulated_p99_past_a_target_is_said_beside_a_pick_that_meets_it_on_me
     assert f"(on its means only: p99 TTFT {p99:,.0f} ms > --ttft-ms 2,000 in the simulated loop)" in data["verdict"]
     assert "disaggregated wins on its means:" in text
     # review 401 #2: a TPOT p99 of 28.47 ms past --itl-ms 28.4 read "28 ms > 28.4"; said to 0.1 ms, as simulated
-    tight = cli.json(*args[:-4], "--ttft-ms", "6000", "--itl-ms", "28.4")
+    # (20.87 ms past 20.8 on vLLM V1's constants)
+    tight = cli.json(*args[:-4], "--ttft-ms", "6000", "--itl-ms", "20.8")
     tpot = tight["simulated"]["tpot_ms"]["p99"]
-    assert tpot > 28.4 and f"p99 TPOT {tpot:.1f} ms > --itl-ms 28.4" in tight["p99_past_targets"]
+    assert tpot > 20.8 and f"p99 TPOT {tpot:.1f} ms > --itl-ms 20.8" in tight["p99_past_targets"]
     closed = cli.json(*args, "--closed-form")  # no loop: nothing said of a p99
     assert closed["p99_past_targets"] == [] and "on its means only" not in closed["verdict"]
 
@@ -505,9 +507,10 @@ def test_the_verdict_says_it_is_on_means_and_over_the_gpus_the_split_runs_on():
 
 def test_the_disaggregated_win_says_why_its_itl_is_higher(cli):
     """ "ITL 20.0 ms against 19.0 ms ...: the decode pool's steps carry no prefill chunks" read as if the split's ITL
-    were the lower (found by newuser trial 254): the split's gain is its tokens/s per GPU, said so."""
-    found = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--disaggregated", "--itl-ms", "20")
-    assert "ITL 20.0 ms against 19.0 ms" in found["verdict"]
+    were the lower (found by newuser trial 254): the split's gain is its tokens/s per GPU, said so. ITL 13 ms on vLLM
+    V1's constants (no --engine since 2026-12-08: at 20 ms the split's ITL is now the lower, 13.5 against 19.8)."""
+    found = cli.json("plan", "llama-3.1-8b", "--target", "8xh100", "--disaggregated", "--itl-ms", "13")
+    assert "ITL 13.0 ms against 12.9 ms" in found["verdict"]
     assert "no prefill chunks (its ITL is the higher here: the gain is tokens/s per GPU, not ITL)" in found["verdict"]
 
 
@@ -536,7 +539,8 @@ def test_a_split_serving_nothing_within_the_targets_says_so_in_its_meets_cell(cl
 
 
 def test_past_the_prefill_pools_capacity_the_decode_pool_sees_what_it_passes_on(cli):
-    """Trial 330 #2: at a rate over what the prefill pool serves (10.24 req/s here), the decode pool's batch and ITL
+    """Trial 330 #2: at a rate over what the prefill pool serves (6.64 req/s here on vLLM V1's constants; 10.24 on
+    the default ones, which priced a plan without --engine before 2026-12-08), the decode pool's batch and ITL
     were priced at the rate offered (15.6 ms at 11 req/s, 26.4 at 40) though it receives only what the prefill pool
     finishes: the same at any rate past it."""
     itl = []
@@ -544,7 +548,7 @@ def test_past_the_prefill_pools_capacity_the_decode_pool_sees_what_it_passes_on(
         found = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--isl", "4096", "--osl", "256", "--ttft-ms",
                          "1000", "--itl-ms", "30", "--disaggregated", "--rate", rate, "--closed-form")  # fmt: skip
         (split,) = found["splits"]
-        assert split["served_by"] == "prefill" and split["served_rps"] == pytest.approx(10.24, abs=0.01)
+        assert split["served_by"] == "prefill" and split["served_rps"] == pytest.approx(6.64, abs=0.01)
         itl.append(split["itl_ms"])
     assert itl[0] == itl[1] < 15.0
 
@@ -567,11 +571,12 @@ def test_the_disaggregated_json_names_the_release_typed(cli):
 def test_a_per_gpu_win_on_fewer_gpus_says_the_target_would_serve_less(cli):
     """Trial 372 #2: Qwen3-30B-A3B on 8 x H100, the split on 5 GPUs "wins" at 1,728 against 1,509 tokens/s per GPU,
     8,640 in all against aggregated's 12,071: the verdict says the win is per GPU only; the control, a split that
-    serves more in all, says nothing of it."""
+    serves more in all, says nothing of it. (The split runs on 6 GPUs on vLLM V1's constants, which price a plan
+    without --engine since 2026-12-08.)"""
     found = cli.json("plan", str(reference_hf_config("qwen3-30b-a3b")), "--target", "8xh100", "--isl", "4096", "--osl",
                      "512", "--itl-ms", "20", "--ttft-ms", "1500", "--disaggregated", "--closed-form")  # fmt: skip
     pick = found["splits"][found["chosen"]]
-    assert found["winner"] == "disaggregated" and pick["gpus"] == 5
+    assert found["winner"] == "disaggregated" and pick["gpus"] == 6
     assert "per GPU only: on all 8 GPUs aggregated serves more tokens/s in all" in found["verdict"]
     control = _plan("llama-3.1-70b", "8xh200", 4096, 256, ttft_ms=2000, itl_ms=30)
     assert "per GPU only" not in control.verdict

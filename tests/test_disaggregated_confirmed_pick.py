@@ -6,7 +6,11 @@ closed-form goodput, 17.38 req/s (1,112 tokens/s per GPU, "meets: yes"), beside 
 12.1 ms and a note that the loop missed. Ranking the splits by their simulated runs at the closed form's loads picks
 1 x tp2 + 1 x tp2 (992 tokens/s per GPU, TPOT mean 11.2 ms), but that is no better: the same pick at 17.0 req/s
 (1,088 tokens/s per GPU) meets in the loop (TPOT mean 11.94 ms). The search now lowers a split's load where its loop
-misses to the most the loop meets the targets at, by bisection (``core.cost.disaggregated_confirm``)."""
+misses to the most the loop meets the targets at, by bisection (``core.cost.disaggregated_confirm``).
+
+Since vLLM V1's constants price a plan without --engine (2026-12-08), the same plan at ITL <= 12 ms is bound by its
+prefill workers, its loop well within the target; the scenario is at ITL <= 7 ms: 1 x tp2 prefill + 1 x tp2 decode
+at its closed-form goodput, 10.68 req/s, runs a TPOT mean of 7.02 ms in its loop."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from mha_cli.core.serve.disaggregated import SimulatedSplit
 from mha_cli.core.serve.stats import LatencyStats
 
 ARGS = ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096", "--osl", "256", "--itl-ms",
-        "12"]  # fmt: skip
+        "7"]  # fmt: skip
 
 
 def _plan(*more: str) -> dict:
@@ -30,35 +34,42 @@ def _plan(*more: str) -> dict:
     return json.loads(result.stdout)
 
 
+def _workers(split: dict) -> tuple[int, int, int, int]:
+    return split["prefill_workers"], split["prefill_tp"], split["decode_workers"], split["decode_tp"]
+
+
 def test_the_pick_runs_at_a_load_its_simulated_loop_meets():
     found = _plan()
     pick, simulated = found["splits"][found["chosen"]], found["simulated"]
-    assert (pick["prefill_workers"], pick["prefill_tp"], pick["decode_workers"], pick["decode_tp"]) == (2, 1, 1, 2)
-    assert pick["meets_targets"] and simulated["tpot_ms"]["mean"] <= 12.0  # before: 12.1 at 17.38 req/s
+    assert _workers(pick) == (1, 2, 1, 2)
+    assert pick["meets_targets"] and simulated["tpot_ms"]["mean"] <= 7.0  # before: 7.02 at 10.68 req/s
     assert simulated["rate_rps"] == pick["rate_rps"]  # the row and the simulated line are one load
-    # lowered from the closed form's goodput, 17.38 req/s, to at least 17.0 (which meets: TPOT mean 11.94 ms)
-    assert pick["goodput_rps"] > pick["rate_rps"] >= 17.0
-    assert pick["output_tokens_per_s_per_gpu"] == pick["rate_rps"] * 256 / 4 > 992  # above the next split's
+    # lowered from the closed form's goodput, 10.68 req/s, by bisection (within 10.68 / 2**8 of the most it meets)
+    assert pick["goodput_rps"] > pick["rate_rps"] >= 10.5
+    assert pick["output_tokens_per_s_per_gpu"] == pick["rate_rps"] * 256 / 4
+    below = found["splits"][found["chosen"] + 1]  # the next, lowered too, sells less
+    assert pick["output_tokens_per_s_per_gpu"] > below["output_tokens_per_s_per_gpu"]
     assert not [note for note in found["notes"] if note.startswith("the pick's simulated loop misses")]
     lowered = [note for note in found["notes"] if note.startswith("the pick's simulated loop missed")]
-    assert lowered and "17.4 req/s" in lowered[0] and f"{pick['rate_rps']:.3g} req/s" in lowered[0]
+    assert lowered and "10.7 req/s" in lowered[0] and f"{pick['rate_rps']:.3g} req/s" in lowered[0]
+    assert "mean TPOT 7.02 ms > 7.0 ms" in lowered[0]  # to the decimal that shows the miss ("7.0 > 7.0" before)
 
 
 def test_the_closed_form_alone_keeps_the_closed_form_pick():
     found = _plan("--closed-form")
     pick = found["splits"][found["chosen"]]
     assert found["simulated"] is None and pick["rate_rps"] == pick["goodput_rps"]
-    assert round(pick["rate_rps"], 2) == 17.38
+    assert round(pick["rate_rps"], 2) == 10.68  # 17.38 at ITL 12 ms on the default constants
 
 
 def test_at_a_fixed_rate_a_split_its_loop_misses_is_not_picked():
-    """At --rate 17.3 req/s the same split's loop misses the ITL (TPOT mean 12.1 ms); the load is the user's, so it
-    is not lowered: the split misses, and no other split serves 17.3 req/s within 12 ms. Before: picked, "yes"."""
-    found = _plan("--rate", "17.3")
+    """At --rate 10.6 req/s the same split's loop misses the ITL (TPOT mean 7.01 ms); the load is the user's, so it
+    is not lowered: the split misses, and no other split serves 10.6 req/s within 7 ms. Before: picked, "yes"."""
+    found = _plan("--rate", "10.6")
     top = found["splits"][0]
-    assert (top["prefill_workers"], top["prefill_tp"], top["decode_workers"], top["decode_tp"]) == (2, 1, 1, 2)
-    assert not top["meets_targets"] and top["rate_rps"] == 17.3
-    assert top["misses"] == ["itl (simulated: mean TPOT 12.1 ms > 12.0 ms (p99 13.3 ms))"]
+    assert _workers(top) == (1, 2, 1, 2)
+    assert not top["meets_targets"] and top["rate_rps"] == 10.6
+    assert top["misses"] == ["itl (simulated: mean TPOT 7.01 ms > 7.0 ms (p99 7.2 ms))"]
     assert found["chosen"] is None and found["simulated"] is None and found["winner"] == "neither"
     assert any("the pick is confirmed in the simulated loop" in note for note in found["notes"])
 
@@ -125,15 +136,16 @@ def test_a_split_whose_loop_misses_at_every_load_tried_is_not_picked():
 
 
 def test_the_splits_footnote_says_which_rows_the_loop_decided():
-    """At --itl-ms 11 the closed form's best split (2 x tp1 prefill + 1 x tp2 decode, 15.29 req/s) misses in its loop
-    and is lowered to 14.81 req/s; the next (1 x tp2 + 1 x tp2) is lowered to 14.87 and picked, so the row the loop
-    lowered first is listed below the pick. The footnote said "(the pick, and any split above it)" and "req/s: the
-    pick's load": no row sat above the pick, and the row below it was lowered too."""
-    args = [*ARGS[:-1], "11"]  # --itl-ms 11
+    """At --itl-ms 7 the closed form's two best splits (1 x tp2 prefill + 1 x tp2 decode, and 2 x tp1 + 1 x tp2, both
+    10.68 req/s) miss in their loops and are lowered, to 10.52 and 10.39 req/s: the first is picked and the row the
+    loop lowered too is listed below it. The footnote said "(the pick, and any split above it)" and "req/s: the
+    pick's load": no row sat above the pick, and the row below it was lowered too. (At --itl-ms 11 on the default
+    constants, which priced a plan without --engine before 2026-12-08.)"""
+    args = ARGS
     found = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
     pick, below = found["splits"][0], found["splits"][1]
     assert found["chosen"] == 0 and (pick["prefill_workers"], pick["prefill_tp"]) == (1, 2)
-    assert (below["prefill_workers"], below["prefill_tp"], below["decode_workers"], below["decode_tp"]) == (2, 1, 1, 2)
+    assert _workers(below) == (2, 1, 1, 2)
     assert below["meets_targets"] and below["rate_rps"] < below["goodput_rps"]  # run by the loop, lowered, below
     shown = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
     assert shown.exit_code == 0, shown.output

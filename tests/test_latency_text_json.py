@@ -72,9 +72,10 @@ def test_recommend_moe_figures_are_the_cost_models():
     # 50.77 (13.14) and 333,063.9 (152,152.4) ms before the 2026-12-03 refit (tile-padded GEMMs, routers read);
     # 38.67 (13.16) and 297,173.9 (152,216.9) ms before the step priced the memory plan's experts (8 replicas of tp 1
     # sharing them at 1/8 of their width, their tokens gathered to them; before, all 128 whole on each device);
-    # 44.82 and 300,624.1 ms (the same bounds) before the 2026-12-03 gemmramp refit
-    assert "decode step 29.09 ms (bound 12.51 ms)" in printed
-    assert "prefill 179,938.6 ms (bound 154,555.3 ms)" in printed
+    # 44.82 and 300,624.1 ms (the same bounds) before the 2026-12-03 gemmramp refit; 29.09 and 179,938.6 ms on the
+    # default constants, before no --engine priced vLLM's latest generation (vLLM V1's constants, 2026-12-08)
+    assert "decode step 26.16 ms (bound 12.51 ms)" in printed
+    assert "prefill 196,802.7 ms (bound 154,555.3 ms)" in printed
     assert "13.01 ms" not in printed and "171,803.1" not in printed
 
 
@@ -82,8 +83,9 @@ def test_recommend_explain_labels_both_bounds(cli):
     printed = _printed(cli.run("recommend", *RECOMMEND_RUNS["moe"], "--explain").output)
     assert "roofline" in printed and "predicted (bound)" in printed
     # the cost model's step beside the roofline's 13.01 ms; 44.82 (12.51) before the 2026-12-03 gemmramp refit,
-    # 38.67 (13.16) before the step priced the memory plan's experts
-    assert "29.09 (12.51) ms" in printed and "13.01 ms" in printed
+    # 38.67 (13.16) before the step priced the memory plan's experts; 29.09 (12.51) on the default constants, before
+    # no --engine priced vLLM's latest generation (2026-12-08)
+    assert "26.16 (12.51) ms" in printed and "13.01 ms" in printed
 
 
 @pytest.mark.parametrize("args", [("--target", "h100", "--seq", "32k"), ("--target", "4xh100", "--tp", "4")])

@@ -61,17 +61,18 @@ def test_the_priced_engines_line_starts_the_pool_priced(cli, engine):
 
 
 def test_the_vllm_line_carries_the_max_num_seqs_priced_not_the_running_count(cli):
-    """vLLM's H100 default, 1,024 (``_set_default_args``), was priced; 340 requests of 1,280 tokens run at once."""
+    """vLLM's H100 default, 1,024 (``_set_default_args``), was priced; 256 requests of 1,280 tokens run at once (340
+    on the default constants, which priced a plan without --engine before 2026-12-08)."""
     found = cli.json(*SEARCH)
     pick = found["candidates"][found["chosen"]]
-    assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 340
+    assert pick["memory"]["engine"]["max_num_seqs"] == 1024 and pick["running_per_replica"] == 256
     assert _value(shlex.split(found["launch"]["vllm"]), "--max-num-seqs") == "1024"
     # the unpriced SGLang line takes the same cap (the one the plan's scheduler ran at), not the running count
     assert _value(shlex.split(found["launch"]["sglang"]), "--max-running-requests") == "1024"
     # the control: the running count on the vLLM line prices another pool (a smaller sampler peak, more tokens)
-    running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 340")
+    running = found["launch"]["vllm"].replace("--max-num-seqs 1024", "--max-num-seqs 256")
     other = _repriced("vllm", running, pick["memory"]["engine"]["weights_bytes_per_rank"])
-    assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 10_992
+    assert other.kv_tokens - pick["memory"]["engine"]["kv_tokens"] == 11_680  # 10,992 at 340
 
 
 QWEN3_32B_PP = ("plan", str(REPO / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"), "--target", "2xh100",

@@ -123,7 +123,7 @@ def test_the_launch_line_and_the_hit(cli):
     writes the flag but serves no hit (it stops a prefill at a shared prefix, caching its state, from 0.24)."""
     args = ("plan", QWEN3_NEXT_CONFIG, "--target", "4xh100", "--tp", "4", "--concurrency", "16", "--isl", "8192",
             "--osl", "256", "--shared-prefix", "6000", "--closed-form")  # fmt: skip
-    on, old, off = (  # each priced by a vLLM generation's constants (no --engine: the default ones, another TTFT)
+    on, old, off = (  # each priced by its vLLM generation's constants
         cli.json(*args, "--engine", "vllm"),
         cli.json(*args, "--engine", "vllm@0.21"),
         cli.json(*args, "--engine", "vllm", "--no-enable-prefix-caching"),

@@ -77,14 +77,14 @@ def test_an_engine_s_own_name_for_its_share_prices_that_engine(cli):
 def test_plan_prices_the_steps_of_the_engine_its_share_names_too(cli, share, engine):
     """Trial 399 #1: plan priced --mem-fraction-static's memory as SGLang's but its steps with the default constants
     (TTFT 35.6 against 46.3 ms with --engine sglang; kv used SGLang's): the name typed picks the step costs too, so
-    the JSON is --engine's; the control, no engine named, keeps the default constants."""
+    the JSON is --engine's; the control, no engine named, prices vLLM's latest generation."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--concurrency", "16", "--closed-form")
     named = cli.json(*args, share, "0.8")
     assert named == cli.json(*args, "--engine", engine, share, "0.8")
     assert named["profile"]["name"].endswith(f"@{named['memory']['engine']['generation']}")
     kv = cli.json("kv", "llama-3.1-8b", "--target", "h100", "--seq", "8k", share, "0.8")
     assert kv["latency"]["profile"] == named["profile"]["name"]
-    assert cli.json(*args)["profile"]["name"] == "h100-sxm-prior"
+    assert cli.json(*args)["profile"]["name"] == "h100-sxm-prior@vllm-0.21"
 
 
 def test_recommend_and_calibrate_read_sglang_s_name_as_sglang_too(cli, tmp_path):

@@ -180,10 +180,11 @@ def test_review_findings_stay_fixed(cli, tmp_path, monkeypatch):
     at = {users: cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--isl", "1024", "--osl", "1",
                           "--concurrency", str(users)) for users in (1, 2, 4)}  # fmt: skip
     assert at[1]["output_tokens_per_s"] < at[2]["output_tokens_per_s"] < at[4]["output_tokens_per_s"]
-    # ITL 16 ms: bf16 misses it and fp8 meets it (tp 8 at 8 users, 65 tokens/s per GPU) since the 2026-12-03 refit
-    # c9a7fdd; 22 ms after the refit f6abe15 and before c9a7fdd (bf16 now meets 22 ms: tp 8 at 24 users), 16 ms before
-    bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16")
-    fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "16", "--weight-dtype", "fp8")
+    # ITL 12 ms: bf16 misses it and fp8 meets it (tp 8 at 8 users) on vLLM V1's constants, which price a search
+    # without --engine since 2026-12-08 (bf16 meets 14 ms there: tp 8 at 6 users). On the default constants: 16 ms
+    # since the 2026-12-03 refit c9a7fdd; 22 ms after the refit f6abe15 and before c9a7fdd, 16 ms before
+    bf16 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "12")
+    fp8 = cli.json("plan", "llama-3.1-70b", "--target", "8xh100", "--itl-ms", "12", "--weight-dtype", "fp8")
     way = next(w["figure"] for w in bf16["ways_out"] if w["change"] == "--weight-dtype fp8")
     pick = fp8["candidates"][fp8["chosen"]]
     assert f"at {pick['concurrency']} user(s)" in way and f"{pick['output_tokens_per_s_per_gpu']:,.0f} tokens/s" in way
@@ -224,16 +225,17 @@ def test_expert_parallel_over_one_rank_is_listed_once(cli):
     # 84 at once with 0.27-0.32's greedy dummy sampler (2 B a logit), before 0.33's second pass (14 B); 80 with the
     # 16 B Triton rule; 89 before V2's persistent sampler tables (0.63 GiB at 1,024 x 151,936); 77 before the
     # fused-MoE workspace kept after profiling (0.60 GiB, from 0.14)
-    layouts = [line for line in one["layouts"] if not line.startswith("no --engine: the default constants")]
-    assert layouts == ["tp 1 x pp 1 x 1 replica(s): 73 request(s) at once per replica"]
+    assert one["layouts"] == ["tp 1 x pp 1 x 1 replica(s): 73 request(s) at once per replica"]
     two = cli.json("plan", vision, "--target", "2xh100", "--closed-form")
     assert any("expert parallel" in layout for layout in two["layouts"])
 
 
 def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli):
-    """llama-3.1-70b on 8xb300: the pick (tp 2 x 4 at 16 users) is off the front; the faster front points the closed
-    form passes are above a simulated miss of their layout (tp 4 x 2 at 16 users: p99 TTFT over 1000 ms). No faster
-    front row says a bare "yes", and the pick's line names the run."""
+    """llama-3.1-70b on 8xb300: the faster front points the closed form passes (tp 8 at 24 and 48 users) are above a
+    simulated miss of their layout (tp 8 at 12 users: p99 TTFT over 1000 ms), so the pick is tp 8 at 8 users. No
+    faster front row says a bare "yes", and the pick's line names its run. (On the default constants, which priced a
+    search without --engine before 2026-12-08, the pick was tp 2 x 4 at 16 users, off the front, below tp 4 x 2's
+    miss at 16 users: 1,039 ms.)"""
     args = ["plan", "llama-3.1-70b", "--target", "8xb300", "--isl", "4096", "--osl", "512", "--ttft-ms", "1000"]
     args += ["--itl-ms", "40"]
     found = cli.json(*args)
@@ -246,9 +248,10 @@ def test_the_front_shows_the_verdict_that_kept_a_faster_point_from_the_pick(cli)
     for row in rows:  # tp x pp x dp users TTFT ITL tok/s/GPU tok/s/user meets...
         if int(row[8].replace(",", "")) > round(pick["output_tokens_per_s_per_gpu"]):
             assert row[10:] != ["yes"], row
-    assert any(row[10:] == ["no:", "p99", "ttft", "at", "16"] for row in rows)
-    # 1,072 ms before the 2026-12-03 refit c9a7fdd, 1,062 ms before f6abe15, 1,051 ms on runs of 3 requests a user
-    assert "tp 4 x pp 1 x 2 replica(s) at 16 users missed p99 ttft 1,039 ms > 1,000 ms in the simulated loop" in shown
+    assert any(row[10:] == ["no:", "p99", "ttft", "at", "12"] for row in rows)
+    simulated = pick["simulated"]
+    said = f"simulated (200 requests): p99 TTFT {simulated['ttft_ms']['p99']:,.0f} ms"
+    assert "pick (*): tp 8 x pp 1 x 1 replica(s) at 8 users" in shown and said in " ".join(shown.split())
 
 
 def _layout(candidate: dict) -> tuple[int, int, int]:
@@ -257,18 +260,17 @@ def _layout(candidate: dict) -> tuple[int, int, int]:
 
 
 def test_every_layout_that_could_beat_the_pick_is_simulated(cli):
-    """llama-3.1-70b on 8xb300 (TTFT 1000 ms, ITL 40 ms): the two layouts the search runs first confirm tp 4 x 2 at
-    12 users (87 tokens/s per GPU), while every other layout passes the closed form faster (tp 8 x 1 at 128 users:
-    421), so the search goes on down the closed-form order; the pick, tp 2 x 4 at 16 users (94), is the best
-    simulated point, and every point faster than it that the closed form passes sits above a simulated miss of its
-    layout (it was tp 4 x 2 at 12 users while only two layouts were run). Before the 2026-12-03 refit f6abe15: 82,
-    tp 8 x 1 at 48 users: 261, the pick tp 2 x 4 at 16 users (90); from f6abe15 to c9a7fdd the pick was tp 1 x 8."""
+    """llama-3.1-70b on 8xb300 (TTFT 1000 ms, ITL 40 ms): the search runs every layout the closed form passes faster
+    than its confirmed points; the pick, tp 8 at 8 users (89 tokens/s per GPU), is the best simulated point, and
+    every point faster than it that the closed form passes sits above a simulated miss of its layout. On the default
+    constants, which priced a search without --engine before 2026-12-08: the pick tp 2 x 4 at 16 users (94; 90
+    before their 2026-12-03 refit f6abe15; from f6abe15 to c9a7fdd tp 1 x 8), tp 4 x 2 at 12 users confirmed first
+    (87) while tp 8 x 1 passed the closed form at 128 users (421)."""
     args = ["plan", "llama-3.1-70b", "--target", "8xb300", "--isl", "4096", "--osl", "512", "--ttft-ms", "1000"]
     found = cli.json(*args, "--itl-ms", "40")
     candidates = found["candidates"]
     pick = candidates[found["chosen"]]
-    # tp 2 x 4 replicas at 16 users since the 2026-12-03 refit c9a7fdd (tp 1 x 8 replicas at 16 before it)
-    assert (_layout(pick), pick["concurrency"]) == ((2, 1, 4), 16)
+    assert (_layout(pick), pick["concurrency"]) == ((8, 1, 1), 8)
     confirmed = [c for c in candidates if c["simulated"] is not None and c["meets_targets"]]
     assert pick["output_tokens_per_s_per_gpu"] == max(c["output_tokens_per_s_per_gpu"] for c in confirmed)
     misses = [c for c in candidates if c["simulated"] is not None and not c["meets_targets"]]
@@ -559,14 +561,15 @@ def test_a_rate_searchs_pick_is_said_at_its_rate(cli):
 
 
 def test_a_rate_past_capacity_is_a_miss_however_short_the_simulated_run(cli):
-    """Trial 330 #5: at --rate 20 with a 3,072-token shared prefix the plan serves 12.4 req/s at its largest load
+    """Trial 330 #5: at --rate 20 with a 3,072-token shared prefix the plan serves 10.5 req/s at its largest load
     (saturated, said in a note), but the simulated run's 200 requests never grew a queue, so its misses left the
     rate out; they name it first now. The control: at --rate 4 nothing is saturated and no rate miss is said."""
     args = ("plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--isl", "4096", "--osl", "256",
             "--shared-prefix", "3072", "--ttft-ms", "300", "--itl-ms", "30")  # fmt: skip
     over = cli.json(*args, "--rate", "20")
     assert over["saturated"] and not over["simulated"]["saturated"]
-    assert over["simulated"]["misses"][0] == "rate 20 req/s > what it serves (12.4 req/s at its largest load)"
+    # 12.4 req/s on the default constants, which priced a plan without --engine before 2026-12-08
+    assert over["simulated"]["misses"][0] == "rate 20 req/s > what it serves (10.5 req/s at its largest load)"
     under = cli.json(*args, "--rate", "4")
     assert not under["saturated"] and not any(m.startswith("rate") for m in under["simulated"]["misses"])
 

@@ -141,12 +141,6 @@ def kv(
     report = build_kv_report(loaded, deployment)
     if profile is not None:
         report = with_profile(report, report.model, report.deployment, profile)
-    elif report.latency is not None and deployment.engine is None and device is not None:
-        from mha_cli.core.cost.priors import default_constants_note  # as plan says it (review 405 #6)
-
-        default_steps = default_constants_note(device)
-        if default_steps:
-            report.assumptions.append(default_steps)
     if plot is not None:
         from mha_cli.cli.plot import invoked_command, write_plot
         from mha_cli.core.plot_data import kv_against_context, memory_against_batch
@@ -168,10 +162,10 @@ R = TypeVar("R", bound="KvReport | RecommendResult")
 
 def with_profile(result: R, model: "ModelSpec", deployment: "DeploymentSpec", profile: str) -> R:
     """``result`` with its latency on ``--profile`` instead of the target's prior (kv and recommend)."""
-    from mha_cli.core.cost.latency import latency_or_none, named_generation
+    from mha_cli.core.cost.latency import latency_or_none, priced_generation
     from mha_cli.core.cost.store import load_profile, profile_stand_in
 
-    generation = named_generation(deployment)  # as engine_prior's
+    generation = priced_generation(deployment)  # as engine_prior's
     chosen = load_profile(profile, deployment.weight_dtype, release=deployment.engine_version, generation=generation)
     if result.memory is None:
         raise BadInputError("--profile prices the latency on a target: add --target")

@@ -193,7 +193,7 @@ def plan(
             " generation (vllm-v1, trtllm-cpp); an exact release (vllm@0.10.2) writes"
             " the launch line in its flags (else the generation's latest); a release newer than the newest read, of"
             " any engine (vllm@0.99, trtllm@9.9, a major alone as vllm@1), is priced as that newest one, with a"
-            " notice. Default: vLLM's rules, the default constants.",
+            " notice. Default: vLLM's latest, its rules and its generation's constants, as --engine vllm.",
             show_default=False,
         ),
     ] = None,
@@ -393,7 +393,7 @@ def plan(
 
     Times come from the cost model on a device profile: the target's shipped prior, or --profile (a `mha calibrate` measurement).
     """
-    from mha_cli.core.cost.latency import named_generation
+    from mha_cli.core.cost.latency import priced_generation
     from mha_cli.core.cost.plan import plan_serving
     from mha_cli.core.cost.priors import datasheet_profile, prior_profile
     from mha_cli.core.cost.store import load_profile, profile_stand_in
@@ -508,8 +508,8 @@ def plan(
                 " CUDA and XPU GPUs only: leave it out"
             )
     # `--engine sglang@0.4`: sglang 0.4's memory rules and its step costs; no engine named (by --engine, the config
-    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): the default constants, as kv's
-    generation = named_generation(deployment)
+    # file, or a share's spelling such as --mem-fraction-static: trial 399 #1): vLLM's latest, as its memory, as kv's
+    generation = priced_generation(deployment)
     speculative = _speculative(loaded, speculative_config, draft, num_speculative_tokens, acceptance_length)
     if speculative is not None:
         from mha_cli.core.speculative import refuse_method_missing
@@ -593,11 +593,6 @@ def plan(
         )
     if stand_in and profile is not None:  # a profile named for another device: said as it runs (trial 343 #6)
         output.notice(stand_in)
-    default_steps = None  # what --engine vllm would price instead, said in every plan's notes (review 405 #6)
-    if deployment.engine is None and profile is None and device.id != "cpu":
-        from mha_cli.core.cost.priors import default_constants_note
-
-        default_steps = default_constants_note(device)
     client = None if closed_form else _client(num_prompts, random_range_ratio, burstiness, lengths_file, seed)
     if client is not None and client.lengths and shared_prefix:  # as --shared-prefix past --isl is refused above
         shortest = min(prompt for prompt, _ in client.lengths)
@@ -620,8 +615,6 @@ def plan(
         )  # fmt: skip
         if stand_in:
             found.notes.append(stand_in)
-        if default_steps:
-            found.notes.append(default_steps)
         found.engine_release = deployment.engine_version
         found.priced_as_release, found.priced_rules_release = releases_priced(past_read)
         output.emit(found, render_disaggregated)
@@ -667,8 +660,6 @@ def plan(
         if resolution_note(loaded) is not None:  # plan prints no source line: how an id became the model priced
             found.layouts.append(resolution_note(loaded))
         found.layouts += loaded.read_as  # and what was read where another was there too (review 305 #7)
-        if default_steps:
-            found.layouts.append(default_steps)
         found.engine_release = deployment.engine_version
         found.priced_as_release, found.priced_rules_release = releases_priced(past_read)
         found.target_alias_note = resolved.alias_note
@@ -701,8 +692,6 @@ def plan(
         result.notes.append(resolved.node_note)
     if stand_in:
         result.notes.append(stand_in)
-    if default_steps:
-        result.notes.append(default_steps)
     if long_requests:
         result.notes.append(long_requests)
     if speculative is not None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mha_cli.core import dtypes, weight_formats
-from mha_cli.core.cost.priors import MIN_GPU_FIGURES, band, fitted_constants
-from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS
+from mha_cli.core.cost.priors import generation_prior
+from mha_cli.core.cost.profile import OWN_GPU_BAND
+from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS, LATEST
 from mha_cli.core.engine.settings import EngineSettings, resolve_settings
 from mha_cli.core.errors import ReleaseBeforeGpuError
 from mha_cli.core.families.support import family_support
@@ -35,11 +36,15 @@ def _aliases_of(name: str, aliases: dict[str, str]) -> str:
 
 
 def targets_table() -> str:
-    """Every row of the hardware database, with the aliases that name it and its cost-model band."""
-    per_gpu = fitted_constants()["holdout"].get("per_gpu", {})
+    """Every row of the hardware database, with the aliases that name it and its cost-model band: the band a plan
+    without --engine prints (vLLM's latest generation's prior)."""
     rows = []
     for target in load_targets().values():
-        own = per_gpu.get(target.id, {}).get("figures", 0) >= MIN_GPU_FIGURES
+        prior = generation_prior(LATEST["vllm"].id, target)
+        whose = prior.source.partition(OWN_GPU_BAND)[2].partition("'s ")[0]  # "this GPU", "mi300x", or none
+        marker = " (own)" if whose == "this GPU" else f" ({whose}'s)" if whose else ""
+        if prior.fitted is None:
+            marker = " (default constants)"
         bf16 = f"{target.bf16_tflops_dense:g}" + ("" if target.bf16_native else " (fp16)")
         rows.append(
             [
@@ -49,7 +54,7 @@ def targets_table() -> str:
                 f"{target.memory_bandwidth_gbs:g}",
                 bf16,
                 f"{target.fp8_tflops_dense:g}" if target.fp8_tflops_dense else "-",
-                f"±{band(target.id):.0%}" + (" (own)" if own else ""),
+                f"±{prior.band:.0%}{marker}",
                 _aliases_of(target.id, ALIASES),
             ]
         )

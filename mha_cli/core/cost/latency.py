@@ -3,7 +3,7 @@
 One decode step of the batch each replica serves at the full context, and the prefill of one sequence's prompt in
 the engine's chunks, on the target's shipped prior (``core.cost.priors``) and on its datasheet (the bound). An
 ``--engine`` prices with its generation's constants, as ``mha plan`` does (``cli.plan_cmd.plan``:
-``prior_profile(device, weights, generation=..., release=...)``); without one, the default constants.
+``prior_profile(device, weights, generation=..., release=...)``); without one, vLLM's latest (``priced_generation``).
 ``mha plan`` gives the served figures (TTFT, ITL under load, throughput); this is the same model at the
 deployment ``kv`` and ``recommend`` describe. Pure Python; the cost model is imported only when one is priced.
 """
@@ -107,21 +107,22 @@ def predict_latency(
 
 
 def engine_prior(target: "Target", deployment: "DeploymentSpec") -> "DeviceProfile":
-    """``target``'s shipped prior with the constants of ``deployment``'s engine generation and release where an
-    engine is named (``--engine sglang@0.5``), else the default ones: ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
+    """``target``'s shipped prior with the constants of ``deployment``'s engine generation and release
+    (``priced_generation``): ``mha plan``'s choice (``cli.plan_cmd.plan``)."""
     from mha_cli.core.cost.priors import prior_profile
 
     return prior_profile(
-        target, deployment.weight_dtype, generation=named_generation(deployment), release=deployment.engine_version
+        target, deployment.weight_dtype, generation=priced_generation(deployment), release=deployment.engine_version
     )
 
 
-def named_generation(deployment: "DeploymentSpec") -> str | None:
-    """The engine generation ``deployment`` names (``--engine``, a share's spelling, or a config file's engine, whose
-    file may name the engine alone: its latest generation, review 405 #1); None where no engine is named (the
-    default constants price the steps)."""
-    if deployment.engine is None:
-        return None
+def priced_generation(deployment: "DeploymentSpec") -> str:
+    """The engine generation whose constants price ``deployment``'s steps: the one it names (``--engine``, a share's
+    spelling, or a config file's engine, whose file may name the engine alone: its latest generation, review 405 #1),
+    else vLLM's latest, whose rules already size the memory without an engine. Before, no engine meant the default
+    constants, fitted on 2023-24 engines, beside vLLM's memory, so ``--engine vllm`` changed the times (trial 399 #2)
+    and the held-out 2025-26 measurements put those constants 2-3x further off than vLLM V1's (ITL median 30%
+    against 12%)."""
     from mha_cli.core.engine.generations import generation
 
     return generation(deployment.engine_generation, deployment.engine).id

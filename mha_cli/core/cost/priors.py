@@ -112,36 +112,6 @@ def fitted_generation_for(generation: str, vendor: str, fits: dict[str, dict[str
     return next((g for g in [generation, *earlier_generations(generation)] if fitted_for(g)), None)
 
 
-def default_constants_note(target: Target) -> str | None:
-    """What a plan without ``--engine`` says of its steps on ``target``: the default constants (2023-24 engines) price
-    them, where ``--engine vllm`` prices vLLM's latest with the constants of its nearest fitted generation for the
-    vendor, which the held-out 2025-26 measurements favour (review 403: the two differ); None where no vLLM
-    generation was fitted on the vendor's GPUs (the engine's prior is then the default constants too)."""
-    from mha_cli.core.engine.generations import LATEST
-
-    latest = LATEST["vllm"].id
-    fits = generation_fits()
-    priced_by = fitted_generation_for(latest, target.vendor, fits)
-    if priced_by is None:
-        return None
-    entry = fits[priced_by]
-    family = entry.get("vendors", {}).get(target.vendor.lower())
-    measured = set(family.get("figures", []) if family else entry.get("figures", []))
-    itl = entry["holdout"].get("per_figure", {}).get("itl_ms")
-    evidence = (  # the ITL evidence is the latency-measured sets' (review 405 #3: AMD's was fitted on tokens/s)
-        f": its held-out ITL median error {itl['median_abs_error']:.0%} against the default constants'"
-        f" {itl['default_constants']['median_abs_error']:.0%}"
-        if itl and "itl_ms" in measured
-        else f" ({target.vendor}'s set on tokens/s alone)"
-        if measured and "itl_ms" not in measured
-        else ""
-    )
-    return (
-        "no --engine: the default constants, fitted on 2023-24 engines, price these steps; --engine vllm prices"
-        f" {latest} with {priced_by}'s constants, fitted on 2025-26 measurements{evidence}, and its front end in TTFT"
-    )
-
-
 def generation_prior(generation: str, target: Target) -> GenerationPrior:
     """The constants of engine ``generation`` (an id of ``core.engine.generations``) on ``target``'s vendor: its
     vendor's own where the fit had both vendors, the generation's where it had this one; a generation without a fit
