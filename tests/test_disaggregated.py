@@ -172,7 +172,7 @@ def test_cli_launch_lines_name_every_worker_with_real_flags():
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--isl", "4096",
                                  "--osl", "256", "--itl-ms", "12", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    plan = json.loads(result.stdout)
     pick = plan["splits"][plan["chosen"]]
     workers = pick["prefill_workers"] + pick["decode_workers"]
     vllm, sglang = plan["launch"]["vllm"].splitlines(), plan["launch"]["sglang"].splitlines()
@@ -200,7 +200,7 @@ def test_launch_lines_carry_the_budget_and_the_cache_the_workers_were_priced_wit
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
                                  "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    plan = json.loads(result.stdout)
     assert {worker["chunk_tokens"] for worker in plan["prefill"]} == {2048}
     assert all(worker["prompts_per_step"] == 2 for worker in plan["prefill"])  # 2,048 // 1,024
     for line in plan["launch"]["vllm"].splitlines()[:-1]:
@@ -228,7 +228,7 @@ def test_the_memory_fraction_priced_goes_on_the_priced_engines_lines_only(
     result = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "4xh100", "--disaggregated", "--closed-form",
                                  "--engine", engine, *fraction, "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    plan = json.loads(result.stdout)
     launch = plan["launch"]
 
     def value(line, flag):
@@ -420,7 +420,7 @@ def test_the_pick_is_simulated_at_its_load():
 def test_cli_splits_table_never_cuts_a_figure():
     """gpt-oss-20b on 8 x H100: tokens/s per GPU of five digits; at 80 columns the table once printed "12,0…"."""
     args = ["plan", "gpt-oss-20b", "--target", "8xh100", "--disaggregated", "--closed-form"]
-    table, found = runner.invoke(app, args), json.loads(runner.invoke(app, [*args, "--json"]).output)
+    table, found = runner.invoke(app, args), json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     assert table.exit_code == 0, table.output
     rows = [
         line.split() for line in table.output.splitlines() if ("xtp" in line or "xdp" in line) and "CUDA" not in line
@@ -580,3 +580,20 @@ def test_a_per_gpu_win_on_fewer_gpus_says_the_target_would_serve_less(cli):
     assert "per GPU only: on all 8 GPUs aggregated serves more tokens/s in all" in found["verdict"]
     control = _plan("llama-3.1-70b", "8xh200", 4096, 256, ttft_ms=2000, itl_ms=30)
     assert "per GPU only" not in control.verdict
+
+
+def test_fail_if_misses_fails_a_split_that_meets_the_targets_on_its_means_only(cli):
+    """Trial 406 #5, #8: --disaggregated --fail-if-misses exited 0 with its pick's simulated p99 TTFT past --ttft-ms
+    (a pinned plan, judged at --slo-percentile 99, exits 1), and said nothing of the alias that named the target.
+    Now exit 1; the control, a TTFT target its p99 meets too, passes; the alias is said on stderr and in the JSON."""
+    args = ("plan", "llama-3.1-70b", "--target", "8xh100", "--disaggregated", "--isl", "8192", "--osl", "512",
+            "--ttft-ms", "2000", "--itl-ms", "25", "--fail-if-misses")  # fmt: skip
+    strict = cli.run(*args, "--json")
+    found = json.loads(strict.stdout)
+    assert found["chosen"] is not None and found["p99_past_targets"] and strict.exit_code == 1
+    loose = [*args[:-4], "20000", *args[-3:]]  # --ttft-ms 20000
+    assert loose[-5:-3] == ["--ttft-ms", "20000"]
+    passed = cli.run(*loose, "--json")
+    assert passed.exit_code == 0 and json.loads(passed.stdout)["p99_past_targets"] == []
+    assert strict.stderr.strip() == "target h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)"
+    assert found["target_alias_note"] == "h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)"

@@ -139,7 +139,7 @@ def four_nodes() -> dict:
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
                                  "--osl", "100", "--closed-form", "--json"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)
 
 
 def _written_sglang_lines(plan_json: dict) -> list[list[str]]:
@@ -166,9 +166,9 @@ def test_sglang_lines_that_sglang_would_not_start_are_left_out_with_the_reason(f
     assert "a 131072-token chunked prefill leaves nothing of 79.19 GiB" in four_nodes["launch_note"]
     common = ["plan", "deepseek-v3", "--disaggregated", "--isl", "2000", "--osl", "100", "--closed-form", "--json",
               "--max-num-batched-tokens", "1024"]  # fmt: skip
-    small = json.loads(runner.invoke(app, [*common, "--target", "4x8xh100"]).output)
+    small = json.loads(runner.invoke(app, [*common, "--target", "4x8xh100"]).stdout)
     assert "sglang" not in small["launch"] and "--chunked-prefill-size 16384" in small["launch_note"]
-    h200 = json.loads(runner.invoke(app, [*common, "--target", "4x8xh200"]).output)
+    h200 = json.loads(runner.invoke(app, [*common, "--target", "4x8xh200"]).stdout)
     assert "sglang" in h200["launch"] and "SGLang would not start" not in h200["launch_note"]
 
 
@@ -279,7 +279,7 @@ def test_dp_worker_lines_for_vllm_before_0_11_1_name_its_environment_variable(fo
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
                                  "--osl", "100", "--closed-form", "--json", "--engine", "vllm@0.10"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    older = json.loads(result.output)
+    older = json.loads(result.stdout)
     pick = older["splits"][older["chosen"]]
     vllm = older["launch"]["vllm"]  # the line in 0.10's form (core.engine.launch_forms): the variable, not the flag
     assert pick["prefill_dp"] > 1 and "VLLM_ALL2ALL_BACKEND=deepep_high_throughput " in vllm
@@ -294,7 +294,7 @@ def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
     result = runner.invoke(app, ["plan", "deepseek-v3", "--target", "4x8xh100", "--disaggregated", "--isl", "2000",
                                  "--osl", "100", "--closed-form", "--json", "--engine", "sglang@0.4.9"])  # fmt: skip
     assert result.exit_code == 0, result.output
-    for line in json.loads(result.output)["launch"]["sglang"].splitlines()[:-1]:
+    for line in json.loads(result.stdout)["launch"]["sglang"].splitlines()[:-1]:
         words = shlex.split(line)
         assert "--enable-deepep-moe" in words and "--moe-a2a-backend" not in words
     assert _value(_written_sglang_lines(four_nodes)[0], "--moe-a2a-backend") == "deepep"
@@ -303,7 +303,7 @@ def test_dp_worker_lines_for_sglang_0_4_name_enable_deepep_moe(four_nodes):
 def _closed_form(*args: str) -> dict:
     result = runner.invoke(app, ["plan", "deepseek-v3", *args, "--disaggregated", "--closed-form", "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)
 
 
 def test_deepseek_on_two_h200_nodes_one_dp_worker_a_node_wins_only_under_an_itl_target():

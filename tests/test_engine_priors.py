@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
+from mha_cli.core.cost.profile import band_words
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
@@ -595,7 +596,7 @@ def test_the_band_says_whose_measurements_it_is_read_on(cli):
     its own) takes MI300X's band, where its vendor's set was measured (44%), not the pooled one (29%), mostly H100s'."""
     args = ("plan", "llama-3.1-8b", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm")
     h100 = cli.json(*args, "--target", "h100")["uncertainty"]
-    assert h100["how"].startswith(f"+/- {h100['relative']:.0%}: 4 in 5 of the held-out published measurements of"
+    assert h100["how"].startswith(f"{band_words(h100['relative'])}: 4 in 5 of the held-out published measurements of"
                                   " vllm-v1, whose constants it takes, on this GPU fell within it")  # fmt: skip
     mi355x = cli.json(*args, "--target", "mi355x")["uncertainty"]
     mi300x = generation_fits()["vllm-v1"]["holdout"]["per_gpu"]["mi300x"]

@@ -354,7 +354,10 @@ def test_a_large_batch_is_written_with_thousands_separators(cli):
      ("kv", ["--max-num-seqs", "9999", "--max-num-batched-tokens", "16"], "--max-num-batched-tokens, --max-num-seqs"),
      ("kv", ["--kv-cache-gib", "10", "--engine", "sglang"], "--kv-cache-gib"),
      ("check", ["--gpu-memory-utilization", "0.5"], "--gpu-memory-utilization"),
-     ("check", ["--no-async-scheduling"], "--no-async-scheduling")],
+     ("check", ["--no-async-scheduling"], "--no-async-scheduling"),
+     # trial 406 #9: named as typed, not as --gpu-memory-utilization
+     ("kv", ["--mem-fraction-static", "0.8"], "--mem-fraction-static"),
+     ("check", ["--free-gpu-memory-fraction", "0.8"], "--free-gpu-memory-fraction")],
 )  # fmt: skip
 def test_memory_plan_options_without_a_target_are_refused(cli, command, flags, named):
     """Without a target nothing prices them: they were accepted with exit 0 (the checks that refuse them on a target
@@ -746,3 +749,19 @@ def test_the_state_convention_note_names_kda_only_on_kda(cli):
         said[name] = next(w for w in data["warnings"] if w.startswith("fixed state as vLLM allocates it"))
     assert "KDA's recurrent state in fp32)" in said["kimi-linear-48b-a3b"]
     assert "KDA" not in said["qwen3-next-80b-a3b"] and "does not type in the model dtype)" in said["qwen3-next-80b-a3b"]
+
+
+def test_a_typed_tp_that_splits_no_heads_names_the_largest_that_does_on_a_multi_gpu_target(cli):
+    """Trial 406 #3: docs/input-limits.md says the message names the largest tp that splits the model on a multi-GPU
+    target; a typed --tp 3 on 6 x H100 (Llama-3-8B: 32 query, 8 KV heads) named none, only a tp from the device count
+    did. Both name --tp 2 (which divides the 6 devices, 3 replicas); the control, one device, has nothing to keep."""
+    typed = cli.run("kv", "llama-3-8b", "--target", "6xh100", "--tp", "3")
+    counted = cli.run("kv", "llama-3-8b", "--target", "6xh100")
+    for result, tp in ((typed, 3), (counted, 6)):
+        assert result.exit_code == 2
+        assert result.stderr.strip() == (
+            f"error: n_heads (32) must be divisible by tp ({tp}): pick a tp that divides it; or split less and keep"
+            " replicas: --tp 2"
+        )
+    assert cli.json("kv", "llama-3-8b", "--target", "6xh100", "--tp", "2")["memory"]["replicas"] == 3
+    assert "keep replicas" not in cli.run("kv", "llama-3-8b", "--target", "h100", "--tp", "3").stderr

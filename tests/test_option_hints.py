@@ -99,3 +99,13 @@ def test_a_bound_is_said_as_the_other_options_say_it(seed, said):
     result = mha("experiment", "heads", "--quick", "--seed", seed)
     assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
     assert f"Invalid value for '--seed': {said} (see `mha experiment heads --help`)" in result.stderr
+
+
+def test_plan_answers_kv_s_seq_with_its_own_context_option():
+    """Trial 406 #9: `plan --seq 8K` (kv's option) was answered "--seed or --users or --osl", none of them a context;
+    plan's is --max-model-len."""
+    result = mha("plan", "llama-3-8b", "--target", "h100", "--seq", "8K")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert (
+        "kv's --seq, the engine's context, is --max-model-len here" in result.stderr and "--seed" not in result.stderr
+    )

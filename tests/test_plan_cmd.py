@@ -218,3 +218,13 @@ def test_a_slow_rate_keeps_its_figures_significant(cli):
                      "--rate", "0.001", "--num-prompts", "3", "--ttft-ms", "100")  # fmt: skip
     goodput = found["simulated"]["goodput_rps"]
     assert 0 < goodput < 0.005 and f"goodput {goodput:.3g} req/s" in text
+
+
+def test_the_band_is_said_as_the_interval_it_prints(cli):
+    """Trial 406 #6: "+/- 44%" was printed beside a TTFT band of 23.0-47.8 ms around 33.2 ms: the band is prediction
+    / (1 + r) .. prediction x (1 + r), 31% below and 44% above. The words now name both sides, read off the band."""
+    result = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--closed-form")
+    low, high = result["uncertainty"]["ttft_ms"]
+    below, above = 1 - low / result["ttft_ms"], high / result["ttft_ms"] - 1
+    assert result["uncertainty"]["how"].startswith(f"-{below:.0%}/+{above:.0%}: 4 in 5 of")
+    assert below < above  # the control: a symmetric "+/-" would have them equal

@@ -139,3 +139,20 @@ def test_the_typed_nvfp4_refusal_offers_formats_the_release_runs(cli):
         ).exit_code
         == 0
     )
+
+
+def test_from_0_20_0_the_emulated_nvfp4_step_is_refused_and_kv_says_why(cli):
+    """Trial 407 #2: NVFP4 weights on an MI300X were priced as a 4-bit step (decode 68 ms for Llama-3.1-70B) with no
+    word; from 0.20.0 vLLM's only ROCm NVFP4 kernels dequantise every weight to bf16 each forward
+    (``EmulationNvFp4LinearKernel``), a time mha does not price, as Quark's emulated MXFP4. kv prices the memory and
+    says why it shows no step; plan refuses in one line. The control: 0.19's petit W4A16 kernel (dense) is priced."""
+    args = ("llama-3.1-70b", "--weight-dtype", "nvfp4", "--target", "mi300x")
+    said = "NVFP4 weights (nvfp4): vLLM from 0.20 runs them on AMD GPUs only by emulation, dequantising every weight"
+    kv = cli.json("kv", *args)
+    assert kv["latency"] is None and kv["memory"]["weights_fit"]
+    assert any(line.startswith(f"no step latency: {said}") for line in kv["warnings"])
+    refused = cli.run("plan", *args, "--tp", "1", "--closed-form")
+    assert refused.exit_code == 2 and refused.stderr.strip().startswith(f"error: {said}")
+    assert "\n" not in refused.stderr.strip()
+    petit = cli.json("plan", *args, "--tp", "1", "--closed-form", "--engine", "vllm@0.19")
+    assert petit["itl_ms"] > 0

@@ -390,3 +390,18 @@ def test_a_smaller_profiling_run_with_the_length_it_holds_is_the_way_out_of_a_sa
     assert not cli.json(*args, "--seq", "117424", "--max-num-seqs", "64")["memory"]["fits"]  # a block more: the bound
     assert fit.LIGHTER_BY * fit.bytes_per_weight("mxfp4") < fit.bytes_per_weight("int4")
     assert fit.bytes_per_weight("int4") <= fit.LIGHTER_BY * fit.bytes_per_weight("fp8")  # fp8 -> int4 stays a way
+
+
+def test_weights_too_large_for_any_group_of_the_batch_offer_replicas_of_one(cli, tmp_path):
+    """Trial 406 #1, #2: a 70B design at 128K x 4 on one RTX 4090 was offered "--target 64xrtx-4090 --batch 3
+    (together: one flag alone is not enough)": no tp group holds all 4 sequences (the 8 KV heads replicate past tp 8),
+    but 2 replicas of tp 16 hold 2 each, so the target alone fits. kv of the design's file (tp 1) said none fits."""
+    args = ["recommend", "--params", "70B", "--seq", "128K", "--target", "4090", "--batch", "4"]
+    [way] = cli.json(*args)["ways_out"]
+    assert way["change"] == "--target 32xrtx-4090 --tp 16" and way["fits"] and way["max_sequences"] == 4
+    assert "(2 replicas of tensor parallel 16, each serving its share of the batch)" in way["text"]
+    assert cli.json(*paste(args, way["change"]))["fits"] is True  # checked, as printed
+    design = tmp_path / "r70.yaml"
+    cli.run(*args, "--out", str(design))
+    [from_file] = cli.json("kv", str(design))["ways_out"]
+    assert from_file["change"] == way["change"] and from_file["fits"]

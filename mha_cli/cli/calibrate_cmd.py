@@ -32,6 +32,7 @@ from mha_cli.cli.options import (
 )
 from mha_cli.cli.output import Output
 from mha_cli.cli.progress import stage_progress
+from mha_cli.core.cost.profile import band_words
 from mha_cli.core.cost.store import check_profile_name, profile_path
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.torch_inputs import check_device_option
@@ -263,7 +264,9 @@ def render_calibration(console: Console, result: CalibrationResult) -> None:
         console.print(f"attempt {n} was unstable, measured again: {escape(unstable.summary)}")
     state = "stable" if verdict.stable else "[bold red]UNSTABLE[/bold red], kept by --allow-unstable"
     console.print(f"{state}: {escape(verdict.summary)}")
-    console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(result.path))}")
+    console.print(
+        f"predictions from it carry {band_words(profile.relative_error)}; written to {escape(str(result.path))}"
+    )
     console.print(f"use it: mha verify SOURCE --profile {escape(profile.name)}")
 
 

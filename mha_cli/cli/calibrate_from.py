@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mha_cli.cli.output import Output
 from mha_cli.core.byte_units import GIB
+from mha_cli.core.cost.profile import band_words
 from mha_cli.core.errors import BadInputError, shown
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def render_fit(console: Console, fit: CalibrationFit) -> None:
         console.print(f"[dim]{escape(constant)}: {escape(value)}[/dim]")
     for note in fit.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
-    console.print(f"predictions from it carry +/- {profile.relative_error:.0%}; written to {escape(str(fit.path))}")
+    console.print(f"predictions from it carry {band_words(profile.relative_error)}; written to {escape(str(fit.path))}")
     if fit.use:
         console.print(f"use it: {escape(fit.use)}")
 

@@ -35,6 +35,7 @@ from mha_cli.cli.options import (
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
+from mha_cli.cli.typed_spellings import spellings_typed
 from mha_cli.core.check import CheckResult, check_design
 from mha_cli.core.errors import EXIT_CHECK_FAILED
 
@@ -76,6 +77,7 @@ def check(
         max_num_seqs=max_num_seqs, block_size=block_size, kv_cache_memory_bytes=kv_cache_bytes(kv_cache_gib),
         async_scheduling=async_scheduling, prefix_caching=prefix_caching, mla_cache=mla_cache,
         state_convention=state_convention, mm_limits_typed=limit_mm_per_prompt, text_only=text_only, strict=strict,
+        spellings=spellings_typed(),
     )  # fmt: skip
     output = Output(json)
     deployment = result.deployment

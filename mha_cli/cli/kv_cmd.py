@@ -33,6 +33,7 @@ from mha_cli.cli.options import (
 )  # fmt: skip
 from mha_cli.cli.output import Output
 from mha_cli.cli.release_notice import notice_past_newest_read, refuse_release_without_model
+from mha_cli.cli.typed_spellings import spellings_typed
 from mha_cli.core.deployment import merge_deployment, refuse_file_tp, refuse_plan_flags_without_target
 from mha_cli.core.dp_attention import dense_dp_as_replicas
 from mha_cli.core.errors import EXIT_CHECK_FAILED, BadInputError
@@ -125,7 +126,7 @@ def kv(
         one = without_data_parallel(deployment)
         deployment = one.model_copy(update={"separate_servers": loaded.model.block.moe is not None})
     refuse_plan_flags_without_target(
-        deployment, gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
+        deployment, spellings_typed(), gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, kv_cache_gib=kv_cache_gib, async_scheduling=async_scheduling,
         prefix_caching=prefix_caching, fail_if_no_fit=fail_if_no_fit,
     )  # fmt: skip

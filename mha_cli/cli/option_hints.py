@@ -54,7 +54,12 @@ HINTS: dict[str, dict[str, str]] = {
         "--enable-expert-parallel": _KV_EXPERTS, "--expert-parallel": _KV_EXPERTS,
         "--enable-dp-attention": _KV_DP_ATTENTION, **_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
     },
-    "plan": {**_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH},
+    "plan": {
+        **_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
+        # trial 406 #9: kv's --seq was answered "--seed or --users or --osl"
+        "--seq": "plan sizes the engine for --isl + --osl tokens a request; kv's --seq, the engine's context, is"
+        " --max-model-len here (vLLM's name)",
+    },
     "check": {
         **_CHECK_SGLANG_FLAGS, "--context-length": _CONTEXT_LENGTH,
         **dict.fromkeys(("--dp", "--data-parallel-size", "--dp-size", "--attn-dp-size", "--enable-dp-attention"),

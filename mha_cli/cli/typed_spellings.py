@@ -39,3 +39,14 @@ def typed_spelling(ctx: Any, param: Any) -> str:
     (the value came from elsewhere, or the parser was not patched)."""
     typed = ctx.meta.get(META_KEY, {}).get(param.name) if ctx is not None else None
     return typed or "/".join(param.opts)
+
+
+def spellings_typed() -> dict[str, str]:
+    """Each option's destination -> the spelling typed, in the command running now (empty outside one)."""
+    try:  # typer 0.2x keeps its own copy of click's context stack, as ``record_typed_spellings`` patches its parser
+        from typer._click.globals import get_current_context
+    except ImportError:
+        from click import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return dict(ctx.meta.get(META_KEY, {})) if ctx is not None else {}

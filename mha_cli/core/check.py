@@ -150,14 +150,14 @@ def lint_warnings(model: ModelSpec, deployment: DeploymentSpec) -> list[str]:
 def check_source(source: ModelSource, *, strict: bool = False, **overrides: Any) -> CheckResult:
     """``check_design`` of a source already loaded; ``mm_limits_typed`` and ``text_only`` (``mha kv``'s
     ``--limit-mm-per-prompt`` and ``--text-only``: trial 366 #9) set the deployment's limits per modality."""
-    seq = overrides.pop("seq_len", None)
+    seq, spellings = overrides.pop("seq_len", None), overrides.pop("spellings", None)  # spellings: as typed
     typed, text_only = overrides.pop("mm_limits_typed", None), overrides.pop("text_only", False)
     if typed is not None or text_only:
         overrides["limit_mm_per_prompt"] = mm_limits(source.model, typed, text_only)
     context_from = _stated_context(source, seq)
     deployment = merge_deployment(source.deployment, model=source.model, seq_len=seq, **overrides)
     refuse_file_tp(source.origin, source.deployment, source.model, overrides.get("tp"), deployment.target, heads=False)
-    refuse_plan_flags_without_target(deployment, **{k: v for k, v in overrides.items() if k in PLAN_FLAGS})
+    refuse_plan_flags_without_target(deployment, spellings, **{k: v for k, v in overrides.items() if k in PLAN_FLAGS})
     model = source.model
     devices, deployment = _implied_tp(model, deployment)
     explicit = _explicit_variant(source)

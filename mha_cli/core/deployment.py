@@ -61,25 +61,28 @@ PLAN_FLAGS = {
 """Options that only size or judge the engine's memory plan on a device: nothing prices them without a target."""
 
 
-def plan_flags_given(**given: object) -> list[str]:
-    """The options of ``PLAN_FLAGS`` given (not None; ``--fail-if-no-fit`` when set), as typed (``--no-...`` for an
-    option turned off), each once."""
+def plan_flags_given(spellings: dict[str, str] | None = None, **given: object) -> list[str]:
+    """The options of ``PLAN_FLAGS`` given (not None; ``--fail-if-no-fit`` when set), as typed (``spellings``: an
+    option's destination -> the spelling typed, ``--mem-fraction-static`` for ``gpu_memory_utilization``: trial 406
+    #9 was told of ``--gpu-memory-utilization``; ``--no-...`` for an option turned off), each once."""
     named = []
     for name, value in given.items():
         if value is None or (value is False and name == "fail_if_no_fit"):
             continue
-        flag = PLAN_FLAGS[name]
-        named.append(f"--no-{flag[2:]}" if value is False else flag)
+        flag = (spellings or {}).get(name, PLAN_FLAGS[name])
+        named.append(f"--no-{flag[2:]}" if value is False and not flag.startswith("--no-") else flag)
     return list(dict.fromkeys(named))
 
 
-def refuse_plan_flags_without_target(deployment: DeploymentSpec, **given: object) -> None:
+def refuse_plan_flags_without_target(
+    deployment: DeploymentSpec, spellings: dict[str, str] | None = None, **given: object
+) -> None:
     """One line for options of ``PLAN_FLAGS`` given (``plan_flags_given``) where the deployment has no target (neither
     --target nor the config file's): they were accepted, exit 0, and priced nothing (``--fail-if-no-fit`` always
     passed)."""
     if deployment.target is not None:
         return
-    named = plan_flags_given(**given)
+    named = plan_flags_given(spellings, **given)
     if named:
         verb, pronoun = ("sizes or judges", "it") if len(named) == 1 else ("size or judge", "them")
         raise BadInputError(
@@ -352,7 +355,11 @@ def emulated_step_note(deployment: DeploymentSpec) -> str | None:
 
     device = resolve_target(deployment.target).target
     refusal = emulated_step_refusal(
-        deployment.engine or "vllm", deployment.weight_dtype, device.vendor, device.fp4_tflops_dense
+        deployment.engine or "vllm",
+        deployment.weight_dtype,
+        device.vendor,
+        device.fp4_tflops_dense,
+        deployment.engine_version,
     )
     return None if refusal is None else f"no step latency: {refusal}"
 

@@ -139,11 +139,7 @@ def ways_out(
     spread = None if keeps_ranks or not plan.weights_fit else replicas_that_fit(model, target, deployment)
     replicas = None
     if spread is not None and (devices is None or spread[0] < devices):
-        n_devices, tp = spread
-        replicas = (
-            f"--target {n_devices}x{target.target.id} --tp {tp} ({n_devices // tp} replicas of tensor parallel {tp},"
-            " each serving its share of the batch)"
-        )
+        replicas = _replicas_way(target, *spread)
         more_devices = None  # the replicas hold the batch on fewer devices than a wider group
     if not plan.weights_fit:
         ways += [more_devices] if more_devices else []
@@ -159,6 +155,8 @@ def ways_out(
         seq = _longest_context_that_fits(model, target, deployment, plan)  # the RoPE table may be what overflows
         if 0 < seq < kv.seq_len:
             ways.append(f"--seq {seq} (the context this batch fits)")
+        if not ways and not keeps_ranks:  # trial 406 #1: no group holds the batch, replicas of one may (70B at 128K
+            ways += _replicas_words(model, target, deployment)  # x 4 on RTX 4090s: 2 x tp 16, not "--batch 3")
         return ways or [_last_way(model, target, deployment, plan, total_params)]
     capped = _seq_cap_that_fits(model, target, deployment, plan, kv)
     if capped:
@@ -204,6 +202,20 @@ def ways_out(
     if replicas:  # the most devices, so last: after the changes on the devices at hand and a shorter context
         ways.append(replicas)
     return ways or [_last_way(model, target, deployment, plan, total_params)]
+
+
+def _replicas_way(target: ResolvedTarget, n_devices: int, tp: int) -> str:
+    """The way out of ``n_devices`` of ``target``'s kind as replicas of tensor parallel ``tp``."""
+    return (
+        f"--target {n_devices}x{target.target.id} --tp {tp} ({n_devices // tp} replicas of tensor parallel {tp}, each"
+        " serving its share of the batch)"
+    )
+
+
+def _replicas_words(model: ModelSpec, target: ResolvedTarget, deployment: DeploymentSpec) -> list[str]:
+    """``[_replicas_way]`` of the fewest devices whose replicas hold the batch, or ``[]``."""
+    spread = replicas_that_fit(model, target, deployment)
+    return [] if spread is None else [_replicas_way(target, *spread)]
 
 
 def _formats_it_runs(model: ModelSpec, deployment: DeploymentSpec, plan: MemoryPlan) -> list[str]:
@@ -759,12 +771,14 @@ def with_layout_ways(
 def _with_replicas_hint(
     exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None
 ) -> MhaError:
-    """``exc``, naming the largest tp that splits the model when tp came from the target's device count (a 7B
-    model on 8 GPUs is usually tp 1 or 4 with replicas, not tp 8)."""
-    if deployment.tp is not None or target is None or target.n_devices == 1:
+    """``exc``, naming the largest tp of a multi-device target that splits the model, its other devices replicas (a
+    7B model on 8 GPUs is usually tp 1 or 4 with replicas, not tp 8), whether tp came from the device count or was
+    typed (trial 406 #3: ``--tp 3`` on 6 x H100 named no tp, as docs/input-limits.md promises)."""
+    if target is None or target.n_devices == 1:
         return exc
-    for tp in range(target.n_devices - 1, 0, -1):
-        if target.n_devices % tp:
+    refused = deployment.tp if deployment.tp is not None else target.n_devices
+    for tp in range(target.n_devices, 0, -1):
+        if target.n_devices % tp or tp == refused:
             continue
         try:
             footprint_for(model, deployment, tp)

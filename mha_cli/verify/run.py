@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 from mha_cli.core.byte_units import GIB
-from mha_cli.core.cost.profile import DeviceProfile
+from mha_cli.core.cost.profile import DeviceProfile, band_words
 from mha_cli.core.deployment import mixer_weights_note
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
@@ -191,7 +191,7 @@ def _prediction_notes(
         ratio = measured / predicted
         if not 1 / (1 + band) <= ratio <= 1 + band:
             notes.append(
-                f"{phase} measured / predicted {ratio:.2f} is outside {prediction.profile}'s +/- {band:.0%}: the"
+                f"{phase} measured / predicted {ratio:.2f} is outside {prediction.profile}'s {band_words(band)}: the"
                 " machine was busier (or freer) than when it was calibrated, or the profile is another device's"
             )
     return notes

@@ -210,6 +210,9 @@ class DisaggregatedPlan(Record):
     """As a plan's: the newest release read where the one typed is later (review 349 #4)."""
     priced_rules_release: Annotated[str | None, Field(exclude_if=lambda value: value is None)] = None
     """As a plan's: the release whose memory and step rules priced it, beside ``priced_as_release``."""
+    target_alias_note: str | None = None
+    """As a search's: how an alias named the target (``h100 -> h100-sxm (NVIDIA H100 SXM5 80GB)``), also said on
+    stderr (trial 406 #8: --disaggregated said neither)."""
     notes: list[str] = Field(default_factory=empty_list)
 
 
@@ -334,7 +337,11 @@ def plan_disaggregated(
     from mha_cli.core.engine.quant_capability import emulated_step_refusal
 
     emulated = emulated_step_refusal(
-        generation.engine, deployment.weight_dtype, target.target.vendor, target.target.fp4_tflops_dense
+        generation.engine,
+        deployment.weight_dtype,
+        target.target.vendor,
+        target.target.fp4_tflops_dense,
+        deployment.engine_version,
     )
     if emulated is not None:  # once, before the workers (review 398 #2: "give more nodes" followed it)
         raise BadInputError(emulated)

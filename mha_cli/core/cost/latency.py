@@ -72,7 +72,7 @@ def predict_latency(
     from mha_cli.core.errors import BadInputError
 
     emulated = emulated_step_refusal(
-        memory.engine.name, deployment.weight_dtype, target.vendor, target.fp4_tflops_dense
+        memory.engine.name, deployment.weight_dtype, target.vendor, target.fp4_tflops_dense, deployment.engine_version
     )
     if emulated is not None:  # kv prices the memory and no step (trial 397 #3: its step was faster than bf16's)
         raise BadInputError(emulated)

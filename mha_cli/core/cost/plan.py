@@ -328,7 +328,11 @@ class LayoutPlans:
         if refusal is not None:  # vLLM 0.10.0-0.14.x would not start: refused, or left out of a search
             raise BadInputError(refusal)
         emulated = emulated_step_refusal(
-            deployment.engine or "vllm", deployment.weight_dtype, target.target.vendor, target.target.fp4_tflops_dense
+            deployment.engine or "vllm",
+            deployment.weight_dtype,
+            target.target.vendor,
+            target.target.fp4_tflops_dense,
+            deployment.engine_version,
         )  # a pinned layout's too (the search says it once before its layouts)
         if emulated is not None:
             raise BadInputError(emulated)

@@ -46,9 +46,16 @@ OWN_GPU_BAND = "; its band from "
 """How an engine generation's prior says in its ``source`` whose held-out measurements its band is the 80th
 percentile of: ``this GPU's 14 held-out figures`` (5 or more on its own GPU: trial 402 #3), or a GPU its vendor's
 set was measured on (``mi300x's 24 held-out figures``: review 403 #4); absent: the generation's on every GPU."""
+
 FITTED_SOURCE = "calibrated from "
 """How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
+
+
+def band_words(relative: float) -> str:
+    """A band of measured within prediction / (1 + r) .. prediction x (1 + r), in words: ``-31%/+44%`` for r = 0.44
+    (trial 406 #6: "+/- 44%" beside a 23.0-47.8 ms band around 33.2 ms read as symmetric)."""
+    return f"-{relative / (1 + relative):.0%}/+{relative:.0%}"
 
 
 class Curve(Record):

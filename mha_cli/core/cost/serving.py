@@ -43,7 +43,14 @@ no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 from pydantic import Field, computed_field
 
 from mha_cli.core.cost.priors import CARRIED
-from mha_cli.core.cost.profile import FITTED_SOURCE, NONE_HELD_OUT, OWN_GPU_BAND, UNMEASURED_GPU, DeviceProfile
+from mha_cli.core.cost.profile import (
+    FITTED_SOURCE,
+    NONE_HELD_OUT,
+    OWN_GPU_BAND,
+    UNMEASURED_GPU,
+    DeviceProfile,
+    band_words,
+)
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
 from mha_cli.core.cost.stepper import Batching, ServingCase, Stepper, chunked_prefill
@@ -445,11 +452,11 @@ GENERATION_PRIORS = "cost_priors_generations.json"
 
 def _uncertainty_how(profile: DeviceProfile) -> str:
     if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE) and NONE_HELD_OUT in profile.source:
-        return f"+/- {profile.relative_error:.0%}: the fit's own error on its benchmark runs (none was held out)"
+        return f"{band_words(profile.relative_error)}: the fit's own error on its benchmark runs (none was held out)"
     if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE):
-        return f"+/- {profile.relative_error:.0%}: 4 in 5 held-out figures of its benchmark runs fell within it"
+        return f"{band_words(profile.relative_error)}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
-        return f"+/- {profile.relative_error:.0%}: the calibration's own fit error on this machine"
+        return f"{band_words(profile.relative_error)}: the calibration's own fit error on this machine"
     if GENERATION_PRIORS in profile.source:  # an engine generation's fitted constants
         measurements = "this engine generation's held-out published measurements"
         if CARRIED in profile.source:  # review 403 #5: vllm-0.21 has none of its own, they are vllm-v1's
@@ -464,10 +471,10 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
                 else f" on {gpu} (none on this GPU; the widest band of the GPUs the constants were measured on)"
             )
         return (
-            f"+/- {profile.relative_error:.0%}: 4 in 5 of {measurements}{where} fell within it"
+            f"{band_words(profile.relative_error)}: 4 in 5 of {measurements}{where} fell within it"
             " (cost_priors_generations.json); `mha calibrate` on the device narrows it"
         )
     return (
-        f"+/- {profile.relative_error:.0%}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
+        f"{band_words(profile.relative_error)}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
         " this GPU's own when it has 5 or more); `mha calibrate` on the device narrows it"
     )
