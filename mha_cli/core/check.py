@@ -54,7 +54,8 @@ class CheckResult(Record):
     config.json in the local Hugging Face cache; the id is ``model.name``)."""
     source_kind: str
     """``preset``, ``config`` (our config file), ``hf-config`` (a Hugging Face config.json or model folder),
-    ``hf-cache`` (a Hugging Face id, its config.json from the local cache) or ``gguf`` (a GGUF file)."""
+    ``hf-cache`` (a Hugging Face id, its config.json from the local cache), ``hf-shipped`` (a Hugging Face id not
+    cached, the published config.json mha ships for it: ``core.shipped_configs``) or ``gguf`` (a GGUF file)."""
     assumptions: list[str]
     """Defaults the importer assumed for fields a config.json leaves out, where the weights come from when the
     checkpoint's safetensors headers price them (a total that disagrees with the config's count named), and the
@@ -113,9 +114,12 @@ def _stated_context(source: ModelSource, seq: str | int | None) -> str:
     if source.deployment is not None and "seq_len" in source.deployment.model_fields_set:
         return "the file's deployment.seq_len"
     if source.model.context_length:
-        origin = {"hf-config": "config.json", "hf-cache": "config.json", "preset": "the preset"}.get(
-            source.kind, "the model's context_length"
-        )
+        origin = {
+            "hf-config": "config.json",
+            "hf-cache": "config.json",
+            "hf-shipped": "config.json",
+            "preset": "the preset",
+        }.get(source.kind, "the model's context_length")
         return f"the model's trained context, from {origin}"
     return f"the default ({FALLBACK_SEQ_LEN:,})"
 

@@ -41,7 +41,8 @@ class KvReport(Record):
 
     source_kind: str
     """``preset``, ``config`` (our config file), ``hf-config`` (a Hugging Face config.json or model folder),
-    ``hf-cache`` (a Hugging Face id, its config.json from the local cache) or ``gguf`` (a GGUF file)."""
+    ``hf-cache`` (a Hugging Face id, its config.json from the local cache), ``hf-shipped`` (a Hugging Face id not
+    cached, the published config.json mha ships for it: ``core.shipped_configs``) or ``gguf`` (a GGUF file)."""
     source: str
     """Where the model was read: a preset's name as given, or the file's path (for a Hugging Face id, its
     config.json in the local Hugging Face cache; the id is ``model.name``)."""

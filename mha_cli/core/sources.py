@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mha_cli.core.hf_quantization import CheckpointWeights, DeclaredKv
     from mha_cli.core.weight_scheme import WeightScheme
 
-SourceKind = Literal["preset", "config", "hf-config", "hf-cache", "gguf"]
+SourceKind = Literal["preset", "config", "hf-config", "hf-cache", "hf-shipped", "gguf"]
 """``gguf``: a GGUF file's header; ``hf-config``: a config.json (or model folder) given by path; ``hf-cache``: one found by its Hugging Face id."""
 
 
@@ -105,7 +105,9 @@ def resolution_note(source: ModelSource) -> str | None:
     config.json from the local cache (its commit), or the preset listed for an id (or its short name) not cached;
     for a command that prints no source line (``mha plan``). None otherwise. It is the first of the assumptions
     (``_preset``, ``_load_hf_id``)."""
-    resolved = source.kind == "hf-cache" or (source.kind == "preset" and find_preset(source.origin) is None)
+    resolved = source.kind in ("hf-cache", "hf-shipped") or (
+        source.kind == "preset" and find_preset(source.origin) is None
+    )
     return source.assumptions[0] if resolved and source.assumptions else None
 
 
@@ -160,6 +162,18 @@ def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
         if preset in TOWER_LEFT_OUT:
             why += f"{_tower_left_out(preset)}; `{hf_id.download_command()}` and `mha kv` on the config.json count them"
         return _preset(str(hf_id), preset, served, why)
+    from mha_cli.core.shipped_configs import shipped_config
+
+    shipped = shipped_config(hf_id.repo)
+    if shipped is not None and hf_id.revision is None:  # a revision names another file than the one shipped
+        path, read_from = shipped
+        why = (
+            f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced from the"
+            f" published config.json mha ships (mha_cli/data/hf_configs/{path.name}, from {read_from})"
+        )
+        return _load_file(
+            path, name=hf_id.repo, kind="hf-shipped", served=served, assumptions=[why], weight_dtype=weight_dtype
+        )
     raise BadInputError(
         f"{one_line(str(hf_id), 100)} is not in the Hugging Face cache: {found.missing} in"
         f" {shown_path(cache.folder)} ({cache.chosen_by}). Get its config with `{hf_id.download_command()}`, or give"

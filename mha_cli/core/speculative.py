@@ -180,7 +180,7 @@ def resolve_method(method: object, model: object) -> SpeculativeMethod:
 def target_mtp_layers(model: ModelSpec, origin: str, kind: str) -> int:
     """The MTP layers the target declares (``core.mtp_layers.declared_mtp_layers`` of its config.json; a preset's,
     from its checkpoint); 0: none."""
-    if kind in ("hf-config", "hf-cache"):
+    if kind in ("hf-config", "hf-cache", "hf-shipped"):
         return declared_mtp_layers(json.loads(Path(origin).read_text()))
     return MTP_LAYERS_BY_PRESET.get(model.name, 0)  # a preset, or our config of one
 
