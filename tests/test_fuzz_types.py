@@ -147,3 +147,23 @@ def test_a_whole_float_is_told_how_to_write_it():
     assert "model.n_layers: must be a whole number (got 5.0): write it as 5, without the decimal point" in str(
         info.value
     )
+
+
+def test_a_config_json_s_whole_float_context_reads_as_its_widths_do(cli, tmp_path):
+    """Trial 406 #10, #9: in a config.json, hidden_size 4096.0 was read and max_position_embeddings 8192.0 refused
+    as "write it as 8192"; 1e12 was told "write it as 1000000000000", which the bound then refused. A whole float
+    is read as the number now; past the bound, the bound is what is said."""
+    import json
+
+    from tests.conftest import reference_hf_config
+
+    config = json.loads(reference_hf_config("llama-3.1-8b").read_text())
+    whole, huge = tmp_path / "whole.json", tmp_path / "huge.json"
+    whole.write_text(json.dumps({**config, "max_position_embeddings": 8192.0}))
+    huge.write_text(json.dumps({**config, "max_position_embeddings": 1e12}))
+    assert cli.json("kv", str(whole))["model"]["context_length"] == 8192
+    refused = cli.run("kv", str(huge))
+    assert (
+        refused.exit_code == 2
+        and "context_length: must be at most 17,179,869,184 (got 1000000000000)" in refused.stderr
+    )

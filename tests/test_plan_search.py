@@ -588,3 +588,12 @@ def test_a_search_prints_the_band_of_its_figures(cli):
     data = cli.json("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form")
     pick = data["candidates"][data["chosen"]]
     assert f"profile {pick['profile']['name']} (prior): {pick['uncertainty']['how']}; read on the closed form's" in text
+
+
+def test_a_search_without_targets_says_its_pick_ignores_latency(cli):
+    """Trial 407 #4: with no target the pick is the most tokens/s per GPU at any load (DeepSeek-R1 on 8 x H200: a
+    p99 TTFT of 49 s), printed with no word of it. The line says so; the control, a search with a target, does not."""
+    said = "no --ttft-ms or --itl-ms: the pick is the most tokens/s per GPU at any latency"
+    args = ("plan", "llama-3.1-8b", "--target", "2xh100", "--closed-form")
+    assert said in " ".join(cli.run(*args).stdout.split())
+    assert said not in " ".join(cli.run(*args, "--itl-ms", "50").stdout.split())

@@ -256,3 +256,9 @@ def test_a_counted_target_says_its_count_before_the_one_devices_figures(cli):
     """Trial 307 #8: `mha targets 8xb300` began "id: b300", its count only after every per-GPU field."""
     assert cli.run("targets", "8xb300").stdout.startswith("8 x b300: one device's figures, then the 8's\nid: b300\n")
     assert cli.run("targets", "b300").stdout.startswith("id: b300\n")
+
+
+def test_a_count_s_totals_are_grouped_in_thousands(cli):
+    """Trial 406 #13: `targets 16xh100` printed "1280 GB, 53600 GB/s", every other figure of the tool grouped."""
+    printed = cli.run("targets", "16xh100").stdout
+    assert "16 devices: 1,280 GB, 53,600 GB/s, 15,830.4 dense bf16 TFLOP/s in all" in " ".join(printed.split())

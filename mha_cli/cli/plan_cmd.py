@@ -1353,6 +1353,11 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
                 f" {sim.deployment_output_tokens_per_s / c.deployment.gpus:,.0f} tokens/s per GPU"
                 + (f", prefix cache hit rate {sim.prefix_cache_hit_rate:.1%}" if sim.looked_up else "")
             )
+        if result.ttft_ms is None and result.itl_ms is None:  # trial 407 #4: a 49 s p99 TTFT picked unremarked
+            console.print(
+                "  [yellow]no --ttft-ms or --itl-ms: the pick is the most tokens/s per GPU at any latency; give them"
+                " for a pick users would wait for[/yellow]"
+            )
         if c.offload is not None:  # the pick's prefix regime (trial 323 #6: a search named none)
             console.print(f"  [dim]{escape(c.offload.note)}[/dim]")
         for engine, line in result.launch.items():  # whole on one line, to copy: the terminal wraps it, not rich

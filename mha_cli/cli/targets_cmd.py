@@ -151,8 +151,10 @@ def render_one(console: "Console", result: TargetList) -> None:
         console.print(f"[bold]{field}[/bold]: {value}")
     if resolved.n_devices > 1:
         n = resolved.n_devices
-        console.print(f"[bold]{n} devices[/bold]: {n * t.memory_gb:g} GB, {n * t.memory_bandwidth_gbs:g} GB/s,"
-                      f" {n * t.bf16_tflops_dense:g} dense bf16 TFLOP/s in all")  # fmt: skip
+        console.print(
+            f"[bold]{n} devices[/bold]: {n * t.memory_gb:,g} GB, {n * t.memory_bandwidth_gbs:,g} GB/s,"
+            f" {n * t.bf16_tflops_dense:,.1f} dense bf16 TFLOP/s in all"
+        )  # fmt: skip  (trial 406 #13)
     if resolved.n_nodes > 1:
         from mha_cli.core.links import LINKS, scale_out_basis, scale_out_link
 

@@ -224,7 +224,9 @@ def import_hf_config(config: dict[str, Any], *, name: str = "hf-model", origin: 
         "d_ff": d_ff,
         "tied_embeddings": tied,
         "position_embeddings": (r.get(fam.learned_positions) or 0) if fam.learned_positions else 0,
-        "context_length": r.get("max_position_embeddings", "n_positions", "max_sequence_length"),
+        # 8192.0 read as 8192, as the layer count and widths read (ConfigReader.count; trial 406 #10: refused as
+        # "must be a whole number" where hidden_size 4096.0 passed)
+        "context_length": _whole(r.get("max_position_embeddings", "n_positions", "max_sequence_length")),
         **layout,
     }
     if fields["context_length"] is None and known and model_type in CONTEXT_DEFAULTS:  # its config class's own
@@ -908,3 +910,9 @@ def _refuse_other_value_width(r: ConfigReader, fields: dict[str, Any]) -> None:
             f"{r.origin}: v_head_dim {v_head_dim} differs from the key head_dim {head_dim}; mha prices K and V at"
             " one width outside MLA, so it is refused"
         )
+
+
+def _whole(value: Any) -> Any:
+    """``value`` as an int where it is a float with no fraction (``8192.0``); anything else as given, for the
+    model's validation to judge."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
