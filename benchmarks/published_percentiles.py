@@ -71,8 +71,9 @@ def server_flags(entry: dict) -> dict:
     return flags
 
 
-def predict(entry: dict, host: dict[str, float]) -> tuple[dict, dict] | str:
-    """(simulated figures, closed-form figures), or why the row cannot be priced."""
+def predict(entry: dict, host: dict[str, float], steps: str = "generation") -> tuple[dict, dict] | str:
+    """(simulated figures, closed-form figures), or why the row cannot be priced; ``steps``: ``generation`` (the
+    page's engine generation's prior, as `mha plan --engine` prices it) or ``default`` (the default constants)."""
     config = MODELS.get(entry["model"])
     if config is None or not (CONFIGS / config).exists():
         return f"no config.json for {entry['model']}"
@@ -84,10 +85,14 @@ def predict(entry: dict, host: dict[str, float]) -> tuple[dict, dict] | str:
         source.deployment, model=source.model, seq_len=isl + osl, target=target.spec, engine=entry["engine"],
         weight_dtype=weights, **server_flags(entry),
     )  # fmt: skip
-    # the step costs: the default constants; the front end: the generation of the release the page ran
     released = generation_of(f"{entry['engine']}@{entry['engine_version']}") if entry.get("engine_version") else None
-    overhead = {"request_overhead_s": front_end(released.id if released else None).seconds}
-    profile = prior_profile(target.target, deployment.weight_dtype).model_copy(update=overhead | host)
+    if steps == "generation":  # as `mha plan --engine ENGINE@RELEASE` prices the page's run (its front end too)
+        generation = released.id if released else generation_of(entry["engine"]).id
+        profile = prior_profile(target.target, deployment.weight_dtype, generation=generation)
+        profile = profile.model_copy(update=host)
+    else:  # the default constants (2023-24 engines); the front end: the generation of the release the page ran
+        overhead = {"request_overhead_s": front_end(released.id if released else None).seconds}
+        profile = prior_profile(target.target, deployment.weight_dtype).model_copy(update=overhead | host)
     users = entry["max_concurrency"] or entry["num_prompts"]
     try:
         plan = plan_serving(
@@ -131,6 +136,13 @@ def main() -> None:
         help="What if: a request's cost outside the steps, in its TTFT, instead of the front end of the release's"
         " engine generation (core/engine/front_end.py).",
     )
+    parser.add_argument(
+        "--steps",
+        choices=("generation", "default"),
+        default="generation",
+        help="The step costs: each page's engine generation's prior, as `mha plan --engine` prices it (default), or"
+        " the default constants (2023-24 engines) with the generation's front end, as before 2026-12-08.",
+    )
     args = parser.parse_args()
     host: dict[str, float] = {"sequence_overhead_s": args.sequence_overhead_us * 1e-6}
     if args.request_overhead_ms is not None:
@@ -141,9 +153,15 @@ def main() -> None:
         "",
         "Command: `python benchmarks/published_percentiles.py`. Rows: `tests/fixtures/published_serving_percentiles.yaml`"
         " (each with its URL). Error = predicted / measured - 1; sim = the simulated serving loop, cf = the"
-        " closed-form model, both on the shipped priors (the default step constants) with the front end of the"
-        " engine generation each page's release belongs to (`mha_cli/core/engine/front_end.py`: vllm-v1 45 ms cited,"
-        " sglang-0.5 6.9 ms cited, none for trtllm)"
+        " closed-form model, both on the shipped priors: "
+        + (
+            "each page's engine generation's prior (`--steps generation`: its fitted step constants and front end, as"
+            " `mha plan --engine ENGINE@RELEASE` prices the run; none of these rows is in a fit)"
+            if args.steps == "generation"
+            else "the default step constants with the front end of the engine generation each page's release belongs"
+            " to (`--steps default`; `mha_cli/core/engine/front_end.py`: vllm-v1 45 ms cited, sglang-0.5 6.9 ms"
+            " cited, none for trtllm)"
+        )
         + (
             f" plus, as a what-if, {args.sequence_overhead_us:g} us per sequence a step and {args.request_overhead_ms or 0:g} ms"
             " a request (chosen on these rows: not held out)"
@@ -159,7 +177,7 @@ def main() -> None:
     errors: dict[str, dict[str, list[float]]] = {}
     skipped = []
     for entry in entries:
-        result = predict(entry, host)
+        result = predict(entry, host, args.steps)
         if isinstance(result, str):
             skipped.append(f"{entry['id']} ({entry['model']}, {entry['engine']}): {result}")
             continue

@@ -52,7 +52,7 @@ def test_the_pick_runs_at_a_load_its_simulated_loop_meets():
     assert not [note for note in found["notes"] if note.startswith("the pick's simulated loop misses")]
     lowered = [note for note in found["notes"] if note.startswith("the pick's simulated loop missed")]
     assert lowered and "10.7 req/s" in lowered[0] and f"{pick['rate_rps']:.3g} req/s" in lowered[0]
-    assert "mean TPOT 7.02 ms > 7.0 ms" in lowered[0]  # to the decimal that shows the miss ("7.0 > 7.0" before)
+    assert "mean TPOT 7.02 ms > 7 ms" in lowered[0]  # to the decimal that shows the miss ("7.0 > 7.0" before)
 
 
 def test_the_closed_form_alone_keeps_the_closed_form_pick():
@@ -69,7 +69,7 @@ def test_at_a_fixed_rate_a_split_its_loop_misses_is_not_picked():
     top = found["splits"][0]
     assert _workers(top) == (1, 2, 1, 2)
     assert not top["meets_targets"] and top["rate_rps"] == 10.6
-    assert top["misses"] == ["itl (simulated: mean TPOT 7.01 ms > 7.0 ms (p99 7.2 ms))"]
+    assert top["misses"] == ["itl (simulated: mean TPOT 7.01 ms > 7 ms (p99 7.2 ms))"]
     assert found["chosen"] is None and found["simulated"] is None and found["winner"] == "neither"
     assert any("the pick is confirmed in the simulated loop" in note for note in found["notes"])
 
@@ -130,7 +130,7 @@ def test_a_split_whose_loop_misses_at_every_load_tried_is_not_picked():
     assert found.chosen == 0 and found.splits[0] is b and found.simulated.rate_rps == 32 and found.notes == []
     missed = found.splits[1]
     assert not missed.meets_targets and missed.rate_rps == 40  # not lowered: no load tried met the target
-    assert missed.misses == ["itl (simulated: mean TPOT 20.0 ms > 11.0 ms (p99 20.0 ms))"]
+    assert missed.misses == ["itl (simulated: mean TPOT 20.0 ms > 11 ms (p99 20.0 ms))"]
     alone = confirm_splits([a], run, _at_load, ttft_ms=None, itl_ms=11.0, fixed_rate=False)
     assert alone.chosen is None and alone.simulated is None and not alone.splits[0].meets_targets
 
@@ -156,3 +156,16 @@ def test_the_splits_footnote_says_which_rows_the_loop_decided():
         " targets at the closed form's goodput, the most load it meets them at; at --rate, what its pools serve of it"
         " ('grows' for a TTFT whose queue has no end)" in text
     )
+
+
+def test_a_value_past_its_target_is_printed_to_the_decimal_that_shows_it():
+    """Review 408 #10: the miss read "2,000 ms > 2,000 ms" for 1,999.6 past 1,999.5 (now "> 1,999.5", the target as
+    typed), "20.8 > --itl-ms 20.8" for a p99
+    of 20.83, "7.0 > 7.0" for 7.003: the value gets the decimals its target, as typed, needs beside it."""
+    from mha_cli.core.quantities import format_ms, format_past
+
+    for value, target, places, said in ((1999.6, 1999.5, 0, "2,000"), (20.83, 20.8, 1, "20.83"),
+                                         (2000.3, 2000, 0, "2,000.3"), (7.003, 7, 1, "7.003"), (28.47, 28.4, 1, "28.5"),
+                                         (5415.2, 2000, 0, "5,415")):  # fmt: skip
+        assert format_past(value, target, places) == said
+        assert float(said.replace(",", "")) > float(format_ms(target).replace(",", ""))

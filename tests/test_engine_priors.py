@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from mha_cli.core.cost.priors import fitted_constants, generation_fits, prior_profile
-from mha_cli.core.cost.profile import band_words
+from mha_cli.core.cost.profile import band_words, measured_within
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import generation_of
 from mha_cli.core.errors import BadInputError
@@ -596,7 +596,8 @@ def test_the_band_says_whose_measurements_it_is_read_on(cli):
     its own) takes MI300X's band, where its vendor's set was measured (44%), not the pooled one (29%), mostly H100s'."""
     args = ("plan", "llama-3.1-8b", "--tp", "1", "--concurrency", "8", "--closed-form", "--engine", "vllm")
     h100 = cli.json(*args, "--target", "h100")["uncertainty"]
-    assert h100["how"].startswith(f"{band_words(h100['relative'])}: 4 in 5 of the held-out published measurements of"
+    said = band_words(*measured_within(h100["relative"], "prior", ""))
+    assert h100["how"].startswith(f"{said}: 4 in 5 of the held-out published measurements of"
                                   " vllm-v1, whose constants it takes, on this GPU fell within it")  # fmt: skip
     mi355x = cli.json(*args, "--target", "mi355x")["uncertainty"]
     mi300x = generation_fits()["vllm-v1"]["holdout"]["per_gpu"]["mi300x"]
@@ -611,8 +612,9 @@ def test_the_band_says_whose_measurements_it_is_read_on(cli):
 
 def test_a_plan_without_an_engine_prices_its_steps_as_engine_vllm_does(cli):
     """Trial 399 #2, review 403: no --engine priced vLLM's memory beside the default constants' steps (2023-24
-    engines), so --engine vllm, the same engine, changed every time. Now both price vLLM 0.21 with vLLM V1's
-    constants and its front end: pinned, searched and in kv, on NVIDIA and on a vendor no vLLM fit covers."""
+    engines), so --engine vllm, the same engine, changed every time. Now both price vLLM 0.21: with vLLM V1's
+    constants and its front end on NVIDIA and AMD, with the default constants (no front end added) on a vendor no
+    vLLM fit covers (gaudi3): pinned, searched and in kv."""
     pinned = ("plan", "llama-3.1-8b", "--tp", "1", "--concurrency", "8", "--closed-form")
     for target in ("h100", "mi300x", "gaudi3"):
         plain, named = cli.json(*pinned, "--target", target), cli.json(*pinned, "--target", target, "--engine", "vllm")
@@ -623,6 +625,7 @@ def test_a_plan_without_an_engine_prices_its_steps_as_engine_vllm_does(cli):
             named["front_end_ms"],
         )
         assert not any("no --engine" in note for note in plain["notes"])
+    assert cli.json(*pinned, "--target", "gaudi3")["front_end_ms"] == 0.0  # the default constants carry theirs
     assert cli.json(*pinned, "--target", "h100")["front_end_ms"] == 45.0  # vLLM V1's, carried to 0.21
     search = ("plan", "llama-3-8b", "--target", "2xh100", "--closed-form")
     plain, named = cli.json(*search), cli.json(*search, "--engine", "vllm")

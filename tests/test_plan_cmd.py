@@ -221,10 +221,14 @@ def test_a_slow_rate_keeps_its_figures_significant(cli):
 
 
 def test_the_band_is_said_as_the_interval_it_prints(cli):
-    """Trial 406 #6: "+/- 44%" was printed beside a TTFT band of 23.0-47.8 ms around 33.2 ms: the band is prediction
-    / (1 + r) .. prediction x (1 + r), 31% below and 44% above. The words now name both sides, read off the band."""
+    """Trial 406 #6, review 408 #3: "+/- 44%" was printed beside a TTFT band of 23.0-47.8 ms around 33.2 ms, prediction
+    / (1 + r) .. x (1 + r), which matched neither the words nor the prior's error, |predicted - measured| / measured:
+    that puts the measured figure within prediction / (1 + r) .. / (1 - r). The band is that, and the words name both
+    sides, read off it."""
     result = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--closed-form")
     low, high = result["uncertainty"]["ttft_ms"]
     below, above = 1 - low / result["ttft_ms"], high / result["ttft_ms"] - 1
     assert result["uncertainty"]["how"].startswith(f"-{below:.0%}/+{above:.0%}: 4 in 5 of")
     assert below < above  # the control: a symmetric "+/-" would have them equal
+    r = result["uncertainty"]["relative"]
+    assert (low, high) == pytest.approx((result["ttft_ms"] / (1 + r), result["ttft_ms"] / (1 - r)))

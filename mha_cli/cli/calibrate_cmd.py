@@ -32,7 +32,7 @@ from mha_cli.cli.options import (
 )
 from mha_cli.cli.output import Output
 from mha_cli.cli.progress import stage_progress
-from mha_cli.core.cost.profile import band_words
+from mha_cli.core.cost.profile import band_words, measured_within
 from mha_cli.core.cost.store import check_profile_name, profile_path
 from mha_cli.core.errors import BadInputError
 from mha_cli.core.torch_inputs import check_device_option
@@ -265,7 +265,7 @@ def render_calibration(console: Console, result: CalibrationResult) -> None:
     state = "stable" if verdict.stable else "[bold red]UNSTABLE[/bold red], kept by --allow-unstable"
     console.print(f"{state}: {escape(verdict.summary)}")
     console.print(
-        f"predictions from it carry {band_words(profile.relative_error)}; written to {escape(str(result.path))}"
+        f"predictions from it carry {band_words(*measured_within(profile.relative_error, profile.kind, profile.source))}; written to {escape(str(result.path))}"
     )
     console.print(f"use it: mha verify SOURCE --profile {escape(profile.name)}")
 

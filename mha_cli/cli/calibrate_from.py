@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mha_cli.cli.output import Output
 from mha_cli.core.byte_units import GIB
-from mha_cli.core.cost.profile import band_words
+from mha_cli.core.cost.profile import band_words, measured_within
 from mha_cli.core.errors import BadInputError, shown
 
 if TYPE_CHECKING:
@@ -74,18 +74,18 @@ def calibrate_from_results(
     spec = merge_deployment(loaded.deployment, model=loaded.model, seq_len=longest, target=resolved.spec,
                             **deployment)  # fmt: skip
     weights = spec.weight_dtype
-    if profile is not None:
-        base = load_profile(profile, weights)
+    from mha_cli.core.cost.latency import engine_prior, priced_generation
+
+    if profile is not None:  # review 408 #5: as plan reads the name beside this engine (h100-sxm-prior@vllm-0.21)
+        base = load_profile(profile, weights, release=spec.engine_version, generation=priced_generation(spec))
     elif resolved.target.id == "cpu":
         from mha_cli.core.cost.store import newest_cpu_profile
 
         # a fit starts from rates measured on this CPU, never from an earlier fit (its factors would compound,
         # and a rerun with --force would start from the very profile it replaces)
         base = newest_cpu_profile(measured_only=True) or nominal_cpu_profile(weights)
-    else:
-        from mha_cli.core.cost.priors import prior_profile
-
-        base = prior_profile(resolved.target, weights)
+    else:  # the runs' engine generation's prior, as plan prices it (it was the default constants, 2023-24 engines)
+        base = engine_prior(resolved.target, spec)
     chosen = check_profile_name(name or f"{resolved.target.id}-{spec.engine or 'vllm'}-fit")
     path = profile_path(chosen)
     if path.exists() and not force:
@@ -166,7 +166,9 @@ def render_fit(console: Console, fit: CalibrationFit) -> None:
         console.print(f"[dim]{escape(constant)}: {escape(value)}[/dim]")
     for note in fit.notes:
         console.print(f"[dim]note: {escape(note)}[/dim]")
-    console.print(f"predictions from it carry {band_words(profile.relative_error)}; written to {escape(str(fit.path))}")
+    console.print(
+        f"predictions from it carry {band_words(*measured_within(profile.relative_error, profile.kind, profile.source))}; written to {escape(str(fit.path))}"
+    )
     if fit.use:
         console.print(f"use it: {escape(fit.use)}")
 

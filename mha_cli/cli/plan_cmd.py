@@ -679,6 +679,15 @@ def plan(
         if fail_if_misses and found.chosen is None:
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
+    if tp is not None and resolved.n_devices % (tp * (pp or 1)) == 0:  # review 408 #8: a --tp that splits no
+        # heads names the largest that does, as kv's (one that does not divide the devices is refused so first)
+        from mha_cli.core.fit import with_replicas_hint
+        from mha_cli.core.tensor_parallel import heads_split_problem
+
+        problem = heads_split_problem(loaded.model, tp)
+        if problem is not None:
+            pinned = deployment.model_copy(update={"tp": tp})
+            raise with_replicas_hint(BadInputError(problem), loaded.model, pinned, resolved)
     if rate is not None:
         from mha_cli.core.cost.plan import plan_at_rate
 
@@ -1073,7 +1082,7 @@ def render_plan(console: Console, result: ServingPlan, workload: str | None = No
         ("end to end", p.e2e_ms, None, p.bounds.e2e_ms),
     ]
     for label, value, band, bound in rows:
-        shown = "" if band is None else f"{band[0]:,.1f}-{band[1]:,.1f}"
+        shown = "" if band is None else f"{band[0]:,.1f}-" + ("" if band[1] is None else f"{band[1]:,.1f}")
         # --rate past what it serves: a request's wait grows with its place in the queue (the figure: once admitted)
         waits = p.saturated and label in ("TTFT", "end to end")
         table.add_row(label, "grows" if waits else f"{value:,.1f} ms", "" if waits else shown, f"{bound:,.1f} ms")
@@ -1356,7 +1365,7 @@ def render_search(console: Console, result: SearchResult, workload: str | None =
         if result.ttft_ms is None and result.itl_ms is None:  # trial 407 #4: a 49 s p99 TTFT picked unremarked
             console.print(
                 "  [yellow]no --ttft-ms or --itl-ms: the pick is the most tokens/s per GPU at any latency; give them"
-                " for a pick users would wait for[/yellow]"
+                " to bound its TTFT and ITL[/yellow]"
             )
         if c.offload is not None:  # the pick's prefix regime (trial 323 #6: a search named none)
             console.print(f"  [dim]{escape(c.offload.note)}[/dim]")

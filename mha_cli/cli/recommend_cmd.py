@@ -314,9 +314,12 @@ def engine_options_without_target(
     file (``--out`` in the mha format) records them for ``mha kv`` / ``mha plan`` with a target, a transformers
     config.json does not. None: nothing given, or a target. (``--fail-if-no-fit`` is refused before: nothing fits or
     fails without a device.)"""
+    from mha_cli.cli.typed_spellings import spellings_typed
     from mha_cli.core.deployment import plan_flags_given
 
-    given = (["--engine"] if engine is not None else []) + plan_flags_given(**options)
+    typed = spellings_typed()  # review 408 #8: as typed; --engine only where typed, not set by a share's name
+    named_engine = engine is not None and (not typed or "engine" in typed)
+    given = (["--engine"] if named_engine else []) + plan_flags_given(typed, **options)
     if target is not None or not given:
         return None
     if out is not None and format == "mha":

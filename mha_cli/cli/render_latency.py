@@ -5,7 +5,7 @@ block carry one set of figures (the roofline of ``core.roofline``, another bound
 """
 
 from mha_cli.core.cost.latency import StepLatency
-from mha_cli.core.cost.profile import band_words
+from mha_cli.core.cost.profile import band_words, measured_within
 from mha_cli.core.rules.engine import counted
 
 
@@ -20,6 +20,6 @@ def latency_line(latency: StepLatency, sequences: int, seq_len: int, at_once: in
     return (
         f"[bold]latency[/bold]  decode step {latency.decode_step_ms:,.2f} ms (bound {latency.decode_bound_ms:,.2f}"
         f" ms) for {counted(sequences, 'sequence')}{short} at {seq_len:,} tokens; prefill {latency.prefill_ms:,.1f} ms (bound"
-        f" {latency.prefill_bound_ms:,.1f} ms); cost model on {latency.profile} ({band_words(latency.relative_error)};"
+        f" {latency.prefill_bound_ms:,.1f} ms); cost model on {latency.profile} ({band_words(*measured_within(latency.relative_error, latency.profile_kind, latency.profile_source))};"
         " `mha plan` for TTFT and ITL under load)"
     )

@@ -19,7 +19,7 @@ from mha_cli.cli.render import (
     print_table,
 )
 from mha_cli.cli.render_latency import latency_line
-from mha_cli.core.cost.profile import band_words
+from mha_cli.core.cost.profile import band_words, measured_within
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.recommend import RecommendResult
 from mha_cli.core.rules.engine import counted
@@ -232,7 +232,7 @@ def roofline_table(result: RecommendResult) -> Table:
     predicted = (
         ""
         if latency is None
-        else f"; predicted (bound): the cost model on {latency.profile} ({band_words(latency.relative_error)}) and, in"
+        else f"; predicted (bound): the cost model on {latency.profile} ({band_words(*measured_within(latency.relative_error, latency.profile_kind, latency.profile_source))}) and, in"
         " brackets, the same operations each at the datasheet's peak (fp8 matmuls at the fp8 peak where the weights"
         " are fp8), one after another in the engine's chunks: above the roofline, which counts the whole phase at"
         " one rate"

@@ -352,6 +352,7 @@ def emulated_step_note(deployment: DeploymentSpec) -> str | None:
     if not deployment.target:
         return None
     from mha_cli.core.engine.quant_capability import emulated_step_refusal
+    from mha_cli.core.engine.settings import release_key_priced
 
     device = resolve_target(deployment.target).target
     refusal = emulated_step_refusal(
@@ -359,7 +360,7 @@ def emulated_step_note(deployment: DeploymentSpec) -> str | None:
         deployment.weight_dtype,
         device.vendor,
         device.fp4_tflops_dense,
-        deployment.engine_version,
+        release_key_priced(deployment),
     )
     return None if refusal is None else f"no step latency: {refusal}"
 

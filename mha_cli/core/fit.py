@@ -768,7 +768,7 @@ def with_layout_ways(
     return BadInputError(f"{message}; tried as a way out and refused too: {tried}{without}")
 
 
-def _with_replicas_hint(
+def with_replicas_hint(
     exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None
 ) -> MhaError:
     """``exc``, naming the largest tp of a multi-device target that splits the model, its other devices replicas (a
@@ -777,8 +777,8 @@ def _with_replicas_hint(
     if target is None or target.n_devices == 1:
         return exc
     refused = deployment.tp if deployment.tp is not None else target.n_devices
-    for tp in range(target.n_devices, 0, -1):
-        if target.n_devices % tp or tp == refused:
+    for tp in range(min(target.n_devices, refused) - 1, 0, -1):  # less than refused: "split less" (review 408 #1)
+        if target.n_devices % tp:
             continue
         try:
             footprint_for(model, deployment, tp)
@@ -808,7 +808,7 @@ def price_deployment(model: ModelSpec, deployment: DeploymentSpec, *, unsplit_fa
         kv = footprint_for(model, deployment, tp)
     except MhaError as exc:
         if not unsplit_fallback:
-            raise _with_replicas_hint(exc, model, deployment, target) from None
+            raise with_replicas_hint(exc, model, deployment, target) from None
         kv = footprint_for(model, deployment, 1)
         memory = None
     else:

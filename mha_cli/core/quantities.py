@@ -181,3 +181,14 @@ def format_ms(value: float) -> str:
     """A latency target in milliseconds as typed, with thousands: ``50.5``, ``2,000``, ``1,000,000`` (not ``1e+06``:
     review 356 #7)."""
     return f"{value:,.0f}" if value >= 1e6 else f"{value:,g}"
+
+
+def format_past(value: float, target: float, places: int) -> str:
+    """``value`` (ms, past ``target``) to ``places`` decimals, or to the fewest more (up to 3) that print it above
+    the target as ``format_ms`` prints it: a TPOT of 7.003 ms past 7 read "7.0 ms > 7" (review 408 #10)."""
+    shown_target = float(format_ms(target).replace(",", ""))
+    for decimals in range(places, 4):
+        text = f"{value:,.{decimals}f}"
+        if float(text.replace(",", "")) > shown_target:
+            return text
+    return text

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from mha_cli.core import dtypes, weight_formats
 from mha_cli.core.cost.priors import generation_prior
-from mha_cli.core.cost.profile import OWN_GPU_BAND
+from mha_cli.core.cost.profile import OWN_GPU_BAND, band_words, measured_within
 from mha_cli.core.engine.generations import ENGINE_ALIASES, GENERATIONS, LATEST
 from mha_cli.core.engine.settings import EngineSettings, resolve_settings
 from mha_cli.core.errors import ReleaseBeforeGpuError
@@ -54,7 +54,7 @@ def targets_table() -> str:
                 f"{target.memory_bandwidth_gbs:g}",
                 bf16,
                 f"{target.fp8_tflops_dense:g}" if target.fp8_tflops_dense else "-",
-                f"±{prior.band:.0%}{marker}",
+                f"{band_words(*measured_within(prior.band, 'prior', ''))}{marker}",  # as a plan says it
                 _aliases_of(target.id, ALIASES),
             ]
         )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 
 from mha_cli.core.byte_units import GIB
-from mha_cli.core.cost.profile import DeviceProfile, band_words
+from mha_cli.core.cost.profile import DeviceProfile, band_words, measured_within
 from mha_cli.core.deployment import mixer_weights_note
 from mha_cli.core.errors import OutOfMemoryError
 from mha_cli.core.quantities import format_bytes
@@ -186,12 +186,13 @@ def _prediction_notes(
             f"{prediction.profile} was measured in {profile[0].dtype}, the model is built in {built_dtype}: its"
             f" {profile[0].dtype} rates price the {built_dtype} steps (calibrate in {built_dtype} for this build)"
         )
+    low, high = measured_within(band, profile[0].kind, profile[0].source)  # as the band's error was measured
     for phase, measured, predicted in (("decode", rank.decode.median_ms, prediction.decode_ms),
                                        ("prefill", rank.prefill.median_ms, prediction.prefill_ms)):  # fmt: skip
         ratio = measured / predicted
-        if not 1 / (1 + band) <= ratio <= 1 + band:
+        if not low <= ratio <= high:
             notes.append(
-                f"{phase} measured / predicted {ratio:.2f} is outside {prediction.profile}'s {band_words(band)}: the"
+                f"{phase} measured / predicted {ratio:.2f} is outside {prediction.profile}'s {band_words(low, high)}: the"
                 " machine was busier (or freer) than when it was calibrated, or the profile is another device's"
             )
     return notes

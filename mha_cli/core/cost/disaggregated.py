@@ -59,7 +59,7 @@ from mha_cli.core.engine.vllm_rule_releases import HYBRID_OFF_ERROR, connector_t
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError, NotPricedError
 from mha_cli.core.kv import kv_footprint
 from mha_cli.core.links import host_devices
-from mha_cli.core.quantities import format_ms
+from mha_cli.core.quantities import format_ms, format_past
 from mha_cli.core.record import Record, empty_list
 from mha_cli.core.schemas import DeploymentSpec, ModelSpec
 from mha_cli.core.serve.disaggregated import PoolTimes, SimulatedSplit, simulate_split
@@ -335,13 +335,14 @@ def plan_disaggregated(
     generation = deployment_generation(deployment)
     check_deployment_runs_on(deployment, target.target)  # the engine and its release, before any worker (review 353)
     from mha_cli.core.engine.quant_capability import emulated_step_refusal
+    from mha_cli.core.engine.settings import release_key_priced
 
     emulated = emulated_step_refusal(
         generation.engine,
         deployment.weight_dtype,
         target.target.vendor,
         target.target.fp4_tflops_dense,
-        deployment.engine_version,
+        release_key_priced(deployment),
     )
     if emulated is not None:  # once, before the workers (review 398 #2: "give more nodes" followed it)
         raise BadInputError(emulated)
@@ -487,7 +488,7 @@ def p99_past_targets(simulated: SimulatedSplit | None, *, ttft_ms: float | None,
         ("TTFT", simulated.ttft_ms.p99, "--ttft-ms", ttft_ms, 0),
         ("TPOT", simulated.tpot_ms.p99, "--itl-ms", itl_ms, 1),
     )
-    return [f"p99 {name} {p99:,.{digits}f} ms > {flag} {format_ms(target)}"
+    return [f"p99 {name} {format_past(p99, target, digits)} ms > {flag} {format_ms(target)}"
             for name, p99, flag, target, digits in measured if target is not None and p99 > target]  # fmt: skip
 
 

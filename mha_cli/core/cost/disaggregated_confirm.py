@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from mha_cli.core.quantities import format_ms, format_past
 from mha_cli.core.serve.disaggregated import SimulatedSplit
 
 
@@ -52,24 +53,12 @@ def misses(run: SimulatedSplit, ttft_ms: float | None, itl_ms: float | None) -> 
     """The targets ``run`` misses, its means read against them (TTFT; TPOT for the ITL target); empty: it meets."""
     missed = []
     if ttft_ms is not None and run.ttft_ms.mean > ttft_ms:
-        missed.append(
-            f"mean TTFT {_past(run.ttft_ms.mean, ttft_ms, 0)} ms > {ttft_ms:,.0f} ms (p99 {run.ttft_ms.p99:,.0f} ms)"
-        )
-    if itl_ms is not None and run.tpot_ms.mean > itl_ms:
-        missed.append(
-            f"mean TPOT {_past(run.tpot_ms.mean, itl_ms, 1)} ms > {itl_ms:,.1f} ms (p99 {run.tpot_ms.p99:,.1f} ms)"
-        )
+        mean = format_past(run.ttft_ms.mean, ttft_ms, 0)
+        missed.append(f"mean TTFT {mean} ms > {format_ms(ttft_ms)} ms (p99 {run.ttft_ms.p99:,.0f} ms)")
+    if itl_ms is not None and run.tpot_ms.mean > itl_ms:  # to the decimal that shows the miss: 7.02 ms > 7
+        mean = format_past(run.tpot_ms.mean, itl_ms, 1)
+        missed.append(f"mean TPOT {mean} ms > {format_ms(itl_ms)} ms (p99 {run.tpot_ms.p99:,.1f} ms)")
     return missed
-
-
-def _past(value: float, limit: float, places: int) -> str:
-    """``value`` (ms) to ``places`` decimals, or to the fewest more (up to 3) that print it above ``limit``: a TPOT of
-    7.003 ms past 7 ms read "7.0 ms > 7.0 ms"."""
-    for shown in range(places, 4):
-        text = f"{value:,.{shown}f}"
-        if float(text.replace(",", "")) > limit:
-            return text
-    return text
 
 
 def confirm_splits(

@@ -69,10 +69,15 @@ def predict_latency(
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
     from mha_cli.core.engine.quant_capability import emulated_step_refusal
+    from mha_cli.core.engine.settings import release_key_priced
     from mha_cli.core.errors import BadInputError
 
     emulated = emulated_step_refusal(
-        memory.engine.name, deployment.weight_dtype, target.vendor, target.fp4_tflops_dense, deployment.engine_version
+        memory.engine.name,
+        deployment.weight_dtype,
+        target.vendor,
+        target.fp4_tflops_dense,
+        release_key_priced(deployment),
     )
     if emulated is not None:  # kv prices the memory and no step (trial 397 #3: its step was faster than bf16's)
         raise BadInputError(emulated)

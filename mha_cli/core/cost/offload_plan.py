@@ -279,8 +279,10 @@ def priced_offload(
         load_ms = plan.host.load_seconds(plan.prefix_tokens) * 1e3
         prediction.ttft_ms += load_ms
         prediction.e2e_ms += load_ms
+        from mha_cli.core.cost.serving import band_around
+
         r = prediction.uncertainty.relative  # the band around the TTFT with its load (trial 289 #6)
-        band = (prediction.ttft_ms / (1 + r), prediction.ttft_ms * (1 + r))
+        band = band_around(prediction.ttft_ms, r, profile.kind, profile.source)
         prediction.uncertainty = prediction.uncertainty.model_copy(update={"ttft_ms": band})
         recomputed = predict_serving(case._replace(cached_prefix=0), profile, ceiling, stepper=stepper)
         plan = plan.model_copy(

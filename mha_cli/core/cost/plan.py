@@ -35,6 +35,7 @@ from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
 from mha_cli.core.engine.quant_capability import emulated_step_refusal
+from mha_cli.core.engine.settings import release_key_priced
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.engine.vllm_words import auto_fit_line
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
@@ -332,7 +333,7 @@ class LayoutPlans:
             deployment.weight_dtype,
             target.target.vendor,
             target.target.fp4_tflops_dense,
-            deployment.engine_version,
+            release_key_priced(deployment),
         )  # a pinned layout's too (the search says it once before its layouts)
         if emulated is not None:
             raise BadInputError(emulated)

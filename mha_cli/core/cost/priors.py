@@ -64,6 +64,9 @@ def generation_fits() -> dict[str, dict[str, Any]]:
     return from_json(text)["generations"]
 
 
+THROUGHPUT_ONLY = "; fitted on tokens/s alone: no latency was measured on them, its ITL and TTFT extrapolate that fit"
+"""In the source of a generation's prior whose vendor set was fitted on throughput tables alone (vLLM V1's AMD set:
+MI300X max-load tokens/s; trial 402 #2)."""
 MIN_GPU_FIGURES = 5
 """Held-out figures a GPU needs for its own band; with fewer, the band of every held-out figure."""
 
@@ -152,7 +155,7 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
     )
     measured = set(family.get("figures", []) if family else fitted.get("figures", []))
     if measured and not measured & {"itl_ms", "ttft_ms"}:  # trial 402 #2: AMD's vLLM V1 rows are throughput tables
-        source += "; fitted on tokens/s alone: no latency was measured on them, its ITL and TTFT extrapolate that fit"
+        source += THROUGHPUT_ONLY
     if target.id not in measured_on:  # trial 367 #2: MI355X on MI300X's set
         whose = f"{target.vendor}'s set" if family else "the generation's constants"  # review 370 #11
         source += f"{UNMEASURED_GPU}{whose}, measured on other GPUs)"

@@ -52,10 +52,21 @@ FITTED_SOURCE = "calibrated from "
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
 
 
-def band_words(relative: float) -> str:
-    """A band of measured within prediction / (1 + r) .. prediction x (1 + r), in words: ``-31%/+44%`` for r = 0.44
-    (trial 406 #6: "+/- 44%" beside a 23.0-47.8 ms band around 33.2 ms read as symmetric)."""
-    return f"-{relative / (1 + relative):.0%}/+{relative:.0%}"
+def measured_within(relative: float, kind: str, source: str) -> tuple[float, float]:
+    """(low, high): measured / predicted is expected within them, as the band's error ``relative`` was defined.
+    A calibration on this machine (``kind`` calibrated, not ``FITTED_SOURCE``) takes r = max |measured / predicted -
+    1| (``calibrate.run``): [1 - r, 1 + r]. The priors (|predicted - measured| / measured, ``fit_priors.py``) and a
+    fit to a server's runs (simulated / measured - 1, ``core.serve.fit``): [1 / (1 + r), 1 / (1 - r)], no upper bound
+    from r = 1 (inf). Trial 406 #6, review 408 #3: "+/- 44%" was printed beside prediction / 1.44 .. x 1.44, which
+    matched neither definition."""
+    if kind == "calibrated" and not source.startswith(FITTED_SOURCE):
+        return max(0.0, 1 - relative), 1 + relative
+    return 1 / (1 + relative), (1 / (1 - relative) if relative < 1 else math.inf)
+
+
+def band_words(low: float, high: float) -> str:
+    """``measured_within``'s band in words: ``-31%/+79%`` for a prior's r = 0.44."""
+    return f"-{1 - low:.0%}/" + (f"+{high - 1:.0%}" if math.isfinite(high) else "unbounded above")
 
 
 class Curve(Record):

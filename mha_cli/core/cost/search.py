@@ -986,7 +986,7 @@ def search_deployments(
                           target.target.compute_capability, release_key_priced(deployment))  # fmt: skip  # said once
     emulated = emulated_step_refusal(deployment_generation(deployment).engine, deployment.weight_dtype,
                                      target.target.vendor, target.target.fp4_tflops_dense,
-                                     deployment.engine_version)  # fmt: skip
+                                     release_key_priced(deployment))  # fmt: skip
     if emulated is not None:  # once, not per layout
         raise BadInputError(emulated)
     resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line

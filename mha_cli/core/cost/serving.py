@@ -40,9 +40,11 @@ decode steps of the whole batch. Every figure also comes out on the profile's ce
 no fixed costs) as ``bounds``, which no prediction goes below. Pure Python.
 """
 
+import math
+
 from pydantic import Field, computed_field
 
-from mha_cli.core.cost.priors import CARRIED
+from mha_cli.core.cost.priors import CARRIED, THROUGHPUT_ONLY
 from mha_cli.core.cost.profile import (
     FITTED_SOURCE,
     NONE_HELD_OUT,
@@ -50,6 +52,7 @@ from mha_cli.core.cost.profile import (
     UNMEASURED_GPU,
     DeviceProfile,
     band_words,
+    measured_within,
 )
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
 from mha_cli.core.cost.step import StepTime
@@ -157,11 +160,12 @@ class ProfileRef(Record):
 
 
 class Uncertainty(Record):
-    """The band a prediction is expected in: measured within prediction / (1 + r) .. prediction x (1 + r)."""
+    """The band a prediction is expected in (``band_around``): a prior's r = 0.44 puts the measured figure within
+    prediction / 1.44 .. prediction / 0.56; the upper end None where r reaches 1 (no bound)."""
 
     relative: float
-    ttft_ms: tuple[float, float]
-    itl_ms: tuple[float, float]
+    ttft_ms: tuple[float, float | None]
+    itl_ms: tuple[float, float | None]
     how: str
 
 
@@ -389,7 +393,7 @@ def predict_serving(
             f" (the shared prefix's whole blocks); each prefill computes {computed:,} after reading them"
         )
     notes += prefill_graph_notes(stepper)
-    # the default constants' fit carried it: no generation named (the plan's note says so), or one they price
+    # the default constants' fit carried it: a profile named without a generation (a calibration's), or one they price
     carried = "@" not in profile.name or CARRIED_BY_DEFAULTS in profile.constants.get("request_overhead_s", "")
     if case.batching != "static" and profile.request_overhead_s == 0 and profile.kind == "prior" and not carried:
         notes.append(  # trial 359 #4: vLLM 0.21+'s TTFT read as 2.4x 0.20's, a term no source measured
@@ -438,9 +442,8 @@ def predict_serving(
         bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(
-            relative=r, ttft_ms=(ttft * 1e3 / (1 + r), ttft * 1e3 * (1 + r)),
-            itl_ms=(itl * 1e3 / (1 + r), itl * 1e3 * (1 + r)),
-            how=_uncertainty_how(profile),
+            relative=r, ttft_ms=band_around(ttft * 1e3, r, profile.kind, profile.source),
+            itl_ms=band_around(itl * 1e3, r, profile.kind, profile.source), how=_uncertainty_how(profile),
         ),
         notes=notes,
     )  # fmt: skip
@@ -450,13 +453,20 @@ GENERATION_PRIORS = "cost_priors_generations.json"
 """In the source of a profile that is an engine generation's fitted constants (``core.cost.priors``)."""
 
 
+def band_around(value: float, relative: float, kind: str, source: str) -> tuple[float, float | None]:
+    """``value``'s band (``profile.measured_within``); None above where it has no upper bound."""
+    low, high = measured_within(relative, kind, source)
+    return value * low, (value * high if math.isfinite(high) else None)
+
+
 def _uncertainty_how(profile: DeviceProfile) -> str:
+    said = band_words(*measured_within(profile.relative_error, profile.kind, profile.source))
     if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE) and NONE_HELD_OUT in profile.source:
-        return f"{band_words(profile.relative_error)}: the fit's own error on its benchmark runs (none was held out)"
+        return f"{said}: the fit's own error on its benchmark runs (none was held out)"
     if profile.kind == "calibrated" and profile.source.startswith(FITTED_SOURCE):
-        return f"{band_words(profile.relative_error)}: 4 in 5 held-out figures of its benchmark runs fell within it"
+        return f"{said}: 4 in 5 held-out figures of its benchmark runs fell within it"
     if profile.kind == "calibrated":
-        return f"{band_words(profile.relative_error)}: the calibration's own fit error on this machine"
+        return f"{said}: the calibration's own fit error on this machine"
     if GENERATION_PRIORS in profile.source:  # an engine generation's fitted constants
         measurements = "this engine generation's held-out published measurements"
         if CARRIED in profile.source:  # review 403 #5: vllm-0.21 has none of its own, they are vllm-v1's
@@ -470,11 +480,16 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
                 if gpu == "this GPU"
                 else f" on {gpu} (none on this GPU; the widest band of the GPUs the constants were measured on)"
             )
+        alone = (  # review 408 #4: AMD plans without --engine take this set since 2026-12-08
+            "; those measurements are tokens/s alone: its ITL and TTFT extrapolate them"
+            if THROUGHPUT_ONLY in profile.source
+            else ""
+        )
         return (
-            f"{band_words(profile.relative_error)}: 4 in 5 of {measurements}{where} fell within it"
-            " (cost_priors_generations.json); `mha calibrate` on the device narrows it"
+            f"{said}: 4 in 5 of {measurements}{where} fell within it"
+            f" (cost_priors_generations.json){alone}; `mha calibrate` on the device narrows it"
         )
     return (
-        f"{band_words(profile.relative_error)}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
+        f"{said}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
         " this GPU's own when it has 5 or more); `mha calibrate` on the device narrows it"
     )

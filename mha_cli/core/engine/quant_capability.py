@@ -200,7 +200,7 @@ def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme |
 
 
 def emulated_step_refusal(
-    engine: str, weight_dtype: str, vendor: str, fp4_tflops_dense: float | None, release: str | None = None
+    engine: str, weight_dtype: str, vendor: str, fp4_tflops_dense: float | None, release: tuple[int, ...] | None = None
 ) -> str | None:
     """Why ``mha plan`` prices no step for ``weight_dtype`` on this GPU, where vLLM runs it only by emulation; None
     otherwise. vLLM's Quark MXFP4 linear layers (``mxfp4-linear``) on an AMD GPU without ``supports_mx`` (before
@@ -209,22 +209,22 @@ def emulated_step_refusal(
     every weight dequantised to bf16 each step, slower than bf16 weights, where mha's step would read the 4.25-bit
     weights alone and come out faster (trial 397 #3). On CUDA vLLM 0.33 runs them through Marlin's W4A16 kernel
     (capability 7.5+) or FlashInfer's fp4 GEMM (Blackwell), as priced (review 398 #1); on CDNA4 through AITER. NVFP4
-    on any AMD GPU from vLLM 0.20 (``release``; None: the latest) runs only ``EmulationNvFp4LinearKernel`` and the
+    on any AMD GPU from vLLM 0.20 (``release``: the release key priced, ``settings.release_key_priced``, vllm-v0's
+    last for that generation; None: the latest) runs only ``EmulationNvFp4LinearKernel`` and the
     MoE's emulation backend (``core.engine.rocm_nvfp4``; trial 407 #2: priced as a 4-bit step, unsaid). The memory is
     priced as stored (``mha kv``); the step is refused."""
     from mha_cli.core.compute_dtype import compute_dtype, fp4_native
-    from mha_cli.core.engine.release_numbers import release_key
     from mha_cli.core.engine.rocm_nvfp4 import EMULATION_FROM, NVFP4_FORMATS
     from mha_cli.core.weight_formats import normalise_weight_format
 
     if engine != "vllm" or vendor != "AMD":
         return None
     weight_format = normalise_weight_format(weight_dtype)
-    if weight_format in NVFP4_FORMATS and (release is None or release_key(release) >= EMULATION_FROM):
+    if weight_format in NVFP4_FORMATS and (release is None or release >= EMULATION_FROM):
         return (
             f"NVFP4 weights ({weight_format}): vLLM from 0.20 runs them on AMD GPUs only by emulation, dequantising"
-            " every weight to bf16 each step, a time mha does not price: plan bf16 or fp8 weights here (`mha kv` prices"
-            " the NVFP4 memory)"
+            " every weight to bf16 each step, a time mha does not price: plan bf16 or fp8 weights here, or a dense model"
+            " on --engine vllm@0.19 (petit's W4A16 kernel; `mha kv` prices the NVFP4 memory)"
         )
     if weight_format != "mxfp4-linear":
         return None

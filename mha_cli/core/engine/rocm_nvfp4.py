@@ -46,6 +46,12 @@ PETIT_FROM = (0, 10, 2, 0)
 EMULATION_FROM = (0, 20, 0, 0)
 """The first vLLM that runs NVFP4 on ROCm through its emulation kernels (linear and MoE)."""
 NVFP4_FORMATS = ("nvfp4", "nvfp4-w4a16")
+EMULATED = (
+    "--engine vllm@0.20.0: NVFP4 emulated in bf16, whose memory `mha kv` prices and whose step `mha plan` does not"
+)
+"""What vLLM from 0.20 does with NVFP4 on ROCm, as a refusal's way out says it (review 408 #6: the way out led into
+plan's refusal of the emulated step)."""
+PETIT_W4A16 = "--engine vllm@0.19: petit's W4A16 kernel on a dense model, priced"
 MODELOPT_LISTED_FROM = (0, 21, 0, 0)
 """The first vLLM whose ROCm platform lists ModelOpt's FP8 and mixed-precision methods."""
 
@@ -76,7 +82,7 @@ def rocm_nvfp4_refusal(scheme: WeightScheme | None, nvfp4_experts: bool, release
     key = release_key(release)
     if key >= EMULATION_FROM:
         return None
-    fix = "use vLLM 0.20 or later (--engine vllm@0.20.0: NVFP4 emulated in bf16) or a bf16, FP8 or MXFP4 checkpoint"
+    fix = f"use vLLM 0.20 or later ({EMULATED}) or a bf16, FP8 or MXFP4 checkpoint"
     if scheme.method == "compressed-tensors":
         return (
             f"vLLM {release} runs compressed-tensors NVFP4 through Marlin, whose kernels its ROCm build does not"
@@ -128,11 +134,12 @@ def typed_nvfp4_refusal(moe: bool, release: str | None) -> str | None:
     if release is None or release_key(release) >= EMULATION_FROM:
         return None
     # review 403 #8, 405 #7: no MXFP4 offered (the experts' alone on a dense model; emulated off CDNA4, refused)
-    fix = "use vLLM 0.20 or later (--engine vllm@0.20.0: NVFP4 emulated in bf16) or bf16 or fp8 weights"
+    fix = f"use vLLM 0.20 or later ({EMULATED}) or bf16 or fp8 weights"
     if release_key(release) < PETIT_FROM:
+        petit = "" if moe else f"use vLLM 0.10.2 to 0.19 ({PETIT_W4A16}), or "  # review 408 #6: priced there
         return (
             f"vLLM {release} does not run NVFP4 on ROCm (RocmPlatform.supported_quantization lists no ModelOpt method,"
-            f" and its ROCm build has no Marlin kernel): {fix}"
+            f" and its ROCm build has no Marlin kernel): {petit}{fix.removeprefix('use ') if petit else fix}"
         )
     if moe:
         return (
