@@ -14,6 +14,7 @@ from mha_cli.core.presets import get_preset, preset_names
 from mha_cli.core.quantities import format_bytes, format_count
 from mha_cli.core.record import Record
 from mha_cli.core.schemas import ModelSpec
+from mha_cli.core.shipped_configs import SHIPPED
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,26 +74,14 @@ def render_presets(console: Console, result: PresetList) -> None:
     columns = ["variant", "params", "d_model", "layers", "heads / KV", "head_dim", "window", "KV B / token", "state"]
     if not wide:
         columns = [c for c in columns if c not in ("d_model", "head_dim")]
-    rows = []
-    for row in result.presets:
-        m = row.model
-        window = f"{m.layers.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.layers.sliding_window else "-"
-        if m.layers.attention_chunk and m.count_layers("chunked"):  # Llama 4: chunks, not a sliding window
-            window = f"{m.layers.attention_chunk:,} chunk ({m.count_layers('chunked')}/{m.n_layers})"
-        cells = {
-            "variant": m.attention.variant or "",
-            "params": format_count(row.total_params),
-            "d_model": str(m.d_model),
-            "layers": str(m.n_layers),
-            "heads / KV": f"{m.attention.n_heads}/{m.attention.n_kv_heads}"
-            if m.attention.mla is None
-            else f"{m.attention.n_heads}/-",  # MLA: no KV heads, a latent
-            "head_dim": str(m.attention.head_dim),
-            "window": window,
-            "KV B / token": f"{row.bf16_bytes_per_token:,}",
-            "state": format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",
-        }
-        rows.append([m.name, *(cells[column] for column in columns)])
+    cells_of = [_cells(row) for row in result.presets]
+    dropped = [] if wide else ["d_model", "head_dim"]
+    for column in NARROW_DROPS:  # trial 406 #12: at 60 columns "36,8…" cut the bytes a token: drop a column instead
+        if wide or _width(columns, cells_of) <= console.width:
+            break
+        columns.remove(column)
+        dropped.append(column)
+    rows = [[cells["name"], *(cells[column] for column in columns)] for cells in cells_of]
     for index, column in enumerate(["name", *columns]):
         # Narrow: each column exactly as wide as its longest word (header or cell), so nothing is ever cut.
         longest = max(len(word) for text in [column, *(cells[index] for cells in rows)] for word in text.split())
@@ -101,12 +90,50 @@ def render_presets(console: Console, result: PresetList) -> None:
     for cells in rows:
         table.add_row(*cells)
     console.print(table)
-    narrow = "" if wide else f"; d_model and head_dim: `mha presets --json` or a terminal of {NARROW_COLUMNS}+ columns"
+    narrow = f"; {', '.join(dropped)}: `mha presets --json` or a wider terminal" if dropped else ""
     console.print(
         "window: sliding-window (or chunk) tokens (local or chunked / all layers); state: fixed state per sequence of linear-attention"
         f" and state-space layers{narrow}. A preset also answers to the Hugging Face ids of its checkpoints"
-        " (`mha kv meta-llama/Llama-3.1-8B`; `mha presets --json`: hf_ids) when their config.json is not cached",
+        " (`mha kv meta-llama/Llama-3.1-8B`; `mha presets --json`: hf_ids) when their config.json is not cached; so"
+        f" do {len(SHIPPED)} ids without a preset, from the published config.json mha ships ({', '.join(list(SHIPPED)[:3])},"
+        " ...: mha_cli/core/shipped_configs.py)",
         style="dim",
+    )
+
+
+NARROW_DROPS = ("window", "state", "layers", "params")
+"""The columns a terminal too narrow for the rest loses, first to last (the name, variant, heads and bytes a token
+stay)."""
+
+
+def _cells(row: PresetRow) -> dict[str, str]:
+    """One preset's cells, by column."""
+    m = row.model
+    window = f"{m.layers.sliding_window:,} ({m.n_local_layers}/{m.n_layers})" if m.layers.sliding_window else "-"
+    if m.layers.attention_chunk and m.count_layers("chunked"):  # Llama 4: chunks, not a sliding window
+        window = f"{m.layers.attention_chunk:,} chunk ({m.count_layers('chunked')}/{m.n_layers})"
+    return {
+        "name": m.name,
+        "variant": m.attention.variant or "",
+        "params": format_count(row.total_params),
+        "d_model": str(m.d_model),
+        "layers": str(m.n_layers),
+        "heads / KV": f"{m.attention.n_heads}/{m.attention.n_kv_heads}"
+        if m.attention.mla is None
+        else f"{m.attention.n_heads}/-",  # MLA: no KV heads, a latent
+        "head_dim": str(m.attention.head_dim),
+        "window": window,
+        "KV B / token": f"{row.bf16_bytes_per_token:,}",
+        "state": format_bytes(row.bf16_state_bytes_per_seq) if row.bf16_state_bytes_per_seq else "-",
+    }
+
+
+def _width(columns: list[str], cells_of: list[dict[str, str]]) -> int:
+    """The narrow table's width: each column as wide as its longest word, with its padding and the box's separator
+    (two characters a column, as rich draws it)."""
+    return sum(
+        max(len(word) for text in [column, *(cells[column] for cells in cells_of)] for word in text.split()) + 2
+        for column in ["name", *columns]
     )
 
 
