@@ -1,6 +1,9 @@
 """Published serving runs with percentiles (``tests/fixtures/published_serving_percentiles.yaml``), predicted by the
-simulated serving loop and by the closed-form model, both on the shipped GPU priors. None of these runs was fitted:
-the priors come from older published measurements (``benchmarks/fit_priors.py``), so every row is held out.
+simulated serving loop and by the closed-form model, both on the shipped GPU priors: each page's engine generation's
+(``--steps generation``, as ``mha plan --engine`` prices the run), or the default constants, fitted on older published
+measurements (``--steps default``). A run from a page a generation's constants were fitted on
+(``serving_benchmarks_2025.yaml``, ``mha.split: fit``: GPUStack's vLLM pages) is listed but left out of the medians
+under ``--steps generation``; under ``--steps default`` every row is held out.
 
 Each row is replayed as its client ran it: ``num_prompts`` requests, all released at once when the page's run had
 no ``--max-concurrency`` and an infinite rate (a burst), else a closed loop of that many users; the engine the page
@@ -114,6 +117,22 @@ def predict(entry: dict, host: dict[str, float], steps: str = "generation") -> t
     return sim, closed
 
 
+def page(url: str | None) -> str:
+    """A source's page, without its anchor."""
+    return (url or "").split("#")[0]
+
+
+def fit_pages() -> set[tuple[str, str]]:
+    """(page, engine) of the rows a generation's constants were fitted on (``serving_benchmarks_2025.yaml``'s
+    ``mha.split: fit``): a percentile run from such a page is one of them, or its neighbour in the same campaign."""
+    rows = load_yaml_file(ROOT / "tests" / "fixtures" / "serving_benchmarks_2025.yaml")
+    return {
+        (page(row.get("url")), str(row["engine"]).lower())
+        for row in rows
+        if (row.get("mha") or {}).get("split") == "fit"
+    }
+
+
 def error(predicted: float | None, measured: float | None) -> float | None:
     if predicted is None or not measured:
         return None
@@ -149,14 +168,15 @@ def main() -> None:
         host["request_overhead_s"] = args.request_overhead_ms * 1e-3
     entries = load_yaml_file(ROOT / "tests" / "fixtures" / "published_serving_percentiles.yaml")
     lines = [
-        "# Published serving runs with percentiles, predicted (every row held out)",
+        "# Published serving runs with percentiles, predicted",
         "",
         "Command: `python benchmarks/published_percentiles.py`. Rows: `tests/fixtures/published_serving_percentiles.yaml`"
         " (each with its URL). Error = predicted / measured - 1; sim = the simulated serving loop, cf = the"
         " closed-form model, both on the shipped priors: "
         + (
             "each page's engine generation's prior (`--steps generation`: its fitted step constants and front end, as"
-            " `mha plan --engine ENGINE@RELEASE` prices the run; none of these rows is in a fit)"
+            " `mha plan --engine ENGINE@RELEASE` prices the run; the rows whose page a generation was fitted on are"
+            " listed but left out of the medians)"
             if args.steps == "generation"
             else "the default step constants with the front end of the engine generation each page's release belongs"
             " to (`--steps default`; `mha_cli/core/engine/front_end.py`: vllm-v1 45 ms cited, sglang-0.5 6.9 ms"
@@ -175,7 +195,9 @@ def main() -> None:
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     errors: dict[str, dict[str, list[float]]] = {}
-    skipped = []
+    skipped: list[str] = []
+    in_fit: list[str] = []
+    fitted_pages = fit_pages()
     for entry in entries:
         result = predict(entry, host, args.steps)
         if isinstance(result, str):
@@ -183,7 +205,10 @@ def main() -> None:
             continue
         sim, closed = result
         group = "sharegpt (mean lengths)" if entry["lengths"] == "sharegpt" else "fixed lengths"
-        bucket = errors.setdefault(group, {})
+        fitted = args.steps == "generation" and (page(entry["source"]), entry["engine"]) in fitted_pages
+        if fitted:  # review 409 #2: a run whose page a generation was fitted on is no held-out figure of it
+            in_fit.append(str(entry["id"]))
+        bucket = errors.setdefault(group, {}) if not fitted else {}
         for key in FIGURES:
             value = error(sim[key], entry[key[0]][key[1]])
             if value is not None:
@@ -206,7 +231,8 @@ def main() -> None:
             f" {p['mean'] or 0:.1f} / {sim[('tpot_ms', 'mean')]:.1f} / {closed[('tpot_ms', 'mean')]:.1f} |"
             f" {entry['output_throughput'] or 0:,.0f} / {sim['output']:,.0f} / {closed['output']:,.0f} |"
         )
-    lines += ["", "Median absolute error (and share of rows within 25%):", ""]
+    held = f" of the held-out rows (left out, their pages in a generation's fit: {', '.join(in_fit)})" if in_fit else ""
+    lines += ["", f"Median absolute error (and share of rows within 25%){held}:", ""]
     for group, bucket in errors.items():
         lines += [f"**{group}**", "", "| figure | rows | median abs error | within 25% |", "| --- | --- | --- | --- |"]
         for label, values in sorted(bucket.items()):

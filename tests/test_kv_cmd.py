@@ -767,6 +767,8 @@ def test_a_typed_tp_that_splits_no_heads_names_the_largest_that_does_on_a_multi_
     assert "keep replicas" not in cli.run("kv", "llama-3-8b", "--target", "h100", "--tp", "3").stderr
     planned = cli.run("plan", "llama-3-8b", "--target", "6xh100", "--tp", "3", "--closed-form")  # review 408 #8
     assert planned.exit_code == 2 and planned.stderr.strip().endswith("; or split less and keep replicas: --tp 2")
+    staged = cli.run("plan", "llama-3-8b", "--target", "6xh100", "--tp", "3", "--pp", "2", "--closed-form")
+    assert staged.stderr.strip().endswith("keep replicas: --tp 1")  # review 409 #3: tp x pp divides the 6
     # review 408 #1: "split less" names a smaller tp only (Falcon-H1's 2 KV heads: tp 6 replicates them evenly)
     falcon = cli.run("kv", "falcon-h1-7b", "--target", "6xh100", "--tp", "3").stderr
     assert falcon.strip().endswith("or split less and keep replicas: --tp 2")

@@ -221,14 +221,34 @@ def test_a_slow_rate_keeps_its_figures_significant(cli):
 
 
 def test_the_band_is_said_as_the_interval_it_prints(cli):
-    """Trial 406 #6, review 408 #3: "+/- 44%" was printed beside a TTFT band of 23.0-47.8 ms around 33.2 ms, prediction
-    / (1 + r) .. x (1 + r), which matched neither the words nor the prior's error, |predicted - measured| / measured:
-    that puts the measured figure within prediction / (1 + r) .. / (1 - r). The band is that, and the words name both
-    sides, read off it."""
+    """Trial 406 #6, reviews 408 #3 and 409 #1: "+/- 44%" was printed beside a TTFT band of 23.0-47.8 ms around 33.2
+    ms, prediction / (1 + r) .. x (1 + r), which matched neither the words nor the prior's error, |predicted -
+    measured| / measured over latencies and tokens/s: that puts a measured latency within prediction x (1 - r) ..
+    / (1 - r). The band is that, and the words name both sides, read off it."""
     result = cli.json("plan", "llama-3-8b", "--target", "h100", "--tp", "1", "--closed-form")
     low, high = result["uncertainty"]["ttft_ms"]
     below, above = 1 - low / result["ttft_ms"], high / result["ttft_ms"] - 1
     assert result["uncertainty"]["how"].startswith(f"-{below:.0%}/+{above:.0%}: 4 in 5 of")
     assert below < above  # the control: a symmetric "+/-" would have them equal
     r = result["uncertainty"]["relative"]
-    assert (low, high) == pytest.approx((result["ttft_ms"] / (1 + r), result["ttft_ms"] / (1 - r)))
+    assert (low, high) == pytest.approx((result["ttft_ms"] * (1 - r), result["ttft_ms"] / (1 - r)))
+
+
+def test_each_band_is_drawn_as_its_error_was_measured():
+    """Review 409 #1, #7: a calibration's r (max |measured / predicted - 1| of its times) and a set fitted on tokens/s
+    alone hold a latency within (1 - r) .. (1 + r); the priors' and a fit's r, over latencies (|predicted - measured|
+    / measured) and tokens/s (inverse to a latency), within (1 - r) .. 1 / (1 - r), with no upper bound from r = 1."""
+    import math
+
+    from mha_cli.core.cost.priors import THROUGHPUT_ONLY
+    from mha_cli.core.cost.profile import FITTED_SOURCE, band_words, measured_within
+
+    assert measured_within(0.2, "calibrated", "mha calibrate on cpu") == pytest.approx((0.8, 1.2))
+    assert measured_within(0.2, "prior", f"x{THROUGHPUT_ONLY}") == pytest.approx((0.8, 1.2))
+    assert measured_within(0.2, "prior", "x") == pytest.approx((0.8, 1.25))
+    assert measured_within(0.2, "calibrated", f"{FITTED_SOURCE}runs") == pytest.approx((0.8, 1.25))
+    assert measured_within(0.0, "prior", "x") == (1.0, 1.0)
+    low, high = measured_within(1.3, "prior", "x")
+    assert low == 0.0 and math.isinf(high) and band_words(low, high) == "-100%/unbounded above"
+    assert measured_within(1.3, "calibrated", "mha calibrate on cpu") == pytest.approx((0.0, 2.3))
+    assert band_words(*measured_within(0.44, "prior", "x")) == "-44%/+79%"

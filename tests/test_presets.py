@@ -42,4 +42,4 @@ def test_a_narrow_terminal_loses_columns_not_digits():
         assert f"d_model, head_dim{', ' + lost if lost else ''}: `mha presets --json` or a wider terminal" in said
     wide = " ".join(shown(250).split())
     assert "or a wider terminal" not in wide and "head_dim" in wide
-    assert "so do 18 ids without a preset, from the published config.json mha ships" in wide
+    assert "so do 16 ids without a preset, from the published config.json mha ships" in wide

@@ -31,7 +31,7 @@ def test_an_id_neither_cached_nor_a_preset_s_reads_the_shipped_config(cli, hub):
     assert glm["assumptions"][0] == (
         f"zai-org/GLM-5.1 is not in the Hugging Face cache (no models--zai-org--GLM-5.1 in {hub}): priced from the"
         " published config.json mha ships (mha_cli/data/hf_configs/glm-5.1.json, from a model report quoting the"
-        " checkpoint's config.json whole, the same as ai-dynamo/aiconfigurator's model_configs')"
+        " checkpoint's config.json whole, the same as ai-dynamo/aiconfigurator's model_configs)"
     )
     assert cli.json("kv", "qwen/qwen3.6-27b")["bytes_per_token"] == QWEN36_27B_BF16  # any case, as the hub
     planned = cli.json("plan", "zai-org/GLM-5.1", "--target", "2x8xh200", "--tp", "8", "--pp", "2", "--closed-form")
@@ -46,3 +46,11 @@ def test_a_cached_config_or_a_revision_is_not_answered_by_the_shipped_file(cli, 
     assert cli.json("kv", "Qwen/Qwen3-14B")["source_kind"] == "hf-cache"
     assert "is not in the Hugging Face cache" in one_line_error(cli.run("kv", "zai-org/GLM-5@v2"))
     assert "is not in the Hugging Face cache" in one_line_error(cli.run("kv", "zai-org/GLM-6"))
+
+
+def test_a_shipped_id_answers_to_its_short_name_and_at_main(cli, hub):  # noqa: F811
+    """Review 409 #6, #12: `kv glm-5.1` was refused with "run `mha presets`" and `zai-org/GLM-5.1@main` (the default
+    revision) as not cached; both read the shipped file now, said as the id's."""
+    short, at_main = cli.json("kv", "glm-5.1"), cli.json("kv", "zai-org/GLM-5.1@main")
+    assert short["source_kind"] == at_main["source_kind"] == "hf-shipped"
+    assert short["bytes_per_token"] == at_main["bytes_per_token"] == GLM_51_BF16

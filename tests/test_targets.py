@@ -262,3 +262,9 @@ def test_a_count_s_totals_are_grouped_in_thousands(cli):
     """Trial 406 #13: `targets 16xh100` printed "1280 GB, 53600 GB/s", every other figure of the tool grouped."""
     printed = cli.run("targets", "16xh100").stdout
     assert "16 devices: 1,280 GB, 53,600 GB/s, 15,830.4 dense bf16 TFLOP/s in all" in " ".join(printed.split())
+
+
+def test_a_large_count_s_totals_stay_out_of_exponents(cli):
+    """Review 409 #4: 128 B200s' bandwidth printed "1.024e+06 GB/s"."""
+    printed = " ".join(cli.run("targets", "16x8xb200").stdout.split())
+    assert "128 devices: 23,040 GB, 1,024,000 GB/s, 288,000.0 dense bf16 TFLOP/s in all" in printed

@@ -687,7 +687,7 @@ def plan(
         problem = heads_split_problem(loaded.model, tp)
         if problem is not None:
             pinned = deployment.model_copy(update={"tp": tp})
-            raise with_replicas_hint(BadInputError(problem), loaded.model, pinned, resolved)
+            raise with_replicas_hint(BadInputError(problem), loaded.model, pinned, resolved, stages=pp or 1)
     if rate is not None:
         from mha_cli.core.cost.plan import plan_at_rate
 

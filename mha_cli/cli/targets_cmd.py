@@ -152,7 +152,7 @@ def render_one(console: "Console", result: TargetList) -> None:
     if resolved.n_devices > 1:
         n = resolved.n_devices
         console.print(
-            f"[bold]{n} devices[/bold]: {n * t.memory_gb:,g} GB, {n * t.memory_bandwidth_gbs:,g} GB/s,"
+            f"[bold]{n} devices[/bold]: {n * t.memory_gb:,.0f} GB, {n * t.memory_bandwidth_gbs:,.0f} GB/s,"
             f" {n * t.bf16_tflops_dense:,.1f} dense bf16 TFLOP/s in all"
         )  # fmt: skip  (trial 406 #13)
     if resolved.n_nodes > 1:

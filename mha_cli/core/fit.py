@@ -769,7 +769,7 @@ def with_layout_ways(
 
 
 def with_replicas_hint(
-    exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None
+    exc: MhaError, model: ModelSpec, deployment: DeploymentSpec, target: ResolvedTarget | None, stages: int = 1
 ) -> MhaError:
     """``exc``, naming the largest tp of a multi-device target that splits the model, its other devices replicas (a
     7B model on 8 GPUs is usually tp 1 or 4 with replicas, not tp 8), whether tp came from the device count or was
@@ -778,7 +778,7 @@ def with_replicas_hint(
         return exc
     refused = deployment.tp if deployment.tp is not None else target.n_devices
     for tp in range(min(target.n_devices, refused) - 1, 0, -1):  # less than refused: "split less" (review 408 #1)
-        if target.n_devices % tp:
+        if target.n_devices % (tp * stages):  # review 409 #3: --tp 3 --pp 2 on 6 devices: --tp 1
             continue
         try:
             footprint_for(model, deployment, tp)

@@ -75,6 +75,11 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     hf_id = parse_hf_id(source)
     if hf_id is not None:
         return _load_hf_id(hf_id, weight_dtype)
+    from mha_cli.core.shipped_configs import shipped_id_for_short_name
+
+    shipped = shipped_id_for_short_name(source)  # glm-5.1: the id mha ships a config.json for (review 409 #12)
+    if shipped is not None and id_for_short_name(source) is None:
+        return _load_hf_id(HfId(shipped), weight_dtype)
     repo = id_for_short_name(source)
     if repo is not None:
         name = preset_for_id(repo)
@@ -165,7 +170,7 @@ def _load_hf_id(hf_id: HfId, weight_dtype: str | None = None) -> ModelSource:
     from mha_cli.core.shipped_configs import shipped_config
 
     shipped = shipped_config(hf_id.repo)
-    if shipped is not None and hf_id.revision is None:  # a revision names another file than the one shipped
+    if shipped is not None and hf_id.revision in (None, "main"):  # another revision names another file
         path, read_from = shipped
         why = (
             f"{hf_id} is not in the Hugging Face cache ({found.missing} in {shown_path(cache.folder)}): priced from the"

@@ -54,7 +54,7 @@ def targets_table() -> str:
                 f"{target.memory_bandwidth_gbs:g}",
                 bf16,
                 f"{target.fp8_tflops_dense:g}" if target.fp8_tflops_dense else "-",
-                f"{band_words(*measured_within(prior.band, 'prior', ''))}{marker}",  # as a plan says it
+                f"{band_words(*measured_within(prior.band, 'prior', prior.source))}{marker}",  # as a plan says it
                 _aliases_of(target.id, ALIASES),
             ]
         )

@@ -36,7 +36,7 @@ class StepLatency(Record):
     """One sequence's whole prompt (seq_len tokens), in chunks of the engine's max_num_batched_tokens."""
     prefill_bound_ms: float
     relative_error: float
-    """The band: measured is expected within prediction / (1 + r) .. prediction x (1 + r)."""
+    """The band's error r (``profile.measured_within`` draws the interval it gives, as r was measured)."""
 
 
 def latency_or_none(

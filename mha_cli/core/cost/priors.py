@@ -34,7 +34,14 @@ from pydantic_core import from_json
 from mha_cli.core.compute_dtype import ComputeDtype, compute_dtype, fp4_native
 from mha_cli.core.cost.decode_tiles import DecodeAttention, decode_attention
 from mha_cli.core.cost.gemm_tiles import weight_gemm_tile
-from mha_cli.core.cost.profile import OWN_GPU_BAND, UNMEASURED_GPU, CollectiveCost, Curve, DeviceProfile
+from mha_cli.core.cost.profile import (
+    OWN_GPU_BAND,
+    TOKENS_PER_S_ONLY,
+    UNMEASURED_GPU,
+    CollectiveCost,
+    Curve,
+    DeviceProfile,
+)
 from mha_cli.core.engine.eager_launch import measured_launch
 from mha_cli.core.engine.front_end import CARRIED_BY_DEFAULTS, FrontEnd, front_end
 from mha_cli.core.engine.prefill_graphs import graphed_release, prefill_launch_s
@@ -64,7 +71,7 @@ def generation_fits() -> dict[str, dict[str, Any]]:
     return from_json(text)["generations"]
 
 
-THROUGHPUT_ONLY = "; fitted on tokens/s alone: no latency was measured on them, its ITL and TTFT extrapolate that fit"
+THROUGHPUT_ONLY = f"; {TOKENS_PER_S_ONLY}: no latency was measured on them, its ITL and TTFT extrapolate that fit"
 """In the source of a generation's prior whose vendor set was fitted on throughput tables alone (vLLM V1's AMD set:
 MI300X max-load tokens/s; trial 402 #2)."""
 MIN_GPU_FIGURES = 5

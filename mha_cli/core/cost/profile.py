@@ -47,21 +47,28 @@ OWN_GPU_BAND = "; its band from "
 percentile of: ``this GPU's 14 held-out figures`` (5 or more on its own GPU: trial 402 #3), or a GPU its vendor's
 set was measured on (``mi300x's 24 held-out figures``: review 403 #4); absent: the generation's on every GPU."""
 
+TOKENS_PER_S_ONLY = "fitted on tokens/s alone"
+"""In the source of a generation's prior whose vendor set was fitted on throughput tables alone (vLLM V1's AMD set:
+MI300X max-load tokens/s; ``core.cost.priors.THROUGHPUT_ONLY`` holds it)."""
 FITTED_SOURCE = "calibrated from "
 """How the ``source`` of a profile ``mha calibrate --from`` fitted to a server's runs begins (``core.serve.fit``);
 a profile measured on the machine (``mha calibrate``) begins ``mha calibrate on``."""
 
 
 def measured_within(relative: float, kind: str, source: str) -> tuple[float, float]:
-    """(low, high): measured / predicted is expected within them, as the band's error ``relative`` was defined.
-    A calibration on this machine (``kind`` calibrated, not ``FITTED_SOURCE``) takes r = max |measured / predicted -
-    1| (``calibrate.run``): [1 - r, 1 + r]. The priors (|predicted - measured| / measured, ``fit_priors.py``) and a
-    fit to a server's runs (simulated / measured - 1, ``core.serve.fit``): [1 / (1 + r), 1 / (1 - r)], no upper bound
-    from r = 1 (inf). Trial 406 #6, review 408 #3: "+/- 44%" was printed beside prediction / 1.44 .. x 1.44, which
-    matched neither definition."""
-    if kind == "calibrated" and not source.startswith(FITTED_SOURCE):
-        return max(0.0, 1 - relative), 1 + relative
-    return 1 / (1 + relative), (1 / (1 - relative) if relative < 1 else math.inf)
+    """(low, high): a measured latency / the predicted one is expected within them, as the band's error ``relative``
+    was measured. A calibration on this machine (``kind`` calibrated, not ``FITTED_SOURCE``) takes r = max |measured /
+    predicted - 1| of its times (``calibrate.run``): [1 - r, 1 + r]; so does a set fitted on tokens/s alone
+    (``TOKENS_PER_S_ONLY`` in ``source``: a latency is inverse to them). The priors (|predicted - measured| /
+    measured over latencies and tokens/s, ``fit_priors.py``) and a fit to a server's runs (simulated / measured - 1,
+    ``core.serve.fit``, the same figures) hold a latency within [1 / (1 + r), 1 / (1 - r)] of its prediction where
+    the figure was a latency, [1 - r, 1 + r] where it was tokens/s: the band is both, [1 - r, 1 / (1 - r)], no upper
+    bound from r = 1 (inf). Trial 406 #6, reviews 408 #3 and 409 #1: "+/- 44%" was printed beside prediction / 1.44
+    .. x 1.44, which matched no definition."""
+    low = max(0.0, 1 - relative)
+    if (kind == "calibrated" and not source.startswith(FITTED_SOURCE)) or TOKENS_PER_S_ONLY in source:
+        return low, 1 + relative
+    return low, (1 / (1 - relative) if relative < 1 else math.inf)
 
 
 def band_words(low: float, high: float) -> str:
@@ -184,7 +191,7 @@ class DeviceProfile(Record):
     constants: dict[str, str] = Field(default_factory=empty_dict)
     """Each fitted or measured constant -> its value and where it comes from, in words."""
     relative_error: NonNegativeFloat
-    """The typical relative error of a prediction from this profile (its uncertainty band is +/- this)."""
+    """The typical relative error of a prediction from this profile: its band is ``measured_within`` this."""
     sequence_overhead_s: NonNegativeFloat = 0.0
     """An engine step's host cost per sequence it runs (scheduling, input preparation, sampling, detokenising and
     streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""

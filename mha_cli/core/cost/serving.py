@@ -160,8 +160,8 @@ class ProfileRef(Record):
 
 
 class Uncertainty(Record):
-    """The band a prediction is expected in (``band_around``): a prior's r = 0.44 puts the measured figure within
-    prediction / 1.44 .. prediction / 0.56; the upper end None where r reaches 1 (no bound)."""
+    """The band a prediction is expected in (``band_around``): a prior's r = 0.44 puts the measured latency within
+    prediction x 0.56 .. prediction / 0.56; the upper end None where r reaches 1 (no bound)."""
 
     relative: float
     ttft_ms: tuple[float, float | None]
