@@ -252,3 +252,29 @@ def test_each_band_is_drawn_as_its_error_was_measured():
     assert low == 0.0 and math.isinf(high) and band_words(low, high) == "-100%/unbounded above"
     assert measured_within(1.3, "calibrated", "mha calibrate on cpu") == pytest.approx((0.0, 2.3))
     assert band_words(*measured_within(0.44, "prior", "x")) == "-44%/+79%"
+
+
+def test_a_band_with_no_upper_end_reads_as_one(cli, tmp_path, monkeypatch):
+    """Review 410 #2: a profile whose r reaches 1 has no upper bound (JSON null); the table printed a dangling
+    "0.0-". It reads "0.0 or more" now; the JSON keeps null."""
+
+    from mha_cli.core.cost.priors import prior_profile
+    from mha_cli.core.targets import load_targets
+
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    wide = prior_profile(load_targets()["h100-sxm"]).model_copy(update={"relative_error": 1.3, "name": "wide"})
+    (tmp_path / "wide.json").write_text(wide.model_dump_json())
+    args = (
+        "plan",
+        "llama-3-8b",
+        "--target",
+        "h100",
+        "--tp",
+        "1",
+        "--closed-form",
+        "--profile",
+        str(tmp_path / "wide.json"),
+    )
+    band = cli.json(*args)["uncertainty"]["ttft_ms"]
+    assert band[0] == 0.0 and band[1] is None
+    assert "0.0 or more" in cli.run(*args).stdout and "0.0- " not in cli.run(*args).stdout

@@ -23,7 +23,7 @@ def test_the_presets_table_shows_a_chunked_models_chunks(cli):
 
 def test_a_narrow_terminal_loses_columns_not_digits():
     """Trial 406 #12: at 60 columns the table cut its figures ("36,8…", "524,…"): a terminal too narrow for every
-    column leaves out whole columns, last first, and says which; the bytes a token of every preset stay whole. The
+    column leaves out whole columns (window, state, layers, params, then variant) and says which; the bytes a token of every preset stay whole. The
     control: a wide terminal keeps them all. (One process a width: the console keeps the first width it reads.)"""
     import os
     import subprocess
@@ -35,11 +35,16 @@ def test_a_narrow_terminal_loses_columns_not_digits():
         assert run.returncode == 0, run.stderr
         return run.stdout
 
-    for width, lost in ((50, "window, state, layers, params"), (60, "window, state, layers"), (80, None)):
+    for width, lost in (
+        (40, "window, state, layers, params, variant"),
+        (50, "window, state, layers, params"),
+        (60, "window, state, layers"),
+        (80, None),
+    ):
         printed = shown(width)
         assert "…" not in printed and " 36,864" in printed and " 524,288" in printed
         said = " ".join(printed.split())
         assert f"d_model, head_dim{', ' + lost if lost else ''}: `mha presets --json` or a wider terminal" in said
     wide = " ".join(shown(250).split())
     assert "or a wider terminal" not in wide and "head_dim" in wide
-    assert "so do 16 ids without a preset, from the published config.json mha ships" in wide
+    assert "so do 16 ids without a preset, and their short names (glm-5.1), from the published config.json" in wide

@@ -1082,7 +1082,13 @@ def render_plan(console: Console, result: ServingPlan, workload: str | None = No
         ("end to end", p.e2e_ms, None, p.bounds.e2e_ms),
     ]
     for label, value, band, bound in rows:
-        shown = "" if band is None else f"{band[0]:,.1f}-" + ("" if band[1] is None else f"{band[1]:,.1f}")
+        shown = (
+            ""
+            if band is None
+            else f"{band[0]:,.1f}-{band[1]:,.1f}"
+            if band[1] is not None
+            else f"{band[0]:,.1f} or more"
+        )
         # --rate past what it serves: a request's wait grows with its place in the queue (the figure: once admitted)
         waits = p.saturated and label in ("TTFT", "end to end")
         table.add_row(label, "grows" if waits else f"{value:,.1f} ms", "" if waits else shown, f"{bound:,.1f} ms")

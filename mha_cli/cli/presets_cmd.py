@@ -95,15 +95,15 @@ def render_presets(console: Console, result: PresetList) -> None:
         "window: sliding-window (or chunk) tokens (local or chunked / all layers); state: fixed state per sequence of linear-attention"
         f" and state-space layers{narrow}. A preset also answers to the Hugging Face ids of its checkpoints"
         " (`mha kv meta-llama/Llama-3.1-8B`; `mha presets --json`: hf_ids) when their config.json is not cached; so"
-        f" do {len(SHIPPED)} ids without a preset, from the published config.json mha ships ({', '.join(list(SHIPPED)[:3])},"
+        f" do {len(SHIPPED)} ids without a preset, and their short names (glm-5.1), from the published config.json mha ships ({', '.join(list(SHIPPED)[:3])},"
         " ...: mha_cli/core/shipped_configs.py)",
         style="dim",
     )
 
 
-NARROW_DROPS = ("window", "state", "layers", "params")
-"""The columns a terminal too narrow for the rest loses, first to last (the name, variant, heads and bytes a token
-stay)."""
+NARROW_DROPS = ("window", "state", "layers", "params", "variant")
+"""The columns a terminal too narrow for the rest loses, in this order (the name, heads and bytes a token stay: about
+40 columns; review 410 #3)."""
 
 
 def _cells(row: PresetRow) -> dict[str, str]:

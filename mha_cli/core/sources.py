@@ -85,8 +85,11 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
         return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}{_tower_left_out(name)}")
+    from mha_cli.core.shipped_configs import SHIPPED
+
+    shipped_names = [repo.rsplit("/", 1)[-1].lower() for repo in SHIPPED]  # review 410 #4: glm-5.2 -> glm-5.1
     hint = did_you_mean_model(
-        source, [*preset_names(), *short_names()],
+        source, [*preset_names(), *short_names(), *shipped_names],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
     )  # fmt: skip
     raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")

@@ -72,7 +72,7 @@ def measured_within(relative: float, kind: str, source: str) -> tuple[float, flo
 
 
 def band_words(low: float, high: float) -> str:
-    """``measured_within``'s band in words: ``-31%/+79%`` for a prior's r = 0.44."""
+    """``measured_within``'s band in words: ``-44%/+79%`` for a prior's r = 0.44."""
     return f"-{1 - low:.0%}/" + (f"+{high - 1:.0%}" if math.isfinite(high) else "unbounded above")
 
 
