@@ -279,10 +279,9 @@ def priced_offload(
         load_ms = plan.host.load_seconds(plan.prefix_tokens) * 1e3
         prediction.ttft_ms += load_ms
         prediction.e2e_ms += load_ms
-        from mha_cli.core.cost.serving import band_around
+        from mha_cli.core.cost.serving import ttft_band
 
-        r = prediction.uncertainty.relative  # the band around the TTFT with its load (trial 289 #6)
-        band = band_around(prediction.ttft_ms, r, profile.kind, profile.source)
+        band = ttft_band(prediction.ttft_ms, profile)  # the band around the TTFT with its load (trial 289 #6)
         prediction.uncertainty = prediction.uncertainty.model_copy(update={"ttft_ms": band})
         recomputed = predict_serving(case._replace(cached_prefix=0), profile, ceiling, stepper=stepper)
         plan = plan.model_copy(

@@ -180,6 +180,15 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
     return GenerationPrior(constants, source, error, generation)
 
 
+def _ttft_band(fitted: str | None) -> float | None:
+    """The 80th percentile of generation ``fitted``'s held-out TTFT errors, where it has ``MIN_GPU_FIGURES`` or more
+    (``holdout.per_figure``, every GPU's: no TTFT band per GPU is stored); None: none (the default constants')."""
+    if fitted is None:
+        return None
+    figures = generation_fits()[fitted]["holdout"].get("per_figure", {}).get("ttft_ms")
+    return figures["p80_abs_error"] if figures and figures.get("figures", 0) >= MIN_GPU_FIGURES else None
+
+
 def _link(target: Target) -> tuple[str, float]:
     """(link name, one direction's bytes/s) between two devices of ``target``."""
     if target.interconnect_gbs is None:
@@ -290,6 +299,7 @@ def prior_profile(
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
+    ttft_error = _ttft_band(chosen.fitted) if chosen is not None and constants is None else None
     name = f"{target.id}-prior@{generation}" if generation else f"{target.id}-prior"
     source = f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)"
     if chosen:
@@ -319,7 +329,7 @@ def prior_profile(
         constants={name: f"{value:g}" for name, value in c.items()}
         | ({} if generation is None else {"request_overhead_s": f"{ended.seconds:g} ({ended.source})"})
         | _measured_launch_constant(generation, target.vendor),
-        relative_error=error,
+        relative_error=error, ttft_relative_error=ttft_error,
     )  # fmt: skip
 
 

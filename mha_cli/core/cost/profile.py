@@ -71,6 +71,12 @@ def measured_within(relative: float, kind: str, source: str) -> tuple[float, flo
     return low, (1 / (1 - relative) if relative < 1 else math.inf)
 
 
+def latency_within(relative: float) -> tuple[float, float]:
+    """(low, high) of a latency whose error |predicted - measured| / measured is ``relative``: measured within
+    prediction / (1 + r) .. prediction / (1 - r), no upper bound from r = 1 (inf)."""
+    return 1 / (1 + relative), (1 / (1 - relative) if relative < 1 else math.inf)
+
+
 def band_words(low: float, high: float) -> str:
     """``measured_within``'s band in words: ``-44%/+79%`` for a prior's r = 0.44."""
     return f"-{1 - low:.0%}/" + (f"+{high - 1:.0%}" if math.isfinite(high) else "unbounded above")
@@ -192,6 +198,10 @@ class DeviceProfile(Record):
     """Each fitted or measured constant -> its value and where it comes from, in words."""
     relative_error: NonNegativeFloat
     """The typical relative error of a prediction from this profile: its band is ``measured_within`` this."""
+    ttft_relative_error: NonNegativeFloat | None = None
+    """The 80th percentile of the held-out TTFT errors alone (|predicted - measured| / measured), where the prior's
+    fit has 5 or more (an engine generation's); None: the band of ``relative_error`` stands for the TTFT too
+    (trial 404 #1: vLLM V1's TTFT p80 is 55% where its ITL and tokens/s give 29%)."""
     sequence_overhead_s: NonNegativeFloat = 0.0
     """An engine step's host cost per sequence it runs (scheduling, input preparation, sampling, detokenising and
     streaming each one's token): 0 in the priors (inside their step overhead); ``mha calibrate --from`` fits it."""

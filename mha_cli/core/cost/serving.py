@@ -52,6 +52,7 @@ from mha_cli.core.cost.profile import (
     UNMEASURED_GPU,
     DeviceProfile,
     band_words,
+    latency_within,
     measured_within,
 )
 from mha_cli.core.cost.speculative import decode_shapes, decode_step, draft_prefill_seconds, tokens_per_step
@@ -166,6 +167,9 @@ class Uncertainty(Record):
     relative: float
     ttft_ms: tuple[float, float | None]
     itl_ms: tuple[float, float | None]
+    ttft_relative: float | None = None
+    """The TTFT's own held-out error where the prior has one (``DeviceProfile.ttft_relative_error``): its band is
+    drawn from it; None: from ``relative``."""
     how: str
 
 
@@ -442,7 +446,7 @@ def predict_serving(
         bounds=bounds,
         profile=ProfileRef(name=profile.name, kind=profile.kind, source=profile.source),
         uncertainty=Uncertainty(
-            relative=r, ttft_ms=band_around(ttft * 1e3, r, profile.kind, profile.source),
+            relative=r, ttft_ms=ttft_band(ttft * 1e3, profile), ttft_relative=profile.ttft_relative_error,
             itl_ms=band_around(itl * 1e3, r, profile.kind, profile.source), how=_uncertainty_how(profile),
         ),
         notes=notes,
@@ -451,6 +455,15 @@ def predict_serving(
 
 GENERATION_PRIORS = "cost_priors_generations.json"
 """In the source of a profile that is an engine generation's fitted constants (``core.cost.priors``)."""
+
+
+def ttft_band(ttft_ms: float, profile: DeviceProfile) -> tuple[float, float | None]:
+    """The TTFT's band: from its own held-out error where the profile has one (``latency_within``), else the
+    profile's band."""
+    if profile.ttft_relative_error is None:
+        return band_around(ttft_ms, profile.relative_error, profile.kind, profile.source)
+    low, high = latency_within(profile.ttft_relative_error)
+    return ttft_ms * low, (ttft_ms * high if math.isfinite(high) else None)
 
 
 def band_around(value: float, relative: float, kind: str, source: str) -> tuple[float, float | None]:
@@ -485,9 +498,15 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
             if THROUGHPUT_ONLY in profile.source
             else ""
         )
+        ttft = (  # trial 404 #1: the TTFT's own held-out band, every GPU's
+            f"; the TTFT {band_words(*latency_within(profile.ttft_relative_error))}, 4 in 5 of the generation's"
+            " held-out TTFT figures on every GPU"
+            if profile.ttft_relative_error is not None
+            else ""
+        )
         return (
             f"{said}: 4 in 5 of {measurements}{where} fell within it"
-            f" (cost_priors_generations.json){alone}; `mha calibrate` on the device narrows it"
+            f" (cost_priors_generations.json){alone}{ttft}; `mha calibrate` on the device narrows it"
         )
     return (
         f"{said}: 4 in 5 held-out published measurements fell within it (cost_priors.json;"
