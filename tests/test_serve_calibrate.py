@@ -214,6 +214,10 @@ def test_a_fit_never_prices_a_gpu_past_its_datasheet(tmp_path):
     assert fitted.exit_code == 0, fitted.output
     profile = json.loads(fitted.stdout)["profile"]
     assert max(profile["matmul"]["rates"]) <= sheet.matmul.peak * (1 + 1e-9)
+    # reviews 408 #5, 409 #7: the fit starts from the runs' engine generation's prior, as plan prices it (the default
+    # constants before), and its band is its own runs', not the prior's TTFT band it started from
+    assert profile["source"].endswith("starting from h100-sxm-prior@sglang-0.5")
+    assert profile["ttft_relative_error"] is None
     plan = runner.invoke(app, ["plan", "llama-3.1-8b", "--target", "h100", "--tp", "1", "--profile", "t1", "--isl",
                                "8192", "--osl", "16", "--closed-form", "--json"])  # fmt: skip
     assert plan.exit_code == 0, plan.output

@@ -87,7 +87,7 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
         return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}{_tower_left_out(name)}")
     from mha_cli.core.shipped_configs import SHIPPED
 
-    shipped_names = [repo.rsplit("/", 1)[-1].lower() for repo in SHIPPED]  # review 410 #4: glm-5.2 -> glm-5.1
+    shipped_names = [repo.rsplit("/", 1)[-1].lower() for repo in SHIPPED]  # review 410 #4: glm5.1 -> glm-5.1
     hint = did_you_mean_model(
         source, [*preset_names(), *short_names(), *shipped_names],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",

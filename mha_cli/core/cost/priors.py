@@ -180,13 +180,26 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
     return GenerationPrior(constants, source, error, generation)
 
 
-def _ttft_band(fitted: str | None) -> float | None:
-    """The 80th percentile of generation ``fitted``'s held-out TTFT errors, where it has ``MIN_GPU_FIGURES`` or more
-    (``holdout.per_figure``, every GPU's: no TTFT band per GPU is stored); None: none (the default constants')."""
-    if fitted is None:
+def _ttft_band(fitted: str | None, target: Target, source: str) -> float | None:
+    """The 80th percentile of generation ``fitted``'s held-out TTFT errors (``holdout.per_figure.ttft_ms``), as
+    ``relative`` is read (review 411 #2): this GPU's where it has ``MIN_GPU_FIGURES`` or more, else the wider of
+    every GPU's and the widest of the GPUs its vendor's constants were measured on; None where the generation has
+    fewer, where the default constants price it, or where its vendor's set was fitted on tokens/s alone (its TTFT
+    figures are another vendor's: review 411 #3)."""
+    if fitted is None or THROUGHPUT_ONLY in source:
         return None
-    figures = generation_fits()[fitted]["holdout"].get("per_figure", {}).get("ttft_ms")
-    return figures["p80_abs_error"] if figures and figures.get("figures", 0) >= MIN_GPU_FIGURES else None
+    entry = generation_fits()[fitted]
+    figures = entry["holdout"].get("per_figure", {}).get("ttft_ms")
+    if not figures or figures.get("figures", 0) < MIN_GPU_FIGURES:
+        return None
+    per_gpu = figures.get("per_gpu", {})
+    own = per_gpu.get(target.id)
+    if own is not None and own["figures"] >= MIN_GPU_FIGURES:
+        return own["p80_abs_error"]
+    family = entry.get("vendors", {}).get(target.vendor.lower())
+    measured_on = family["gpus"] if family else entry["gpus"]
+    kin = [per_gpu[gpu]["p80_abs_error"] for gpu in measured_on if per_gpu.get(gpu, {}).get("figures", 0) >= 5]
+    return max([figures["p80_abs_error"], *kin])
 
 
 def _link(target: Target) -> tuple[str, float]:
@@ -299,7 +312,7 @@ def prior_profile(
     link, link_bandwidth = _link(target)
     latency = c["all_reduce_latency_nvlink_s"] if link == "nvlink" else c["all_reduce_latency_pcie_s"]
     error = (chosen.band if chosen else band(target.id)) if constants is None else 0.0
-    ttft_error = _ttft_band(chosen.fitted) if chosen is not None and constants is None else None
+    ttft_error = _ttft_band(chosen.fitted, target, chosen.source) if chosen is not None and constants is None else None
     name = f"{target.id}-prior@{generation}" if generation else f"{target.id}-prior"
     source = f"{target.name} datasheet x constants fitted on published serving measurements (cost_priors.json)"
     if chosen:

@@ -458,11 +458,12 @@ GENERATION_PRIORS = "cost_priors_generations.json"
 
 
 def ttft_band(ttft_ms: float, profile: DeviceProfile) -> tuple[float, float | None]:
-    """The TTFT's band: from its own held-out error where the profile has one (``latency_within``), else the
-    profile's band."""
-    if profile.ttft_relative_error is None:
-        return band_around(ttft_ms, profile.relative_error, profile.kind, profile.source)
-    low, high = latency_within(profile.ttft_relative_error)
+    """The TTFT's band: the profile's band, widened to the TTFT's own held-out error where the profile has one
+    (``latency_within``): never narrower than the general band at either end (review 411 #4)."""
+    low, high = measured_within(profile.relative_error, profile.kind, profile.source)
+    if profile.ttft_relative_error is not None:
+        own_low, own_high = latency_within(profile.ttft_relative_error)
+        low, high = min(low, own_low), max(high, own_high)
     return ttft_ms * low, (ttft_ms * high if math.isfinite(high) else None)
 
 
@@ -498,9 +499,9 @@ def _uncertainty_how(profile: DeviceProfile) -> str:
             if THROUGHPUT_ONLY in profile.source
             else ""
         )
-        ttft = (  # trial 404 #1: the TTFT's own held-out band, every GPU's
-            f"; the TTFT {band_words(*latency_within(profile.ttft_relative_error))}, 4 in 5 of the generation's"
-            " held-out TTFT figures on every GPU"
+        ttft = (  # trial 404 #1: the TTFT's own held-out band, read as the band is (this GPU's, or across GPUs)
+            f"; its TTFT band is that one widened to 4 in 5 of its held-out TTFT figures,"
+            f" {band_words(*latency_within(profile.ttft_relative_error))}"
             if profile.ttft_relative_error is not None
             else ""
         )

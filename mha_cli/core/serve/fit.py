@@ -377,6 +377,7 @@ def calibrate_from(
             + f" of {models[0]} on {replay.engine.name}, starting from {base.name}",
             "constants": describe_constants(constants, base, len(fitted_rows)),
             "relative_error": band(held_rows or fitted_rows),
+            "ttft_relative_error": None,  # its own runs' band stands for the TTFT too, not the prior's it started from
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
     )  # fmt: skip
