@@ -166,18 +166,26 @@ def _fitted_prior(generation: str, fitted: dict[str, Any], target: Target) -> Ge
     if target.id not in measured_on:  # trial 367 #2: MI355X on MI300X's set
         whose = f"{target.vendor}'s set" if family else "the generation's constants"  # review 370 #11
         source += f"{UNMEASURED_GPU}{whose}, measured on other GPUs)"
-    per_gpu = held_out.get("per_gpu", {})
-    own = per_gpu.get(target.id)
-    if own is not None and own["figures"] >= MIN_GPU_FIGURES:  # trial 402 #3: as the default constants' band
-        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}this GPU's {own['figures']} held-out figures",
-                               own["p80_abs_error"], generation)  # fmt: skip
+    whose, figures, error = _band_by_gpu(held_out.get("per_gpu", {}), error, target.id, measured_on)
+    if whose is not None:  # trial 402 #3: as the default constants' band
+        source += f"{OWN_GPU_BAND}{whose}'s {figures} held-out figures"
+    return GenerationPrior(constants, source, error, generation)
+
+
+def _band_by_gpu(
+    per_gpu: dict[str, Any], overall: float, target_id: str, measured_on: list[str]
+) -> tuple[str | None, int, float]:
+    """(whose, how many figures, band) of held-out errors read by GPU: this GPU's 80th percentile where it has
+    ``MIN_GPU_FIGURES`` or more figures ("this GPU"); else the widest of ``measured_on``'s with as many, where wider
+    than ``overall`` (every GPU's: never narrower, review 405 #5); else (None, 0, ``overall``)."""
+    own = per_gpu.get(target_id)
+    if own is not None and own["figures"] >= MIN_GPU_FIGURES:
+        return "this GPU", own["figures"], own["p80_abs_error"]
     kin = [(gpu, per_gpu[gpu]) for gpu in measured_on if per_gpu.get(gpu, {}).get("figures", 0) >= MIN_GPU_FIGURES]
     widest = max(kin, key=lambda pair: pair[1]["p80_abs_error"], default=None)
-    if widest is not None and widest[1]["p80_abs_error"] > error:  # never narrower than every GPU's (review 405 #5)
-        gpu, figures = widest
-        return GenerationPrior(constants, f"{source}{OWN_GPU_BAND}{gpu}'s {figures['figures']} held-out figures",
-                               figures["p80_abs_error"], generation)  # fmt: skip
-    return GenerationPrior(constants, source, error, generation)
+    if widest is not None and widest[1]["p80_abs_error"] > overall:
+        return widest[0], widest[1]["figures"], widest[1]["p80_abs_error"]
+    return None, 0, overall
 
 
 def _ttft_band(fitted: str | None, target: Target, source: str) -> float | None:
@@ -192,14 +200,9 @@ def _ttft_band(fitted: str | None, target: Target, source: str) -> float | None:
     figures = entry["holdout"].get("per_figure", {}).get("ttft_ms")
     if not figures or figures.get("figures", 0) < MIN_GPU_FIGURES:
         return None
-    per_gpu = figures.get("per_gpu", {})
-    own = per_gpu.get(target.id)
-    if own is not None and own["figures"] >= MIN_GPU_FIGURES:
-        return own["p80_abs_error"]
     family = entry.get("vendors", {}).get(target.vendor.lower())
     measured_on = family["gpus"] if family else entry["gpus"]
-    kin = [per_gpu[gpu]["p80_abs_error"] for gpu in measured_on if per_gpu.get(gpu, {}).get("figures", 0) >= 5]
-    return max([figures["p80_abs_error"], *kin])
+    return _band_by_gpu(figures.get("per_gpu", {}), figures["p80_abs_error"], target.id, measured_on)[2]
 
 
 def _link(target: Target) -> tuple[str, float]:
