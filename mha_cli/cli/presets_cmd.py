@@ -81,14 +81,11 @@ def render_presets(console: Console, result: PresetList) -> None:
             break
         columns.remove(column)
         dropped.append(column)
-    rows = [[cells["name"], *(cells[column] for column in columns)] for cells in cells_of]
-    for index, column in enumerate(["name", *columns]):
-        # Narrow: each column exactly as wide as its longest word (header or cell), so nothing is ever cut.
-        longest = max(len(word) for text in [column, *(cells[index] for cells in rows)] for word in text.split())
+    for column in ["name", *columns]:  # narrow: each column exactly as wide as its longest word, so none is cut
         justify = "left" if column in ("name", "variant") else "right"
-        table.add_column(column, justify=justify, width=None if wide else longest)  # type: ignore[arg-type]
-    for cells in rows:
-        table.add_row(*cells)
+        table.add_column(column, justify=justify, width=None if wide else _longest(column, cells_of))  # type: ignore[arg-type]
+    for cells in cells_of:
+        table.add_row(cells["name"], *(cells[column] for column in columns))
     console.print(table)
     narrow = f"; {', '.join(dropped)}: `mha presets --json` or a wider terminal" if dropped else ""
     console.print(
@@ -131,10 +128,12 @@ def _cells(row: PresetRow) -> dict[str, str]:
 def _width(columns: list[str], cells_of: list[dict[str, str]]) -> int:
     """The narrow table's width: each column as wide as its longest word, with its padding and the box's separator
     (two characters a column, as rich draws it)."""
-    return sum(
-        max(len(word) for text in [column, *(cells[column] for cells in cells_of)] for word in text.split()) + 2
-        for column in ["name", *columns]
-    )
+    return sum(_longest(column, cells_of) + 2 for column in ["name", *columns])
+
+
+def _longest(column: str, cells_of: list[dict[str, str]]) -> int:
+    """The longest word of ``column``, its header's or a cell's."""
+    return max(len(word) for text in [column, *(cells[column] for cells in cells_of)] for word in text.split())
 
 
 def register(registry: CommandRegistry) -> None:
