@@ -85,11 +85,8 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
         return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}{_tower_left_out(name)}")
-    from mha_cli.core.shipped_configs import SHIPPED
-
-    shipped_names = [repo.rsplit("/", 1)[-1].lower() for repo in SHIPPED]  # review 410 #4: glm5.1 -> glm-5.1
-    hint = did_you_mean_model(
-        source, [*preset_names(), *short_names(), *shipped_names],
+    hint = did_you_mean_model(  # not the shipped ids' names: mistral-7b-v0.3 is no Mistral-7B-Instruct-v0.3
+        source, [*preset_names(), *short_names()],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",
     )  # fmt: skip
     raise BadInputError(f"{quoted_path(source)} is neither a preset nor a file: {hint}")
