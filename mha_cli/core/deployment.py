@@ -351,17 +351,9 @@ def emulated_step_note(deployment: DeploymentSpec) -> str | None:
     (``core.engine.quant_capability.emulated_step_refusal``; review 398 #3: the latency line went missing unsaid)."""
     if not deployment.target:
         return None
-    from mha_cli.core.engine.quant_capability import emulated_step_refusal
-    from mha_cli.core.engine.settings import release_key_priced
+    from mha_cli.core.engine.quant_capability import deployment_step_refusal
 
-    device = resolve_target(deployment.target).target
-    refusal = emulated_step_refusal(
-        deployment.engine or "vllm",
-        deployment.weight_dtype,
-        device.vendor,
-        device.fp4_tflops_dense,
-        release_key_priced(deployment),
-    )
+    refusal = deployment_step_refusal(deployment, resolve_target(deployment.target).target)
     return None if refusal is None else f"no step latency: {refusal}"
 
 

@@ -75,16 +75,16 @@ def load_source(source: str, *, weight_dtype: str | None = None) -> ModelSource:
     hf_id = parse_hf_id(source)
     if hf_id is not None:
         return _load_hf_id(hf_id, weight_dtype)
-    from mha_cli.core.shipped_configs import shipped_id_for_short_name
-
-    shipped = shipped_id_for_short_name(source)  # glm-5.1: the id mha ships a config.json for (review 409 #12)
-    if shipped is not None and id_for_short_name(source) is None:
-        return _load_hf_id(HfId(shipped), weight_dtype)
     repo = id_for_short_name(source)
     if repo is not None:
         name = preset_for_id(repo)
         assert name is not None  # every short name is a listed id's
         return _preset(source, name, by_preset(repo), f"{repo}: priced as preset {name}{_tower_left_out(name)}")
+    from mha_cli.core.shipped_configs import shipped_id_for_short_name
+
+    shipped = shipped_id_for_short_name(source)  # glm-5.1: the id mha ships a config.json for (review 409 #12)
+    if shipped is not None:
+        return _load_hf_id(HfId(shipped), weight_dtype)
     hint = did_you_mean_model(  # not the shipped ids' names: mistral-7b-v0.3 is no Mistral-7B-Instruct-v0.3
         source, [*preset_names(), *short_names()],
         otherwise="run `mha presets`, or give a config file, a model folder or a Hugging Face id (org/name)",

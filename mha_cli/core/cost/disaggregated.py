@@ -334,16 +334,9 @@ def plan_disaggregated(
         )
     generation = deployment_generation(deployment)
     check_deployment_runs_on(deployment, target.target)  # the engine and its release, before any worker (review 353)
-    from mha_cli.core.engine.quant_capability import emulated_step_refusal
-    from mha_cli.core.engine.settings import release_key_priced
+    from mha_cli.core.engine.quant_capability import deployment_step_refusal
 
-    emulated = emulated_step_refusal(
-        generation.engine,
-        deployment.weight_dtype,
-        target.target.vendor,
-        target.target.fp4_tflops_dense,
-        release_key_priced(deployment),
-    )
+    emulated = deployment_step_refusal(deployment, target.target)
     if emulated is not None:  # once, before the workers (review 398 #2: "give more nodes" followed it)
         raise BadInputError(emulated)
     if generation.id == "vllm-v0":  # its launch lines would name a connector V0 does not have

@@ -68,17 +68,10 @@ def predict_latency(
     from mha_cli.core.weight_bytes import stored_scheme
 
     target = resolve_target(memory.target_id).target  # a row, or a target file (its path is its id)
-    from mha_cli.core.engine.quant_capability import emulated_step_refusal
-    from mha_cli.core.engine.settings import release_key_priced
+    from mha_cli.core.engine.quant_capability import deployment_step_refusal
     from mha_cli.core.errors import BadInputError
 
-    emulated = emulated_step_refusal(
-        memory.engine.name,
-        deployment.weight_dtype,
-        target.vendor,
-        target.fp4_tflops_dense,
-        release_key_priced(deployment),
-    )
+    emulated = deployment_step_refusal(deployment, target)
     if emulated is not None:  # kv prices the memory and no step (trial 397 #3: its step was faster than bf16's)
         raise BadInputError(emulated)
     case = ServingCase(

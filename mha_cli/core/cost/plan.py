@@ -34,8 +34,7 @@ from mha_cli.core.engine.longer_context import engine_admitting, engine_context,
 from mha_cli.core.engine.mamba_cache_mode import unserved_reason
 from mha_cli.core.engine.pipeline_stages import pipeline_refusal
 from mha_cli.core.engine.plan import EnginePlan, deployment_kv_format_note
-from mha_cli.core.engine.quant_capability import emulated_step_refusal
-from mha_cli.core.engine.settings import release_key_priced
+from mha_cli.core.engine.quant_capability import deployment_step_refusal
 from mha_cli.core.engine.sglang_state_pool import engine_state_model
 from mha_cli.core.engine.vllm_words import auto_fit_line
 from mha_cli.core.errors import BadInputError, EngineRefusedError, MhaError
@@ -328,13 +327,7 @@ class LayoutPlans:
         )  # fmt: skip
         if refusal is not None:  # vLLM 0.10.0-0.14.x would not start: refused, or left out of a search
             raise BadInputError(refusal)
-        emulated = emulated_step_refusal(
-            deployment.engine or "vllm",
-            deployment.weight_dtype,
-            target.target.vendor,
-            target.target.fp4_tflops_dense,
-            release_key_priced(deployment),
-        )  # a pinned layout's too (the search says it once before its layouts)
+        emulated = deployment_step_refusal(deployment, target.target)  # a pinned layout's too (the search's: once)
         if emulated is not None:
             raise BadInputError(emulated)
         refusal = pipeline_refusal(deployment.engine, deployment.engine_generation, deployment.engine_version, pp)

@@ -68,7 +68,7 @@ def measured_within(relative: float, kind: str, source: str) -> tuple[float, flo
     low = max(0.0, 1 - relative)
     if (kind == "calibrated" and not source.startswith(FITTED_SOURCE)) or TOKENS_PER_S_ONLY in source:
         return low, 1 + relative
-    return low, (1 / (1 - relative) if relative < 1 else math.inf)
+    return low, latency_within(relative)[1]
 
 
 def latency_within(relative: float) -> tuple[float, float]:

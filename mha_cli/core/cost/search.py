@@ -47,7 +47,7 @@ from mha_cli.core.engine.flags import release_meant
 from mha_cli.core.engine.generations import BY_ID as GENERATIONS
 from mha_cli.core.engine.generations import Generation
 from mha_cli.core.engine.mamba_cache_mode import prefix_caching_default
-from mha_cli.core.engine.quant_capability import emulated_step_refusal, refuse_weights_on_gpu
+from mha_cli.core.engine.quant_capability import deployment_step_refusal, refuse_weights_on_gpu
 from mha_cli.core.engine.releases_read import past_newest_read
 from mha_cli.core.engine.settings import (
     check_engine_runs_on,
@@ -984,9 +984,7 @@ def search_deployments(
     refuse_weights_on_gpu(deployment_generation(deployment).engine, deployment.weight_dtype,
                           stored_scheme(deployment, deployment.weight_dtype), target.target.vendor,
                           target.target.compute_capability, release_key_priced(deployment))  # fmt: skip  # said once
-    emulated = emulated_step_refusal(deployment_generation(deployment).engine, deployment.weight_dtype,
-                                     target.target.vendor, target.target.fp4_tflops_dense,
-                                     release_key_priced(deployment))  # fmt: skip
+    emulated = deployment_step_refusal(deployment, target.target)
     if emulated is not None:  # once, not per layout
         raise BadInputError(emulated)
     resolve_settings(deployment, target.target, 1)  # a setting no layout takes (--kv-cache-gib on 0.10.1): one line

@@ -464,12 +464,16 @@ def ttft_band(ttft_ms: float, profile: DeviceProfile) -> tuple[float, float | No
     if profile.ttft_relative_error is not None:
         own_low, own_high = latency_within(profile.ttft_relative_error)
         low, high = min(low, own_low), max(high, own_high)
-    return ttft_ms * low, (ttft_ms * high if math.isfinite(high) else None)
+    return _scaled(ttft_ms, low, high)
 
 
 def band_around(value: float, relative: float, kind: str, source: str) -> tuple[float, float | None]:
     """``value``'s band (``profile.measured_within``); None above where it has no upper bound."""
-    low, high = measured_within(relative, kind, source)
+    return _scaled(value, *measured_within(relative, kind, source))
+
+
+def _scaled(value: float, low: float, high: float) -> tuple[float, float | None]:
+    """``value`` x ``low`` .. x ``high``, None above for an unbounded ``high``."""
     return value * low, (value * high if math.isfinite(high) else None)
 
 

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING
 from mha_cli.core.errors import BadInputError
 
 if TYPE_CHECKING:
+    from mha_cli.core.schemas import DeploymentSpec
+    from mha_cli.core.targets import Target
     from mha_cli.core.weight_scheme import WeightScheme
 
 BY_FORMAT: dict[str, tuple[float, str]] = {
@@ -197,6 +199,17 @@ def refuse_weights_on_gpu(engine: str, weight_dtype: str, scheme: WeightScheme |
         refusal = trtllm_capability_refusal(weight_dtype, scheme, vendor, capability)
     if refusal is not None:
         raise BadInputError(refusal)
+
+
+def deployment_step_refusal(deployment: DeploymentSpec, target: Target) -> str | None:
+    """``emulated_step_refusal`` of ``deployment`` on ``target``: its engine generation's engine, weights and the
+    release priced (``settings.release_key_priced``), as plan, the search, --disaggregated and kv ask it."""
+    from mha_cli.core.engine.settings import deployment_generation, release_key_priced
+
+    return emulated_step_refusal(
+        deployment_generation(deployment).engine, deployment.weight_dtype, target.vendor, target.fp4_tflops_dense,
+        release_key_priced(deployment),
+    )  # fmt: skip
 
 
 def emulated_step_refusal(
